@@ -1,0 +1,72 @@
+// Communicator: a group of ranks that issue the same collectives in the same order.
+// Every collective validates its arguments on the calling thread (throwing Error(kInvalidArgument)
+// with the communicator untouched), then returns a Request at once; the engine runs collectives in
+// issue order. After an unrecoverable error the communicator is broken and says so on every call.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "smddp/request.h"
+#include "smddp/store.h"
+#include "smddp/types.h"
+
+namespace smddp {
+
+// Per-communicator settings. Unset fields take the value of the matching SMDDP_* variable
+// (see the README's configuration table), which in turn has a built-in default.
+struct Options {
+  std::optional<std::chrono::milliseconds> timeout;  // SMDDP_TIMEOUT_MS
+  std::optional<std::string> provider;               // SMDDP_PROVIDER: efa | shm | tcp | auto
+  std::optional<std::string> algorithms;             // SMDDP_ALGO: "allreduce:ring;broadcast:tree"
+  std::optional<size_t> segmentBytes;                // SMDDP_SEGMENT_BYTES
+  // Distinguishes communicators that share one store (keys are prefixed with it).
+  std::string name = "smddp";
+};
+
+namespace core {
+class CommunicatorImpl;
+}
+
+class Communicator {
+ public:
+  // Joins the group: publishes this rank's address in the store and reads every peer's.
+  static std::shared_ptr<Communicator> create(std::shared_ptr<Store> store, int rank, int size,
+                                              const Options& options = Options());
+  explicit Communicator(std::unique_ptr<core::CommunicatorImpl> impl);
+  // Waits (bounded) for pending collectives, then releases the fabric resources.
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const;
+  int size() const;
+  // The libfabric provider in use ("shm", "tcp;ofi_rxm", "efa"), or "loopback".
+  std::string provider() const;
+
+  // recv = op over all ranks' send. In place when send.data == recv.data.
+  Request allReduce(const Buffer& send, const Buffer& recv, ReduceOp op);
+  // recv on every rank = send of root. In place when send.data == recv.data; only root reads send.
+  Request broadcast(const Buffer& send, const Buffer& recv, int root);
+  // recv (size * send.count elements) = concatenation of every rank's send, in rank order.
+  // In place when send.data == recv.data + rank * send.bytes().
+  Request allGather(const Buffer& send, const Buffer& recv);
+  // recvs[r] = send of rank r; recvs.size() == size(), each with send.count elements.
+  Request allGather(const Buffer& send, const std::vector<Buffer>& recvs);
+  Request barrier();
+
+  // Makes every pending and later wait fail with Error(kAborted). Safe from any thread.
+  void abort();
+  // Non-empty once the communicator is broken: the first unrecoverable error.
+  std::string brokenReason() const;
+
+  core::CommunicatorImpl& impl() { return *impl_; }
+
+ private:
+  std::unique_ptr<core::CommunicatorImpl> impl_;
+};
+
+}  // namespace smddp

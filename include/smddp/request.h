@@ -1,0 +1,42 @@
+// The handle every collective returns at once. The collective runs in issue order on the
+// communicator's engine; a waiting caller may also drive it (no thread hand-off on the fast path).
+// Invariant: no wait blocks forever; a failed collective rethrows its stored error to every waiter.
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <memory>
+
+namespace smddp {
+
+namespace core {
+class RequestState;
+}
+
+class Request {
+ public:
+  explicit Request(std::shared_ptr<core::RequestState> state);
+
+  // True once the collective finished; throws its Error if it failed.
+  bool test();
+  // Waits for completion up to the communicator timeout (plus a grace period); throws on failure.
+  void wait();
+  // Waits at most `timeout`; throws Error(kTimeout) if the collective is still running then
+  // (the collective itself goes on until its own deadline).
+  void wait(std::chrono::milliseconds timeout);
+  // True once finished, successfully or not; never throws.
+  bool completed() const;
+  // The stored error of a failed request, or nullptr.
+  std::exception_ptr error() const;
+  // Runs fn once the request completes (at once if it already has). fn runs on the thread that
+  // completed the request and must not block.
+  void onComplete(std::function<void()> fn);
+  // The per-communicator sequence number of this collective.
+  uint64_t sequence() const;
+
+ private:
+  std::shared_ptr<core::RequestState> state_;
+};
+
+}  // namespace smddp

@@ -1,0 +1,9 @@
+// Umbrella header of the smddp C++ API.
+#pragma once
+
+#include "smddp/communicator.h"
+#include "smddp/error.h"
+#include "smddp/request.h"
+#include "smddp/store.h"
+#include "smddp/types.h"
+#include "smddp/version.h"

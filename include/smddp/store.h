@@ -1,0 +1,36 @@
+// The rendezvous key-value store that communicators bootstrap through. The torch shim adapts
+// c10d::Store to it; without torch, a file store (one host) or a TCP store (several hosts) serves.
+// Invariant: every blocking call is bounded by a timeout and throws Error(kStore) when it expires.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace smddp {
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual void set(const std::string& key, const std::string& value) = 0;
+  // Waits until the key exists, then returns its value.
+  virtual std::string get(const std::string& key, std::chrono::milliseconds timeout) = 0;
+  // Atomically adds delta to the integer stored at key (0 when absent) and returns the new value.
+  virtual int64_t add(const std::string& key, int64_t delta) = 0;
+};
+
+// One directory shared by every rank of one host; values are files written atomically.
+std::shared_ptr<Store> makeFileStore(const std::string& directory);
+
+// A small TCP store: the server side (one process of the job) serves every client, itself included.
+// host may be a name or an address; port 0 with isServer picks a free port (see tcpStorePort()).
+std::shared_ptr<Store> makeTcpStore(const std::string& host, int port, bool isServer,
+                                    std::chrono::milliseconds connectTimeout);
+// The port a TCP store listens on or is connected to; -1 for other stores.
+int tcpStorePort(const Store& store);
+
+// Prepends prefix + "/" to every key, so several communicators can share one store.
+std::shared_ptr<Store> makePrefixStore(const std::string& prefix, std::shared_ptr<Store> store);
+
+}  // namespace smddp

@@ -1,0 +1,62 @@
+// Public value types of the smddp API: data types, reduction ops, memory kinds, buffer descriptors.
+// Invariant: nothing here names libfabric, CUDA or torch; a Buffer says where its memory lives so the
+// CUDA path can be added without changing any signature.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace smddp {
+
+enum class DataType : uint8_t {
+  kFloat32,
+  kFloat64,
+  kFloat16,
+  kBFloat16,
+  kInt8,
+  kUInt8,
+  kInt32,
+  kInt64,
+};
+constexpr int kNumDataTypes = 8;
+
+enum class ReduceOp : uint8_t {
+  kSum,
+  kProd,
+  kMin,
+  kMax,
+  kAvg,  // floating types only: SUM, then division by the number of ranks
+};
+constexpr int kNumReduceOps = 5;
+
+enum class MemoryType : uint8_t {
+  kHost,
+  kCuda,
+};
+
+size_t dataTypeSize(DataType dtype);
+bool isFloatingPoint(DataType dtype);
+const char* toString(DataType dtype);
+const char* toString(ReduceOp op);
+const char* toString(MemoryType mem);
+
+// A typed view of memory owned by the caller. It must stay valid until the request completes.
+struct Buffer {
+  void* data = nullptr;
+  size_t count = 0;  // elements, not bytes
+  DataType dtype = DataType::kFloat32;
+  MemoryType memory = MemoryType::kHost;
+  int device = -1;  // CUDA device ordinal when memory == kCuda
+
+  Buffer() = default;
+  Buffer(void* d, size_t n, DataType t, MemoryType m = MemoryType::kHost, int dev = -1)
+      : data(d), count(n), dtype(t), memory(m), device(dev) {}
+  // Convenience for read-only inputs; the engine never writes through a send buffer.
+  Buffer(const void* d, size_t n, DataType t, MemoryType m = MemoryType::kHost, int dev = -1)
+      : data(const_cast<void*>(d)), count(n), dtype(t), memory(m), device(dev) {}
+
+  size_t bytes() const { return count * dataTypeSize(dtype); }
+};
+
+}  // namespace smddp

@@ -1,0 +1,94 @@
+// Exec: what an algorithm sees while it runs one collective on one rank. An algorithm is a short
+// script of isend / irecv / wait / reduce steps against this interface; Exec turns them into
+// transport ops with the collective's tags, waits with a bounded, core-friendly back-off (spin
+// briefly, then yield), and converts every failure into an Error naming rank, peer and collective.
+//
+// Invariants: every wait is bounded by the collective's deadline; an algorithm never sees a failed
+// op (it gets an exception); when run() returns or throws, no op of this collective is pending.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "algorithms/collective.h"
+#include "transport/transport.h"
+
+namespace smddp::algo {
+
+// Reusable per-communicator memory for algorithms: op records and scratch buffers. Grows on demand
+// and is kept, so steady-state collectives allocate nothing.
+class ExecResources {
+ public:
+  transport::Op& op(size_t index);
+  void* scratch(int index, size_t bytes);
+
+ private:
+  std::deque<transport::Op> ops_;
+  std::vector<std::vector<unsigned char>> scratch_;
+};
+
+struct ExecSettings {
+  std::chrono::steady_clock::time_point deadline;
+  std::chrono::milliseconds timeout{0};
+  size_t segmentBytes = 262144;
+  int64_t spinUs = 20;
+  const std::atomic<bool>* abortFlag = nullptr;
+};
+
+class Exec {
+ public:
+  using Handle = size_t;
+
+  Exec(transport::Transport& transport, ExecResources& resources, const CollectiveDesc& desc,
+       const ExecSettings& settings);
+  ~Exec();
+  Exec(const Exec&) = delete;
+  Exec& operator=(const Exec&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  size_t segmentBytes() const { return settings_.segmentBytes; }
+  const CollectiveDesc& desc() const { return desc_; }
+
+  // slot: the message's index within this collective, unique per (sender, receiver) pair and at
+  // most tag::kMaxSlot. The receiver must use the same slot. bytes may be 0.
+  Handle isend(int peer, uint64_t slot, const void* buffer, size_t bytes);
+  Handle irecv(int peer, uint64_t slot, void* buffer, size_t bytes);
+  void wait(Handle handle);
+  // True once the op finished; throws if it failed.
+  bool test(Handle handle);
+  // Waits for every op posted so far.
+  void waitAll();
+  // Convenience: a send and a receive posted together, both awaited.
+  void sendRecv(int sendPeer, uint64_t sendSlot, const void* sendBuf, size_t sendBytes,
+                int recvPeer, uint64_t recvSlot, void* recvBuf, size_t recvBytes);
+
+  // Per-communicator scratch memory; index selects one of several independent areas.
+  void* scratch(size_t bytes, int index = 0) { return resources_.scratch(index, bytes); }
+
+  // Withdraws every pending op (after a failure). Returns false if the transport could not.
+  bool cancelAll();
+
+ private:
+  Handle post(transport::OpKind kind, int peer, uint64_t slot, void* buffer, size_t bytes);
+  void progressOnce(bool& idle);
+  void checkFailure(const transport::Op& op) const;
+  [[noreturn]] void throwTimeout() const;
+  std::string where(int peer) const;
+
+  transport::Transport& transport_;
+  ExecResources& resources_;
+  CollectiveDesc desc_;
+  ExecSettings settings_;
+  int rank_;
+  int size_;
+  size_t posted_ = 0;    // ops [0, posted_) of resources_ belong to this collective
+  size_t firstLive_ = 0; // every op below this index is finished
+};
+
+}  // namespace smddp::algo

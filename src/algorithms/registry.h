@@ -1,0 +1,40 @@
+// The algorithms of each collective, and the pure function that picks one.
+// select() depends only on its arguments (no globals, no environment), so it has its own tests.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "algorithms/collective.h"
+#include "algorithms/exec.h"
+
+namespace smddp::algo {
+
+using AlgorithmFn = void (*)(Exec&, const CollectiveArgs&);
+
+struct Algorithm {
+  CollectiveKind kind;
+  const char* name;         // as used in SMDDP_ALGO
+  const char* description;  // steps and cost, one line
+  AlgorithmFn run;
+};
+
+// Every algorithm, in a fixed order.
+const std::vector<Algorithm>& registry();
+const Algorithm* findAlgorithm(CollectiveKind kind, const std::string& name);
+
+// Parsed SMDDP_ALGO: collective -> algorithm name. Accepts allreduce / all_reduce, broadcast,
+// allgather / all_gather, barrier. Throws Error(kInvalidArgument) naming the bad entry.
+using AlgorithmOverrides = std::map<CollectiveKind, std::string>;
+AlgorithmOverrides parseAlgorithmOverrides(const std::string& spec);
+
+struct Topology {
+  int ranks = 1;
+  int hosts = 1;
+};
+
+const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topology& topology,
+                                 const AlgorithmOverrides& overrides);
+
+}  // namespace smddp::algo

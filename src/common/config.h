@@ -1,0 +1,83 @@
+// The one place where smddp reads its environment. Every SMDDP_* variable is declared once in
+// SMDDP_CONFIG_VARS (name, type, default, doc), parsed once into an immutable Config, and mirrored
+// in the README's configuration table (a unit test checks the mirror). getenv appears only in
+// config.cc.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace smddp {
+
+enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
+
+// X(member, NAME, type, default, doc). Types: Int (int64), Bytes (int64 with K/M/G suffixes),
+// String, Level (NONE|WARN|INFO|TRACE).
+#define SMDDP_CONFIG_VARS(X)                                                                     \
+  X(timeoutMs, "SMDDP_TIMEOUT_MS", Int, 300000,                                                  \
+    "Bound on every collective and bootstrap wait, in milliseconds. A collective not finished "  \
+    "by then fails on this rank with an error naming the peers not heard from.")                 \
+  X(provider, "SMDDP_PROVIDER", String, "auto",                                                  \
+    "libfabric provider: efa, shm, tcp (tcp;ofi_rxm) or auto. auto takes FI_PROVIDER when set, " \
+    "else efa when present, else shm when every rank is on one host, else tcp.")                 \
+  X(fabricAddr, "SMDDP_FABRIC_ADDR", String, "",                                                 \
+    "Local IP address the tcp provider binds to. Default: 127.0.0.1 when every rank is on one "  \
+    "host, else libfabric's choice (FI_TCP_IFACE).")                                             \
+  X(algorithms, "SMDDP_ALGO", String, "",                                                        \
+    "Algorithm override per collective, e.g. allreduce:ring;broadcast:chain;allgather:bruck. "  \
+    "Names are listed by SMDDP_DEBUG=INFO; an unknown or unusable name is an error.")           \
+  X(segmentBytes, "SMDDP_SEGMENT_BYTES", Bytes, 262144,                                          \
+    "Pipelining segment size of the bandwidth algorithms (ring, chain), in bytes (K/M/G "       \
+    "suffixes accepted).")                                                                       \
+  X(spinUs, "SMDDP_SPIN_US", Int, 20,                                                            \
+    "How long a waiting rank busy-polls before it starts yielding the core, in microseconds. "  \
+    "Keep it small when ranks outnumber cores.")                                                 \
+  X(debug, "SMDDP_DEBUG", Level, "WARN",                                                         \
+    "Log level: NONE, WARN, INFO (version, provider, layout, algorithm choices) or TRACE.")      \
+  X(store, "SMDDP_STORE", String, "",                                                            \
+    "Rendezvous for the perf tools and C++ tests: file:/shared/dir or tcp:host:port (the rank "  \
+    "0 process serves it). torch jobs use torch's store instead.")                               \
+  X(rank, "SMDDP_RANK", Int, -1,                                                                 \
+    "This process's rank for the perf tools; OMPI_COMM_WORLD_RANK or PMI_RANK are read when "    \
+    "unset.")                                                                                    \
+  X(worldSize, "SMDDP_WORLD_SIZE", Int, -1,                                                      \
+    "Number of ranks for the perf tools; OMPI_COMM_WORLD_SIZE or PMI_SIZE are read when unset.")
+
+struct Config {
+  int64_t timeoutMs;
+  std::string provider;
+  std::string fabricAddr;
+  std::string algorithms;
+  int64_t segmentBytes;
+  int64_t spinUs;
+  LogLevel debug;
+  std::string store;
+  int64_t rank;
+  int64_t worldSize;
+  // libfabric's own FI_PROVIDER, honoured when SMDDP_PROVIDER is auto.
+  std::string fiProvider;
+
+  // Parsed once from the process environment; later changes to the environment are not seen.
+  static const Config& global();
+  // Parses from an explicit variable map (tests). Throws Error(kInvalidArgument) naming the
+  // variable and the bad value.
+  static Config fromMap(const std::map<std::string, std::string>& env);
+
+  struct VarDoc {
+    const char* name;
+    const char* type;
+    std::string defaultValue;
+    const char* doc;
+  };
+  static std::vector<VarDoc> documentation();
+};
+
+LogLevel parseLogLevel(const std::string& text);
+// "256K" -> 262144; throws Error(kInvalidArgument) on junk.
+int64_t parseBytes(const std::string& name, const std::string& text);
+
+}  // namespace smddp

@@ -1,0 +1,4 @@
+smddp_layer(smddp_common
+  common/config.cc
+  common/logging.cc
+  common/types.cc)

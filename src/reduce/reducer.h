@@ -1,0 +1,26 @@
+// Element-wise reduction kernels for host memory, vectorized with runtime ISA dispatch (baseline
+// x86-64 / AVX2+F16C / AVX-512), never -march=native. float16 and bfloat16 are widened to float32
+// for the arithmetic and rounded (to nearest even) once per call.
+#pragma once
+
+#include <cstddef>
+
+#include "smddp/types.h"
+
+namespace smddp::reduce {
+
+// True when op is defined for dtype (AVG only for floating types).
+bool supported(DataType dtype, ReduceOp op);
+
+// dst[i] = a[i] op b[i] for i < count. dst may alias a or b (exactly, not partially).
+// AVG reduces as SUM; finishAverage() divides at the end. Throws Error(kUnsupported) for pairs
+// that supported() rejects.
+void reduce(DataType dtype, ReduceOp op, void* dst, const void* a, const void* b, size_t count);
+
+// buf[i] = buf[i] / divisor, computed in float32 (float16/bfloat16/float32) or float64.
+void finishAverage(DataType dtype, void* buf, size_t count, int divisor);
+
+// The implementation picked at start-up: "avx512", "avx2" or "baseline".
+const char* isaName();
+
+}  // namespace smddp::reduce

@@ -1,0 +1,80 @@
+// Transport: tagged point-to-point messages between the ranks of one communicator, shaped like
+// NCCL's net plugin. It knows bytes, tags and completions; it knows nothing of collectives.
+//
+// Ownership: the caller owns every Op and keeps it alive (at a stable address) from post until it
+// is complete or cancel() returned. Providers keep their per-message context (libfabric's
+// fi_context2) inside Op::provider, so posting allocates nothing.
+// Threading: one thread at a time drives a transport (the communicator's executor lock).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace smddp {
+class Store;
+struct Config;
+}
+
+namespace smddp::transport {
+
+enum class OpKind : uint8_t { kSend, kRecv };
+enum class OpState : uint8_t { kIdle, kPending, kDone, kError };
+
+struct Op {
+  // Provider scratch; must be first so that a provider can map its context back to the Op.
+  alignas(16) unsigned char provider[64];
+  OpKind kind = OpKind::kSend;
+  OpState state = OpState::kIdle;
+  int peer = -1;
+  uint64_t tag = 0;
+  void* buffer = nullptr;
+  size_t bytes = 0;
+  size_t received = 0;  // bytes actually received (recv ops)
+  std::string error;    // provider's error text when state == kError
+
+  bool done() const { return state == OpState::kDone; }
+  bool failed() const { return state == OpState::kError; }
+  bool finished() const { return state == OpState::kDone || state == OpState::kError; }
+};
+
+// Facts about the peers, learnt at bootstrap, for error messages and topology decisions.
+struct PeerInfo {
+  std::string host;
+  int pid = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // "shm", "tcp;ofi_rxm", "efa", "loopback".
+  virtual std::string name() const = 0;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual const std::vector<PeerInfo>& peers() const = 0;
+
+  // Posts a message. op.kind/peer/tag/buffer/bytes are set by the caller. The op becomes kPending,
+  // or kDone/kError at once. A provider that is temporarily out of resources queues the post and
+  // retries it from progress(): the caller never sees EAGAIN.
+  virtual void post(Op& op) = 0;
+  // Drives completions; returns how many ops finished (completed or failed) in this call.
+  virtual int progress() = 0;
+  // Withdraws a pending op. On return the transport no longer references op (it may have
+  // completed instead). Returns false if the op could not be withdrawn in time; the transport is
+  // then unusable and must be destroyed before the op's memory is reused.
+  virtual bool cancel(Op& op) = 0;
+  // A peer we know is gone (connection reset, process exit), or -1. Cleared by nothing.
+  virtual int deadPeer() const { return -1; }
+};
+
+// Creates the libfabric transport for one communicator: picks the provider (config and topology),
+// opens fabric/domain/endpoint, publishes this rank's address in the store under "<prefix>/addr/<r>"
+// and inserts every peer's. Throws Error with the provider's error string on failure.
+std::unique_ptr<Transport> createOfiTransport(Store& store, const std::string& prefix, int rank,
+                                              int size, const Config& config,
+                                              const std::string& providerOverride);
+
+}  // namespace smddp::transport
