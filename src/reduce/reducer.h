@@ -23,4 +23,10 @@ void finishAverage(DataType dtype, void* buf, size_t count, int divisor);
 // The implementation picked at start-up: "avx512", "avx2" or "baseline".
 const char* isaName();
 
+// Testing and A/B measurement only: makes reduce()/finishAverage() use the named implementation
+// ("baseline", "avx2", "avx512") from now on; nullptr or "" restores the automatic choice.
+// Throws Error(kUnsupported) when this build did not compile it or this CPU cannot run it.
+// Not meant to be flipped while other threads reduce (each call uses one table throughout).
+void forceIsa(const char* name);
+
 }  // namespace smddp::reduce

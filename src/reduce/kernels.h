@@ -1,0 +1,276 @@
+// The reduction kernels, written once as templates and instantiated by each kernels_<isa>.cc under
+// that file's compiler flags (SSE2 baseline, AVX2+F16C+FMA, AVX-512). Plain loops the compiler
+// vectorizes for the target; only the 16-bit float block conversions use intrinsics (F16C for
+// float16, AVX2 shuffles for bfloat16 in the AVX2 build).
+// Invariants:
+// - Everything is in an anonymous namespace: each ISA's instantiations have internal linkage, so
+//   the linker can never merge an AVX-512 copy into the baseline path (an ODR trap with -m flags).
+//   For the same reason no std:: function templates are called here, only type traits.
+// - dst may alias a or b exactly: each element is read before it is written, and vectors hold
+//   whole elements, so `ivdep` (no loop-carried dependence) is true for exact aliasing.
+// - float16/bfloat16 compute in float32 and round once (nearest even) when stored. Two fp16/bf16
+//   operands give an fp32 sum/product that rounds to the same result as exact arithmetic would,
+//   since 24 >= 2*11+2 (double rounding is innocuous).
+// - Integer SUM/PROD wrap (two's complement), computed in the unsigned type to avoid UB.
+// - Floating MIN/MAX return NaN when either input is NaN (torch.minimum/maximum semantics).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#if defined(__F16C__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+#include "reduce/convert.h"
+#include "reduce/kernel_table.h"
+
+#if defined(__clang__)
+#define SMDDP_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define SMDDP_IVDEP _Pragma("GCC ivdep")
+#else
+#define SMDDP_IVDEP
+#endif
+
+namespace smddp::reduce {
+namespace {
+
+struct SumOp {
+  template <class C>
+  static C apply(C a, C b) {
+    if constexpr (std::is_integral_v<C>) {
+      using U = std::make_unsigned_t<C>;
+      return C(U(U(a) + U(b)));
+    } else {
+      return a + b;
+    }
+  }
+};
+
+struct ProdOp {
+  template <class C>
+  static C apply(C a, C b) {
+    if constexpr (std::is_integral_v<C>) {
+      // Promote narrow types to unsigned int, not int: uint16 * uint16 in int could overflow.
+      using U =
+          std::conditional_t<(sizeof(C) < sizeof(unsigned)), unsigned, std::make_unsigned_t<C>>;
+      return C(
+          std::make_unsigned_t<C>(U(std::make_unsigned_t<C>(a)) * U(std::make_unsigned_t<C>(b))));
+    } else {
+      return a * b;
+    }
+  }
+};
+
+struct MinOp {
+  template <class C>
+  static C apply(C a, C b) {
+    // a != a: a is NaN (never, for integers). A NaN b fails a < b, so b is picked.
+    return (a < b || a != a) ? a : b;
+  }
+};
+
+struct MaxOp {
+  template <class C>
+  static C apply(C a, C b) {
+    return (a > b || a != a) ? a : b;
+  }
+};
+
+// Storage types. Native types compute as themselves; Half and BFloat16 compute in float32.
+struct Half {
+  uint16_t bits;
+};
+struct BFloat16 {
+  uint16_t bits;
+};
+
+template <class T, class Op>
+void reduceNative(void* dst, const void* a, const void* b, size_t count) {
+  T* d = static_cast<T*>(dst);
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  SMDDP_IVDEP
+  for (size_t i = 0; i < count; ++i) d[i] = Op::apply(x[i], y[i]);
+}
+
+// Block width for the 16-bit float types: a multiple of every vector width (16 lanes for
+// AVX-512), small enough that the float32 scratch stays in L1.
+constexpr size_t kBlock = 64;
+
+#if defined(__AVX512F__)
+// The all-lanes masked forms: GCC 12's unmasked AVX-512 conversion intrinsics start from an
+// "undefined" register and trip -Wuninitialized; the zero-masked form compiles to the same code.
+constexpr __mmask16 kAll16 = 0xFFFF;
+#endif
+
+inline void widenBlock(const Half* in, float* out) {
+#if defined(__AVX512F__)
+  for (size_t j = 0; j < kBlock; j += 16)
+    _mm512_storeu_ps(out + j,
+                     _mm512_maskz_cvtph_ps(
+                         kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + j))));
+#elif defined(__F16C__)
+  for (size_t j = 0; j < kBlock; j += 8)
+    _mm256_storeu_ps(out + j,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + j))));
+#else
+  for (size_t j = 0; j < kBlock; ++j) out[j] = halfToFloat(in[j].bits);
+#endif
+}
+
+inline void narrowBlock(const float* in, Half* out) {
+#if defined(__F16C__)
+  constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+#endif
+#if defined(__AVX512F__)
+  for (size_t j = 0; j < kBlock; j += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j),
+                        _mm512_maskz_cvtps_ph(kAll16, _mm512_loadu_ps(in + j), kRound));
+#elif defined(__F16C__)
+  for (size_t j = 0; j < kBlock; j += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + j), kRound));
+#else
+  for (size_t j = 0; j < kBlock; ++j) out[j].bits = floatToHalf(in[j]);
+#endif
+}
+
+#if defined(__AVX2__) && !defined(__AVX512F__)
+// AVX2 bfloat16, by hand: the auto-vectorized form spends ~3 instructions per element on
+// zero-extension and lane fix-ups. Interleaving with zero puts each bf16 in the top half of a
+// float, but in the in-lane order (0-3, 8-11 | 4-7, 12-15); packus_epi32 undoes exactly that
+// order, so the float scratch is permuted within each 16 elements and only element-wise code may
+// run between widenBlock and narrowBlock (which is all that ever does).
+inline void widenBlock(const BFloat16* in, float* out) {
+  const __m256i zero = _mm256_setzero_si256();
+  for (size_t j = 0; j < kBlock; j += 16) {
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + j));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), _mm256_unpacklo_epi16(zero, v));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j + 8), _mm256_unpackhi_epi16(zero, v));
+  }
+}
+
+// The same rounding as floatToBf16, eight lanes at a time, leaving the result in the low half.
+inline __m256i roundToBf16(__m256 f) {
+  __m256i u = _mm256_castps_si256(f);
+  __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  __m256i rounded = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)));
+  __m256i quietNan = _mm256_or_si256(u, _mm256_set1_epi32(0x00400000));
+  __m256 isNan = _mm256_cmp_ps(f, f, _CMP_UNORD_Q);
+  __m256i r = _mm256_blendv_epi8(rounded, quietNan, _mm256_castps_si256(isNan));
+  return _mm256_srli_epi32(r, 16);
+}
+
+inline void narrowBlock(const float* in, BFloat16* out) {
+  for (size_t j = 0; j < kBlock; j += 16) {
+    __m256i lo = roundToBf16(_mm256_loadu_ps(in + j));
+    __m256i hi = roundToBf16(_mm256_loadu_ps(in + j + 8));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), _mm256_packus_epi32(lo, hi));
+  }
+}
+#else
+inline void widenBlock(const BFloat16* in, float* out) {
+  for (size_t j = 0; j < kBlock; ++j) out[j] = bf16ToFloat(in[j].bits);
+}
+
+inline void narrowBlock(const float* in, BFloat16* out) {
+  for (size_t j = 0; j < kBlock; ++j) out[j].bits = floatToBf16(in[j]);
+}
+#endif
+
+template <class T, class Op>
+void reduceBlock(T* d, const T* x, const T* y) {
+  float fx[kBlock], fy[kBlock];
+  widenBlock(x, fx);
+  widenBlock(y, fy);
+  for (size_t j = 0; j < kBlock; ++j) fx[j] = Op::apply(fx[j], fy[j]);
+  narrowBlock(fx, d);  // after both reads: exact aliasing is safe
+}
+
+// Whole blocks in place; the tail goes through zero-padded scratch so it takes the very same
+// conversion path (the F16C and software conversions must never both touch one call's data).
+template <class T, class Op>
+void reduceWidened(void* dst, const void* a, const void* b, size_t count) {
+  T* d = static_cast<T*>(dst);
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  size_t full = count - count % kBlock;
+  for (size_t i = 0; i < full; i += kBlock) reduceBlock<T, Op>(d + i, x + i, y + i);
+  size_t rest = count - full;
+  if (rest == 0) return;
+  T tx[kBlock] = {}, ty[kBlock] = {}, td[kBlock];
+  for (size_t j = 0; j < rest; ++j) {
+    tx[j] = x[full + j];
+    ty[j] = y[full + j];
+  }
+  reduceBlock<T, Op>(td, tx, ty);
+  for (size_t j = 0; j < rest; ++j) d[full + j] = td[j];
+}
+
+template <class T>
+void averageNative(void* buf, size_t count, int divisor) {
+  T* p = static_cast<T*>(buf);
+  const T div = T(divisor);
+  for (size_t i = 0; i < count; ++i) p[i] = p[i] / div;
+}
+
+template <class T>
+void averageWidened(void* buf, size_t count, int divisor) {
+  T* p = static_cast<T*>(buf);
+  const float div = float(divisor);
+  T tp[kBlock] = {};
+  float f[kBlock];
+  for (size_t i = 0; i < count; i += kBlock) {
+    size_t n = count - i < kBlock ? count - i : kBlock;
+    for (size_t j = 0; j < n; ++j) tp[j] = p[i + j];
+    widenBlock(tp, f);
+    for (size_t j = 0; j < kBlock; ++j) f[j] = f[j] / div;
+    narrowBlock(f, tp);
+    for (size_t j = 0; j < n; ++j) p[i + j] = tp[j];
+  }
+}
+
+template <class T, bool kWidened>
+constexpr void fillRow(KernelTable& t, DataType dtype) {
+  int d = int(dtype);
+  auto pick = [](auto op) -> ReduceFn {
+    using Op = decltype(op);
+    if constexpr (kWidened)
+      return &reduceWidened<T, Op>;
+    else
+      return &reduceNative<T, Op>;
+  };
+  t.reduce[d][int(ReduceOp::kSum)] = pick(SumOp{});
+  t.reduce[d][int(ReduceOp::kProd)] = pick(ProdOp{});
+  t.reduce[d][int(ReduceOp::kMin)] = pick(MinOp{});
+  t.reduce[d][int(ReduceOp::kMax)] = pick(MaxOp{});
+  if constexpr (kWidened || std::is_floating_point_v<T>) {
+    t.reduce[d][int(ReduceOp::kAvg)] = pick(SumOp{});  // AVG = SUM, then finishAverage()
+    if constexpr (kWidened)
+      t.average[d] = &averageWidened<T>;
+    else
+      t.average[d] = &averageNative<T>;
+  }
+}
+
+// The one table of supported (dtype, op) pairs; every ISA builds it the same way. constexpr, so
+// each ISA's table is constant data: merely naming it runs no ISA-specific code.
+constexpr KernelTable makeTable(const char* name) {
+  KernelTable t = {};
+  t.name = name;
+  fillRow<float, false>(t, DataType::kFloat32);
+  fillRow<double, false>(t, DataType::kFloat64);
+  fillRow<Half, true>(t, DataType::kFloat16);
+  fillRow<BFloat16, true>(t, DataType::kBFloat16);
+  fillRow<int8_t, false>(t, DataType::kInt8);
+  fillRow<uint8_t, false>(t, DataType::kUInt8);
+  fillRow<int32_t, false>(t, DataType::kInt32);
+  fillRow<int64_t, false>(t, DataType::kInt64);
+  return t;
+}
+
+}  // namespace
+}  // namespace smddp::reduce
