@@ -1,0 +1,8 @@
+# Rendezvous stores (file, TCP, prefix) that communicators bootstrap through. Depends on common only.
+smddp_layer(smddp_store
+  store/file_store.cc
+  store/prefix_store.cc
+  store/store_wire.cc
+  store/tcp_store.cc
+  store/tcp_store_server.cc)
+target_link_libraries(smddp_store PUBLIC smddp_common)

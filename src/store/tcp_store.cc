@@ -1,0 +1,123 @@
+// TcpStore: the client half of the TCP store (the server half is tcp_store_server.h). One
+// connection per store object, one request at a time under a mutex, so the store is thread-safe.
+// Invariants: every request is bounded (get: its timeout plus kIoGrace; set/add: kIoGrace); after
+// a failed or timed-out exchange the connection is dropped and re-opened by the next request, so
+// a late reply can never be read as the answer to a later request.
+#include <unistd.h>
+
+#include <memory>
+#include <mutex>
+
+#include "smddp/error.h"
+#include "smddp/store.h"
+#include "store/prefix_store.h"
+#include "store/store_wire.h"
+#include "store/tcp_store_server.h"
+
+namespace smddp {
+namespace store {
+
+class TcpStore : public Store {
+ public:
+  TcpStore(const std::string& host, int port, bool isServer, std::chrono::milliseconds timeout)
+      : host_(host), port_(port), connectTimeout_(timeout) {
+    if (isServer) {
+      server_ = std::make_unique<TcpStoreServer>(host, port);
+      port_ = server_->port();
+      if (host_.empty() || host_ == "0.0.0.0" || host_ == "::") host_ = "127.0.0.1";
+    }
+    if (port_ <= 0 || port_ > 65535) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "tcp store: client needs a port in 1..65535, got " + std::to_string(port));
+    }
+    fd_ = connectWithRetry(host_, port_, Clock::now() + connectTimeout_);
+  }
+
+  ~TcpStore() override {
+    if (fd_ >= 0) ::close(fd_);  // before the server stops, so it sees an orderly close
+    server_.reset();
+  }
+
+  void set(const std::string& key, const std::string& value) override {
+    request(WireOp::kSet, key, value, 0, Clock::now() + kIoGrace, "set");
+  }
+
+  std::string get(const std::string& key, std::chrono::milliseconds timeout) override {
+    auto [status, payload] = request(WireOp::kGet, key, "", std::max<int64_t>(timeout.count(), 0),
+                                     Clock::now() + timeout + kIoGrace, "get");
+    if (status == WireStatus::kNotFound) {
+      throw Error(ErrorCode::kStore, where() + ": key '" + key + "' not set after " +
+                                         std::to_string(timeout.count()) + " ms");
+    }
+    return payload;
+  }
+
+  int64_t add(const std::string& key, int64_t delta) override {
+    auto reply = request(WireOp::kAdd, key, "", delta, Clock::now() + kIoGrace, "add");
+    if (reply.second.size() != 8) {
+      throw Error(ErrorCode::kStore, where() + ": add('" + key + "'): malformed reply");
+    }
+    return getI64(reply.second.data());
+  }
+
+  int port() const { return port_; }
+
+ private:
+  static constexpr std::chrono::seconds kIoGrace{30};
+
+  std::string where() const {
+    return "tcp store " + host_ + ":" + std::to_string(port_);
+  }
+
+  std::pair<WireStatus, std::string> request(WireOp op, const std::string& key,
+                                             const std::string& value, int64_t arg,
+                                             Clock::time_point deadline, const char* name) {
+    if (key.size() > kMaxKey || value.size() > kMaxValue) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  where() + ": " + name + "('" + key.substr(0, 64) + "'): key of " +
+                      std::to_string(key.size()) + " B or value of " +
+                      std::to_string(value.size()) + " B exceeds the protocol limits");
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string what = where() + ": " + name + "('" + key + "')";
+    if (fd_ < 0) fd_ = connectWithRetry(host_, port_, Clock::now() + connectTimeout_);
+    try {
+      char header[kReplyHeader];
+      bool ok = sendAll(fd_, encodeRequest(op, key, value, arg), deadline, what) &&
+                recvAll(fd_, header, sizeof(header), deadline, what);
+      std::string payload(ok ? getU32(header + 1) : 0, '\0');
+      if (payload.size() > kMaxValue) throw Error(ErrorCode::kStore, what + ": malformed reply");
+      ok = ok && recvAll(fd_, payload.data(), payload.size(), deadline, what);
+      if (!ok) throw Error(ErrorCode::kStore, what + ": no reply from the server in time");
+      auto status = static_cast<WireStatus>(header[0]);
+      if (status == WireStatus::kFailed) throw Error(ErrorCode::kStore, what + ": " + payload);
+      return {status, std::move(payload)};
+    } catch (const Error&) {
+      ::close(fd_);  // the stream may hold a partial exchange: never reuse it
+      fd_ = -1;
+      throw;
+    }
+  }
+
+  std::string host_;
+  int port_;
+  std::chrono::milliseconds connectTimeout_;
+  std::unique_ptr<TcpStoreServer> server_;
+  std::mutex mu_;
+  int fd_ = -1;
+};
+
+}  // namespace store
+
+std::shared_ptr<Store> makeTcpStore(const std::string& host, int port, bool isServer,
+                                    std::chrono::milliseconds connectTimeout) {
+  return std::make_shared<store::TcpStore>(host, port, isServer, connectTimeout);
+}
+
+int tcpStorePort(const Store& s) {
+  if (auto* tcp = dynamic_cast<const store::TcpStore*>(&s)) return tcp->port();
+  if (auto* prefix = dynamic_cast<const store::PrefixStore*>(&s)) return tcpStorePort(prefix->inner());
+  return -1;
+}
+
+}  // namespace smddp

@@ -1,0 +1,1 @@
+target_sources(smddp_transport PRIVATE transport/loopback/loopback_transport.cc)

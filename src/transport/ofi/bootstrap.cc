@@ -1,0 +1,111 @@
+// createOfiTransport: the bootstrap of one libfabric transport through the rendezvous store.
+//   1. publish "<prefix>/host/<rank>" = host "\n" pid; read every rank's (peers(), topology);
+//   2. choose the provider (provider_profile.h) and open the endpoint;
+//   3. publish "<prefix>/addr/<rank>" = provider "\0" fi_getname bytes; read every rank's, check
+//      that all ranks chose the same provider, fi_av_insert each (fi_addr of rank r at index r).
+// Invariant: every store wait is bounded by config.timeoutMs; a failure names this rank, the peer
+// and the key.
+#include <rdma/fi_errno.h>
+#include <unistd.h>
+
+#include <map>
+#include <sstream>
+
+#include "common/logging.h"
+#include "smddp/error.h"
+#include "smddp/store.h"
+#include "transport/ofi/endpoint.h"
+#include "transport/ofi/ofi_transport.h"
+
+namespace smddp::transport {
+namespace {
+
+std::vector<PeerInfo> exchangeHosts(Store& store, const std::string& prefix, int rank, int size,
+                                    std::chrono::milliseconds timeout) {
+  store.set(prefix + "/host/" + std::to_string(rank),
+            hostName() + "\n" + std::to_string(::getpid()));
+  std::vector<PeerInfo> peers(size);
+  for (int r = 0; r < size; ++r) {
+    std::string value = store.get(prefix + "/host/" + std::to_string(r), timeout);
+    size_t nl = value.find('\n');
+    if (nl == std::string::npos) {
+      throw Error(ErrorCode::kStore, "rank " + std::to_string(rank) + ": malformed entry '" +
+                                         value + "' for rank " + std::to_string(r) + " under " +
+                                         prefix + "/host/");
+    }
+    peers[r].host = value.substr(0, nl);
+    peers[r].pid = std::atoi(value.c_str() + nl + 1);
+  }
+  return peers;
+}
+
+void logLayout(int rank, const std::vector<PeerInfo>& peers) {
+  std::map<std::string, int> perHost;
+  for (const auto& p : peers) ++perHost[p.host];
+  std::ostringstream os;
+  for (const auto& [host, n] : perHost) os << " " << host << "=" << n;
+  SMDDP_INFO(rank, "Layout: " << peers.size() << " ranks on " << perHost.size()
+                              << " host(s), ranks per host:" << os.str());
+}
+
+std::vector<fi_addr_t> exchangeAddresses(Store& store, const std::string& prefix, int rank,
+                                         int size, ofi::Endpoint& ep, const std::string& provider,
+                                         std::chrono::milliseconds timeout) {
+  std::string mine = provider;
+  mine += '\0';
+  mine += ep.address();
+  store.set(prefix + "/addr/" + std::to_string(rank), mine);
+  std::vector<fi_addr_t> addrs(size, FI_ADDR_UNSPEC);
+  for (int r = 0; r < size; ++r) {
+    std::string value = store.get(prefix + "/addr/" + std::to_string(r), timeout);
+    size_t sep = value.find('\0');
+    std::string theirs = value.substr(0, sep);
+    if (sep == std::string::npos || theirs != provider) {
+      throw Error(ErrorCode::kTransport, "rank " + std::to_string(rank) + " uses provider " +
+                                             provider + " but rank " + std::to_string(r) +
+                                             " uses '" + theirs +
+                                             "': set SMDDP_PROVIDER the same on every rank");
+    }
+    std::string addr = value.substr(sep + 1);
+    int rc = fi_av_insert(ep.av.get(), addr.c_str(), 1, &addrs[r], 0, nullptr);
+    if (rc != 1) {
+      ofi::throwFi(rank, provider, "fi_av_insert(address of rank " + std::to_string(r) + ")",
+                   rc < 0 ? rc : -FI_EINVAL);
+    }
+  }
+  return addrs;
+}
+
+}  // namespace
+
+std::unique_ptr<Transport> createOfiTransport(Store& store, const std::string& prefix, int rank,
+                                              int size, const Config& config,
+                                              const std::string& providerOverride) {
+  if (size < 1 || rank < 0 || rank >= size) {
+    throw Error(ErrorCode::kInvalidArgument, "createOfiTransport: rank " + std::to_string(rank) +
+                                                 " out of range for size " + std::to_string(size));
+  }
+  std::chrono::milliseconds timeout(config.timeoutMs);
+  std::vector<PeerInfo> peers = exchangeHosts(store, prefix, rank, size, timeout);
+  bool sameHost = true;
+  for (const auto& p : peers) sameHost = sameHost && p.host == peers[0].host;
+
+  ofi::ProviderProfile profile =
+      ofi::profileFor(ofi::chooseProvider(config, providerOverride, sameHost));
+  std::string bind = ofi::bindAddress(profile, config, sameHost);
+  std::unique_ptr<ofi::Endpoint> ep = ofi::openEndpoint(profile, bind, rank, size);
+  SMDDP_INFO(rank, "Selected provider is " << profile.name << ", fabric "
+                                           << ep->info->fabric_attr->name << ", domain "
+                                           << ep->info->domain_attr->name);
+  SMDDP_INFO(rank, profile.name << ": " << ofi::usableTagBits(*ep->info) << " tag bits, inject "
+                                << ep->info->tx_attr->inject_size << " B, tx/rx queue "
+                                << ep->info->tx_attr->size << "/" << ep->info->rx_attr->size
+                                << (bind.empty() ? "" : ", bound to " + bind));
+  logLayout(rank, peers);
+  std::vector<fi_addr_t> addrs =
+      exchangeAddresses(store, prefix, rank, size, *ep, profile.name, timeout);
+  return std::make_unique<ofi::OfiTransport>(std::move(ep), std::move(profile), rank, size,
+                                             std::move(peers), std::move(addrs));
+}
+
+}  // namespace smddp::transport

@@ -1,0 +1,223 @@
+// OfiTransport data path (see ofi_transport.h for the invariants).
+#include "transport/ofi/ofi_transport.h"
+
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <type_traits>
+
+#include "common/logging.h"
+
+namespace smddp::transport::ofi {
+namespace {
+
+static_assert(sizeof(fi_context2) <= sizeof(Op::provider), "Op::provider must hold fi_context2");
+static_assert(alignof(fi_context2) <= 16, "Op::provider is 16-byte aligned");
+static_assert(std::is_standard_layout_v<Op>, "Op::provider must sit at the Op's own address");
+
+// The context we give libfabric is the Op's provider scratch, which is the Op's first member.
+void* contextOf(Op& op) { return op.provider; }
+Op* opOf(void* context) { return reinterpret_cast<Op*>(context); }
+
+char gZeroByteTarget;  // some providers dislike a null buffer even for 0 bytes
+
+void* bufferOf(const Op& op) { return op.buffer != nullptr ? op.buffer : &gZeroByteTarget; }
+
+std::string hexTag(uint64_t tag) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(tag));
+  return buf;
+}
+
+}  // namespace
+
+OfiTransport::OfiTransport(std::unique_ptr<Endpoint> endpoint, ProviderProfile profile, int rank,
+                           int size, std::vector<PeerInfo> peers, std::vector<fi_addr_t> addrs)
+    : endpoint_(std::move(endpoint)),
+      profile_(std::move(profile)),
+      rank_(rank),
+      size_(size),
+      peers_(std::move(peers)),
+      addrs_(std::move(addrs)),
+      injectSize_(endpoint_->info->tx_attr->inject_size),
+      liveness_(peers_, rank) {}
+
+std::string OfiTransport::describe(const Op& op) const {
+  std::string who = "rank " + std::to_string(op.peer);
+  if (op.peer >= 0 && op.peer < size_) {
+    who += " (" + peers_[op.peer].host + ", pid " + std::to_string(peers_[op.peer].pid) + ")";
+  }
+  return "rank " + std::to_string(rank_) + ": " + profile_.name + " " +
+         (op.kind == OpKind::kSend ? "send of " : "recv of ") + std::to_string(op.bytes) +
+         " bytes " + (op.kind == OpKind::kSend ? "to " : "from ") + who + ", tag " + hexTag(op.tag);
+}
+
+void OfiTransport::post(Op& op) {
+  if (op.peer < 0 || op.peer >= size_) {
+    throw Error(ErrorCode::kInvalidArgument,
+                describe(op) + ": peer out of range 0.." + std::to_string(size_ - 1));
+  }
+  op.state = OpState::kPending;
+  op.received = 0;
+  op.error.clear();
+  std::deque<Op*>& queue = op.kind == OpKind::kSend ? retrySends_ : retryRecvs_;
+  if (!queue.empty()) {  // never overtake an earlier queued post of the same kind
+    queue.push_back(&op);
+    return;
+  }
+  ssize_t rc = tryPost(op);
+  if (rc == -FI_EAGAIN) {
+    // The provider may be out of tx/rx slots until completions are read: read, then try again.
+    finishedOutsideProgress_ += pollCq();
+    rc = tryPost(op);
+  }
+  if (rc == -FI_EAGAIN) queue.push_back(&op);
+}
+
+// 0: posted (or done at once); -FI_EAGAIN: try later; other errors finish the op with kError.
+ssize_t OfiTransport::tryPost(Op& op) {
+  fid_ep* ep = endpoint_->ep.get();
+  fi_addr_t addr = addrs_[op.peer];
+  ssize_t rc;
+  bool injected = false;
+  if (op.kind == OpKind::kSend && op.bytes <= injectSize_) {
+    // Small sends are copied out at once and produce no completion.
+    rc = fi_tinject(ep, bufferOf(op), op.bytes, addr, op.tag);
+    injected = true;
+  } else if (op.kind == OpKind::kSend) {
+    rc = fi_tsend(ep, bufferOf(op), op.bytes, nullptr, addr, op.tag, contextOf(op));
+  } else {
+    rc = fi_trecv(ep, bufferOf(op), op.bytes, nullptr, addr, op.tag, 0, contextOf(op));
+  }
+  if (rc < 0 && postWouldBlock(profile_, static_cast<int>(-rc))) rc = -FI_EAGAIN;
+  if (rc == 0 && injected) {
+    op.state = OpState::kDone;
+    ++finishedOutsideProgress_;
+  } else if (rc != 0 && rc != -FI_EAGAIN) {
+    op.state = OpState::kError;
+    op.error = describe(op) + ": post failed: " + fi_strerror(static_cast<int>(-rc));
+    ++finishedOutsideProgress_;
+    if (meansPeerGone(profile_, static_cast<int>(-rc))) notePeerGone(op.peer, op.error);
+  }
+  return rc;
+}
+
+void OfiTransport::drainRetries(std::deque<Op*>& queue) {
+  while (!queue.empty()) {
+    if (tryPost(*queue.front()) == -FI_EAGAIN) break;
+    queue.pop_front();
+  }
+}
+
+int OfiTransport::progress() {
+  int finished = pollCq();
+  drainRetries(retryRecvs_);
+  drainRetries(retrySends_);
+  int dead = liveness_.check();
+  if (dead >= 0) notePeerGone(dead, "its process (pid " + std::to_string(peers_[dead].pid) +
+                                        ") has exited");
+  finished += finishedOutsideProgress_;
+  finishedOutsideProgress_ = 0;
+  return finished;
+}
+
+int OfiTransport::pollCq() {
+  int finished = 0;
+  fi_cq_tagged_entry entries[kCqBatch];
+  for (int batch = 0; batch < kMaxBatchesPerProgress; ++batch) {
+    ssize_t n = fi_cq_read(endpoint_->cq.get(), entries, kCqBatch);
+    if (n == -FI_EAGAIN) break;
+    if (n == -FI_EAVAIL) {
+      finished += readCqError();
+      continue;
+    }
+    if (n < 0) {
+      throw Error(ErrorCode::kTransport, "rank " + std::to_string(rank_) + ": " + profile_.name +
+                                             " fi_cq_read failed: " +
+                                             fi_strerror(static_cast<int>(-n)));
+    }
+    for (ssize_t i = 0; i < n; ++i) {
+      Op* op = opOf(entries[i].op_context);
+      if (op->kind == OpKind::kRecv) op->received = entries[i].len;
+      op->state = OpState::kDone;
+    }
+    finished += static_cast<int>(n);
+    if (n < kCqBatch) break;
+  }
+  return finished;
+}
+
+int OfiTransport::readCqError() {
+  fi_cq_err_entry err{};
+  ssize_t rc = fi_cq_readerr(endpoint_->cq.get(), &err, 0);
+  if (rc == -FI_EAGAIN) return 0;
+  if (rc < 0) {
+    throw Error(ErrorCode::kTransport, "rank " + std::to_string(rank_) + ": " + profile_.name +
+                                           " fi_cq_readerr failed: " +
+                                           fi_strerror(static_cast<int>(-rc)));
+  }
+  if (err.op_context == nullptr) {  // an error not tied to one of our ops
+    SMDDP_WARN(rank_, profile_.name << " reported an error without an operation: "
+                                    << fi_strerror(err.err));
+    return 0;
+  }
+  finishWithError(*opOf(err.op_context), err);
+  return 1;
+}
+
+void OfiTransport::finishWithError(Op& op, const fi_cq_err_entry& entry) {
+  fi_cq_err_entry err = entry;
+  err.err = err.err < 0 ? -err.err : err.err;  // shm reports -FI_ETRUNC, the others +FI_E*
+  op.state = OpState::kError;
+  if (err.err == FI_ECANCELED) {
+    op.error = describe(op) + ": cancelled";
+    return;
+  }
+  char detail[256] = {0};
+  fi_cq_strerror(endpoint_->cq.get(), err.prov_errno, err.err_data, detail, sizeof(detail));
+  if (err.err == FI_ETRUNC) {
+    // shm and tcp;ofi_rxm leave len and olen at 0, so the sender's size is not always known.
+    op.received = err.len;
+    op.error = describe(op) + ": message truncated: the sender's message is larger than the " +
+               "posted buffer of " + std::to_string(op.bytes) + " bytes" +
+               (err.olen > 0 ? " (" + std::to_string(err.olen) + " bytes did not fit)" : "") +
+               (detail[0] != '\0' ? std::string("; provider: ") + detail : std::string());
+    return;
+  }
+  op.error = describe(op) + ": " + fi_strerror(err.err) + " (provider errno " +
+             std::to_string(err.prov_errno) + ": " + detail + ")";
+  if (meansPeerGone(profile_, err.err)) notePeerGone(op.peer, op.error);
+}
+
+void OfiTransport::notePeerGone(int peer, const std::string& why) {
+  if (deadPeer_ >= 0 || peer < 0) return;
+  deadPeer_ = peer;
+  SMDDP_WARN(rank_, "peer rank " << peer << " (" << peers_[peer].host << ") is gone: " << why);
+}
+
+bool OfiTransport::cancel(Op& op) {
+  if (op.state != OpState::kPending) return true;
+  std::deque<Op*>& queue = op.kind == OpKind::kSend ? retrySends_ : retryRecvs_;
+  auto queued = std::find(queue.begin(), queue.end(), &op);
+  if (queued != queue.end()) {  // never reached the provider
+    queue.erase(queued);
+    op.state = OpState::kError;
+    op.error = describe(op) + ": cancelled";
+    ++finishedOutsideProgress_;
+    return true;
+  }
+  // An op that already finished in the provider is not cancellable; its completion comes anyway.
+  (void)fi_cancel(&endpoint_->ep->fid, contextOf(op));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (op.state == OpState::kPending && std::chrono::steady_clock::now() < deadline) {
+    finishedOutsideProgress_ += pollCq();
+    if (op.state == OpState::kPending) std::this_thread::yield();
+  }
+  return op.state != OpState::kPending;
+}
+
+}  // namespace smddp::transport::ofi

@@ -1,0 +1,56 @@
+// PeerLiveness: kill(pid, 0) plus /proc/<pid>/stat (a zombie answers kill, but has exited).
+#include "transport/ofi/peer_liveness.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <string>
+
+#include "common/logging.h"
+
+namespace smddp::transport::ofi {
+namespace {
+
+bool exists(int pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+
+// Exited but not yet reaped by its parent: state Z (zombie) or X (dead) in /proc/<pid>/stat.
+bool isZombie(int pid) {
+  std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return false;
+  char buf[512] = {0};
+  size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  std::string stat(buf, n);
+  size_t close = stat.rfind(')');  // the command name may itself hold spaces or ')'
+  if (close == std::string::npos || close + 2 >= stat.size()) return false;
+  char state = stat[close + 2];
+  return state == 'Z' || state == 'X';
+}
+
+}  // namespace
+
+PeerLiveness::PeerLiveness(const std::vector<PeerInfo>& peers, int rank) {
+  for (size_t r = 0; r < peers.size(); ++r) {
+    if (static_cast<int>(r) == rank || peers[r].host != hostName() || peers[r].pid <= 0) continue;
+    if (!exists(peers[r].pid)) continue;  // another pid namespace: cannot watch
+    watched_.push_back(static_cast<int>(r));
+    pids_.push_back(peers[r].pid);
+  }
+  next_ = std::chrono::steady_clock::now() + kInterval;
+}
+
+int PeerLiveness::check() {
+  if (watched_.empty()) return -1;
+  auto now = std::chrono::steady_clock::now();
+  if (now < next_) return -1;
+  next_ = now + kInterval;
+  for (size_t i = 0; i < watched_.size(); ++i) {
+    if (!exists(pids_[i]) || isZombie(pids_[i])) return watched_[i];
+  }
+  return -1;
+}
+
+}  // namespace smddp::transport::ofi

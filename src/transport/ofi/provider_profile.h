@@ -1,0 +1,51 @@
+// Everything that differs between the libfabric providers smddp runs on (efa, shm, tcp;ofi_rxm),
+// and the choice among them. The rest of ofi/ is provider-agnostic: it asks this file for hints,
+// for the tag-bit check and for what an error code means.
+// Invariant: no other file in smddp tests a provider's name.
+#pragma once
+
+#include <rdma/fabric.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "transport/ofi/fid.h"
+
+namespace smddp::transport::ofi {
+
+struct ProviderProfile {
+  std::string name;       // libfabric's prov_name, e.g. "tcp;ofi_rxm"
+  uint64_t mrMode = 0;    // mr_mode bits we accept in the hints
+  bool bindsIp = false;   // the endpoint binds an IP address (tcp): pass node + FI_SOURCE
+  bool peerDeathVisible = false;  // the provider reports a dead peer as a CQ error on our ops
+};
+
+// The profile for a provider name ("tcp" is accepted for "tcp;ofi_rxm"). Unknown names get a
+// conservative generic profile so that FI_PROVIDER=sockets and the like still work.
+ProviderProfile profileFor(const std::string& name);
+
+// SMDDP_PROVIDER / FI_PROVIDER / efa probe / topology -> a libfabric provider name.
+// providerOverride wins when non-empty. sameHost: every rank runs on this host.
+std::string chooseProvider(const Config& config, const std::string& providerOverride,
+                           bool sameHost);
+
+// Hints for fi_getinfo: RDM, tagged with directed receive, FI_AV_TABLE, FI_THREAD_DOMAIN,
+// per-message fi_context2, and the profile's mr_mode.
+InfoPtr makeHints(const ProviderProfile& profile);
+
+// The IP address the tcp provider binds to ("" = libfabric's choice), per SMDDP_FABRIC_ADDR and
+// topology.
+std::string bindAddress(const ProviderProfile& profile, const Config& config, bool sameHost);
+
+// Tag bits the provider leaves to us (from ep_attr->mem_tag_format).
+int usableTagBits(const fi_info& info);
+
+// True when a post's error code only means "out of queue slots now, retry after reading the CQ".
+bool postWouldBlock(const ProviderProfile& profile, int err);
+
+// True when a CQ error code means the peer of the op is gone (process died, connection lost).
+bool meansPeerGone(const ProviderProfile& profile, int err);
+
+}  // namespace smddp::transport::ofi

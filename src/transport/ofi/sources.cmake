@@ -1,0 +1,7 @@
+# The libfabric transport: the only place in smddp that includes <rdma/...> headers.
+target_sources(smddp_transport PRIVATE
+  transport/ofi/bootstrap.cc
+  transport/ofi/endpoint.cc
+  transport/ofi/ofi_transport.cc
+  transport/ofi/peer_liveness.cc
+  transport/ofi/provider_profile.cc)
