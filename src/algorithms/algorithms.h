@@ -1,0 +1,35 @@
+// Every collective algorithm of the engine, as registered in registry.cc. Each runs on every rank
+// with the same arguments except buffers, for size() >= 2 and count >= 1 (the core handles the
+// trivial cases), and returns with no message of its collective pending.
+// Results are bit-identical on every rank (for AVG too: one rank divides, or every rank divides
+// the same bits).
+#pragma once
+
+#include <cstdint>
+
+#include "algorithms/collective.h"
+#include "algorithms/exec.h"
+
+namespace smddp::algo {
+
+// all_reduce
+void allReduceRecursiveDoubling(Exec& exec, const CollectiveArgs& args);  // small messages
+void allReduceRing(Exec& exec, const CollectiveArgs& args);               // large messages
+
+// broadcast
+void broadcastBinomial(Exec& exec, const CollectiveArgs& args);  // small messages
+void broadcastChain(Exec& exec, const CollectiveArgs& args);     // large messages
+
+// all_gather
+void allGatherBruck(Exec& exec, const CollectiveArgs& args);  // small messages
+void allGatherRing(Exec& exec, const CollectiveArgs& args);   // large messages
+
+// barrier
+void barrierDissemination(Exec& exec, const CollectiveArgs& args);
+
+// Throws Error(kInvalidArgument) before any message is posted when an algorithm would need more
+// message slots per peer pair than the tag layout has (tag::kMaxSlot + 1); the message names the
+// collective and suggests a larger SMDDP_SEGMENT_BYTES.
+void requireSlots(const Exec& exec, uint64_t slots, const char* algorithm);
+
+}  // namespace smddp::algo

@@ -1,0 +1,50 @@
+// Human-readable descriptions of collectives, used in every error message and trace line.
+#include "algorithms/collective.h"
+
+#include <cstdio>
+
+namespace smddp {
+
+const char* toString(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce: return "all_reduce";
+    case CollectiveKind::kBroadcast: return "broadcast";
+    case CollectiveKind::kAllGather: return "all_gather";
+    case CollectiveKind::kBarrier: return "barrier";
+    case CollectiveKind::kControl: return "control";
+  }
+  return "unknown-collective";
+}
+
+namespace algo {
+
+std::string formatBytes(size_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  if (u == 0 || v == static_cast<double>(static_cast<uint64_t>(v))) {
+    std::snprintf(buf, sizeof(buf), "%llu %s", static_cast<unsigned long long>(v), units[u]);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.1f %s", v, units[u]);
+  }
+  return buf;
+}
+
+std::string CollectiveDesc::describe() const {
+  std::string s = std::string(toString(kind)) + " #" + std::to_string(seq);
+  if (kind == CollectiveKind::kBarrier) return s;
+  s += " (" + std::string(toString(dtype)) + " x " + std::to_string(count) + " = " +
+       formatBytes(count * dataTypeSize(dtype));
+  if (kind == CollectiveKind::kAllReduce) s += ", " + std::string(toString(op));
+  if (kind == CollectiveKind::kBroadcast) s += ", root " + std::to_string(root);
+  if (!algorithm.empty()) s += ", " + algorithm;
+  return s + ")";
+}
+
+}  // namespace algo
+}  // namespace smddp

@@ -1,0 +1,187 @@
+// Exec: posts an algorithm's messages with the collective's tags and waits for them with a bounded
+// back-off. Waiting policy: busy-poll for spinUs after the last progress (lowest latency), then
+// yield the core on every idle poll so that a rank we wait for, sharing our core, can run; after
+// 1 ms of idling also sleep briefly so oversubscribed ranks do not burn their peers' time slices.
+#include "algorithms/exec.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include "common/logging.h"
+#include "smddp/error.h"
+
+namespace smddp::algo {
+
+using transport::Op;
+using transport::OpKind;
+using transport::OpState;
+using Clock = std::chrono::steady_clock;
+
+transport::Op& ExecResources::op(size_t index) {
+  while (ops_.size() <= index) ops_.emplace_back();
+  return ops_[index];
+}
+
+void* ExecResources::scratch(int index, size_t bytes) {
+  const auto i = static_cast<size_t>(index);
+  if (scratch_.size() <= i) scratch_.resize(i + 1);
+  if (scratch_[i].size() < bytes) scratch_[i].resize(bytes);
+  return scratch_[i].data();
+}
+
+Exec::Exec(transport::Transport& transport, ExecResources& resources, const CollectiveDesc& desc,
+           const ExecSettings& settings)
+    : transport_(transport),
+      resources_(resources),
+      desc_(desc),
+      settings_(settings),
+      rank_(transport.rank()),
+      size_(transport.size()) {}
+
+Exec::~Exec() {
+  // Normal paths end with waitAll(); this only runs after an exception.
+  if (firstLive_ < posted_) cancelAll();
+}
+
+Exec::Handle Exec::isend(int peer, uint64_t slot, const void* buffer, size_t bytes) {
+  return post(OpKind::kSend, peer, slot, const_cast<void*>(buffer), bytes);
+}
+
+Exec::Handle Exec::irecv(int peer, uint64_t slot, void* buffer, size_t bytes) {
+  return post(OpKind::kRecv, peer, slot, buffer, bytes);
+}
+
+Exec::Handle Exec::post(OpKind kind, int peer, uint64_t slot, void* buffer, size_t bytes) {
+  if (peer < 0 || peer >= size_ || peer == rank_) {
+    throw Error(ErrorCode::kInternal, "smddp: rank " + std::to_string(rank_) + ": " +
+                                          desc_.describe() + ": algorithm addressed peer " +
+                                          std::to_string(peer));
+  }
+  if (slot > tag::kMaxSlot) {
+    throw Error(ErrorCode::kInternal, "smddp: rank " + std::to_string(rank_) + ": " +
+                                          desc_.describe() + ": message slot " +
+                                          std::to_string(slot) + " exceeds the tag layout");
+  }
+  Op& op = resources_.op(posted_);
+  op.kind = kind;
+  op.state = OpState::kIdle;
+  op.peer = peer;
+  op.tag = tag::make(desc_.kind, desc_.seq, slot);
+  op.buffer = buffer;
+  op.bytes = bytes;
+  op.received = 0;
+  op.error.clear();
+  const Handle handle = posted_++;
+  transport_.post(op);
+  if (op.failed()) checkFailure(op);
+  return handle;
+}
+
+void Exec::wait(Handle handle) {
+  Op& op = resources_.op(handle);
+  auto lastProgress = Clock::now();
+  int idlePolls = 0;
+  while (!op.finished()) {
+    const int n = transport_.progress();
+    if (op.finished()) break;
+    const auto now = Clock::now();
+    if (n > 0) {
+      lastProgress = now;
+      idlePolls = 0;
+      continue;
+    }
+    if (now >= settings_.deadline) throwTimeout();
+    if (settings_.abortFlag != nullptr && settings_.abortFlag->load(std::memory_order_relaxed)) {
+      throw Error(ErrorCode::kAborted, "smddp: " + where(-1) + ": aborted by the application");
+    }
+    const int dead = transport_.deadPeer();
+    if (dead >= 0) {
+      throw Error(ErrorCode::kPeerFailure,
+                  "smddp: " + where(-1) + ": peer " + where(dead) + " is gone (process exited or "
+                  "connection lost)");
+    }
+    const auto idle = now - lastProgress;
+    if (idle < std::chrono::microseconds(settings_.spinUs)) continue;
+    if (idle < std::chrono::milliseconds(1) || (++idlePolls & 7) != 0) {
+      sched_yield();
+    } else {
+      const timespec pause{0, 20000};  // 20 us: yields the core even to same-priority peers
+      nanosleep(&pause, nullptr);
+    }
+  }
+  checkFailure(op);
+  while (firstLive_ < posted_ && resources_.op(firstLive_).finished()) ++firstLive_;
+}
+
+bool Exec::test(Handle handle) {
+  Op& op = resources_.op(handle);
+  if (!op.finished()) transport_.progress();
+  if (op.finished()) checkFailure(op);
+  return op.finished();
+}
+
+void Exec::waitAll() {
+  for (Handle h = firstLive_; h < posted_; ++h) wait(h);
+  firstLive_ = posted_;
+}
+
+void Exec::sendRecv(int sendPeer, uint64_t sendSlot, const void* sendBuf, size_t sendBytes,
+                    int recvPeer, uint64_t recvSlot, void* recvBuf, size_t recvBytes) {
+  const Handle r = irecv(recvPeer, recvSlot, recvBuf, recvBytes);
+  const Handle s = isend(sendPeer, sendSlot, sendBuf, sendBytes);
+  wait(r);
+  wait(s);
+}
+
+bool Exec::cancelAll() {
+  bool ok = true;
+  for (Handle h = firstLive_; h < posted_; ++h) {
+    Op& op = resources_.op(h);
+    if (op.state == OpState::kPending && !transport_.cancel(op)) ok = false;
+  }
+  firstLive_ = posted_;
+  return ok;
+}
+
+std::string Exec::where(int peer) const {
+  const auto& peers = transport_.peers();
+  const int r = peer < 0 ? rank_ : peer;
+  std::string s = "rank " + std::to_string(r);
+  if (static_cast<size_t>(r) < peers.size() && !peers[static_cast<size_t>(r)].host.empty()) {
+    s += " (" + peers[static_cast<size_t>(r)].host + ")";
+  }
+  if (peer < 0) s += ": " + desc_.describe();
+  return s;
+}
+
+void Exec::checkFailure(const Op& op) const {
+  if (!op.failed()) return;
+  const bool send = op.kind == OpKind::kSend;
+  const int dead = transport_.deadPeer();
+  const ErrorCode code = dead == op.peer ? ErrorCode::kPeerFailure : ErrorCode::kTransport;
+  throw Error(code, "smddp: " + where(-1) + ": " + (send ? "send to " : "receive from ") +
+                        where(op.peer) + " of " + formatBytes(op.bytes) + " (slot " +
+                        std::to_string(tag::slotOf(op.tag)) + ") failed on " + transport_.name() +
+                        ": " + op.error);
+}
+
+void Exec::throwTimeout() const {
+  std::string recvFrom, sendTo;
+  std::vector<bool> seenRecv(static_cast<size_t>(size_)), seenSend(static_cast<size_t>(size_));
+  for (Handle h = firstLive_; h < posted_; ++h) {
+    const Op& op = resources_.op(h);
+    if (op.finished()) continue;
+    auto& seen = op.kind == OpKind::kRecv ? seenRecv : seenSend;
+    auto& list = op.kind == OpKind::kRecv ? recvFrom : sendTo;
+    if (seen[static_cast<size_t>(op.peer)]) continue;
+    seen[static_cast<size_t>(op.peer)] = true;
+    list += (list.empty() ? "" : ", ") + where(op.peer);
+  }
+  std::string msg = "smddp: " + where(-1) + " timed out after " +
+                    std::to_string(settings_.timeout.count()) + " ms";
+  if (!recvFrom.empty()) msg += "; waiting for data from " + recvFrom;
+  if (!sendTo.empty()) msg += "; sends not yet taken by " + sendTo;
+  throw Error(ErrorCode::kTimeout, msg);
+}
+
+}  // namespace smddp::algo

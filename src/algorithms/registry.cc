@@ -1,0 +1,121 @@
+// The table of every algorithm, and the parser of SMDDP_ALGO overrides. Names here are the ones
+// users type; the table order is fixed (it is what SMDDP_DEBUG=INFO lists).
+#include "algorithms/registry.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "algorithms/algorithms.h"
+#include "smddp/error.h"
+
+namespace smddp::algo {
+namespace {
+
+using K = CollectiveKind;
+
+std::string trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+const std::vector<std::pair<const char*, CollectiveKind>>& collectiveNames() {
+  static const std::vector<std::pair<const char*, CollectiveKind>> names = {
+      {"all_reduce", K::kAllReduce}, {"allreduce", K::kAllReduce}, {"broadcast", K::kBroadcast},
+      {"all_gather", K::kAllGather}, {"allgather", K::kAllGather}, {"barrier", K::kBarrier}};
+  return names;
+}
+
+std::string algorithmNames(CollectiveKind kind) {
+  std::string list;
+  for (const Algorithm& a : registry()) {
+    if (a.kind == kind) list += (list.empty() ? "" : ", ") + std::string(a.name);
+  }
+  return list;
+}
+
+[[noreturn]] void badSpec(const std::string& spec, const std::string& entry,
+                          const std::string& why) {
+  throw Error(ErrorCode::kInvalidArgument,
+              "smddp: SMDDP_ALGO=\"" + spec + "\": entry \"" + entry + "\": " + why);
+}
+
+CollectiveKind parseCollective(const std::string& spec, const std::string& entry,
+                               const std::string& name) {
+  for (const auto& [text, kind] : collectiveNames()) {
+    if (name == text) return kind;
+  }
+  badSpec(spec, entry,
+          "unknown collective \"" + name +
+              "\"; valid: all_reduce (allreduce), broadcast, all_gather "
+              "(allgather), barrier");
+}
+
+}  // namespace
+
+const std::vector<Algorithm>& registry() {
+  static const std::vector<Algorithm> algorithms = {
+      {K::kAllReduce, "recursive_doubling",
+       "log2(n) exchanges of the whole buffer, extra ranks folded in; for small messages",
+       allReduceRecursiveDoubling},
+      {K::kAllReduce, "ring",
+       "segmented ring reduce-scatter + all-gather, 2(n-1)/n x bytes per rank; for large messages",
+       allReduceRing},
+      {K::kBroadcast, "binomial", "binomial tree, ceil(log2 n) rounds of the whole buffer",
+       broadcastBinomial},
+      {K::kBroadcast, "chain", "segmented pipelined chain, bytes once per rank; for large messages",
+       broadcastChain},
+      {K::kAllGather, "bruck", "ceil(log2 n) rounds through scratch, any n; for small messages",
+       allGatherBruck},
+      {K::kAllGather, "ring", "segmented ring straight into the output blocks; for large messages",
+       allGatherRing},
+      {K::kBarrier, "dissemination", "ceil(log2 n) rounds of zero-byte messages",
+       barrierDissemination},
+  };
+  return algorithms;
+}
+
+const Algorithm* findAlgorithm(CollectiveKind kind, const std::string& name) {
+  for (const Algorithm& a : registry()) {
+    if (a.kind == kind && name == a.name) return &a;
+  }
+  return nullptr;
+}
+
+// "allreduce:ring; broadcast : chain" -> {all_reduce: ring, broadcast: chain}. Entries are
+// separated by ';' (',' accepted too); empty entries are ignored; names are case-insensitive.
+AlgorithmOverrides parseAlgorithmOverrides(const std::string& spec) {
+  AlgorithmOverrides overrides;
+  std::string normalized = spec;
+  std::replace(normalized.begin(), normalized.end(), ',', ';');
+  size_t start = 0;
+  while (start <= normalized.size()) {
+    size_t stop = normalized.find(';', start);
+    if (stop == std::string::npos) stop = normalized.size();
+    const std::string entry = trim(normalized.substr(start, stop - start));
+    start = stop + 1;
+    if (entry.empty()) continue;
+    const size_t colon = entry.find(':');
+    if (colon == std::string::npos) badSpec(spec, entry, "expected collective:algorithm");
+    const CollectiveKind kind = parseCollective(spec, entry, lower(trim(entry.substr(0, colon))));
+    const std::string name = lower(trim(entry.substr(colon + 1)));
+    if (findAlgorithm(kind, name) == nullptr) {
+      badSpec(spec, entry,
+              "unknown " + std::string(toString(kind)) + " algorithm \"" + name +
+                  "\"; valid: " + algorithmNames(kind));
+    }
+    const auto [it, fresh] = overrides.emplace(kind, name);
+    if (!fresh && it->second != name) {
+      badSpec(spec, entry, std::string(toString(kind)) + " is already set to " + it->second);
+    }
+  }
+  return overrides;
+}
+
+}  // namespace smddp::algo

@@ -1,0 +1,60 @@
+// selectAlgorithm: a pure function of (collective, bytes, topology, overrides).
+//
+// bytes is args.bytes(): the whole buffer for all_reduce and broadcast, one rank's block for
+// all_gather. Thresholds are PROVISIONAL (set by the alpha-beta model, not yet measured; bench/
+// will replace them with measured crossovers):
+//   all_reduce: recursive_doubling up to 64 KiB, ring above. Recursive doubling costs
+//     log2(n) (alpha + bytes beta) against ring's 2(n-1) alpha + 2(n-1)/n bytes beta, so it wins
+//     while latency dominates. With 2 ranks both move the same bytes (bytes each way); ring then
+//     only saves half the reduction work and pipelines it, which pays off for large buffers too,
+//     so the same threshold applies.
+//   broadcast: binomial up to 64 KiB or with 2 ranks (one hop: a chain cannot pipeline anything),
+//     chain above: log2(n) whole-buffer hops against (n - 2 + segments) segment hops.
+//   all_gather: bruck while the gathered size (bytes x ranks) is at most 64 KiB: log2(n) messages
+//     plus one local copy; ring above, which writes straight into the output.
+//   barrier: dissemination (the only one).
+// topology.hosts is not used yet: it is where a hierarchical all_reduce will be chosen.
+#include "algorithms/registry.h"
+#include "smddp/error.h"
+
+namespace smddp::algo {
+namespace {
+
+constexpr size_t kAllReduceSmallBytes = 64 * 1024;
+constexpr size_t kBroadcastSmallBytes = 64 * 1024;
+constexpr size_t kAllGatherSmallTotalBytes = 64 * 1024;
+
+const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topology) {
+  const size_t ranks = topology.ranks > 0 ? static_cast<size_t>(topology.ranks) : 1;
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+      return bytes <= kAllReduceSmallBytes ? "recursive_doubling" : "ring";
+    case CollectiveKind::kBroadcast:
+      return bytes <= kBroadcastSmallBytes || ranks <= 2 ? "binomial" : "chain";
+    case CollectiveKind::kAllGather:
+      return bytes * ranks <= kAllGatherSmallTotalBytes ? "bruck" : "ring";
+    case CollectiveKind::kBarrier:
+    case CollectiveKind::kControl:
+      break;
+  }
+  return "dissemination";
+}
+
+}  // namespace
+
+const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topology& topology,
+                                 const AlgorithmOverrides& overrides) {
+  if (kind == CollectiveKind::kControl) {
+    throw Error(ErrorCode::kInternal, "smddp: no algorithm is selected for control messages");
+  }
+  const auto it = overrides.find(kind);
+  const std::string name = it != overrides.end() ? it->second : defaultName(kind, bytes, topology);
+  const Algorithm* algorithm = findAlgorithm(kind, name);
+  if (algorithm == nullptr) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "smddp: no " + std::string(toString(kind)) + " algorithm named \"" + name + "\"");
+  }
+  return *algorithm;
+}
+
+}  // namespace smddp::algo

@@ -1,0 +1,17 @@
+# The algorithms layer: the Exec runtime, pure pattern math (patterns/, header-only), one file per
+# algorithm, the registry and the selector. It sees transports only through transport/transport.h.
+smddp_layer(smddp_algorithms
+  algorithms/collective.cc
+  algorithms/exec.cc
+  algorithms/slots.cc
+  algorithms/reduce_scatter_ring.cc
+  algorithms/all_reduce_recursive_doubling.cc
+  algorithms/all_reduce_ring.cc
+  algorithms/broadcast_binomial.cc
+  algorithms/broadcast_chain.cc
+  algorithms/all_gather_bruck.cc
+  algorithms/all_gather_ring.cc
+  algorithms/barrier_dissemination.cc
+  algorithms/registry.cc
+  algorithms/selector.cc)
+target_link_libraries(smddp_algorithms PUBLIC smddp_transport smddp_reduce smddp_common)

@@ -1,0 +1,210 @@
+// One checked collective per call, shared by the loopback algorithm tests: inputs are small
+// integers of (rank, index), so expected values are closed-form and exact in every dtype, and a
+// failure names the algorithm, n, count, dtype, op, placement, rank and index.
+// all_reduce matrix: counts {1, 13, 5n+1, 1037} (count < n, odd, not divisible by n, multi-segment
+// with 64 B segments) x dtypes x ops x in-place/out-of-place. Inputs are chosen per op so every
+// result is exact (sums <= 64, products <= 16 in magnitude); AVG inputs cancel pairwise across
+// ranks so the mean is an exact integer.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "algorithms_harness.h"
+
+namespace smddp::algo::testing {
+
+inline double allReduceInput(ReduceOp op, DataType dt, int n, int r, size_t i) {
+  const int ii = static_cast<int>(i % 1000);
+  const int sgn = isSigned(dt) ? 1 : 0;
+  switch (op) {
+    case ReduceOp::kSum:
+      return (r * 7 + ii * 3) % 5 - 2 * sgn;
+    case ReduceOp::kProd:
+      return ((r + ii) % 4 == 0 ? 2 : 1) * (sgn && (r * 3 + ii) % 5 == 0 ? -1 : 1);
+    case ReduceOp::kMin:
+    case ReduceOp::kMax:
+      return (r * 5 + ii * 3) % 11 - 5 * sgn;
+    case ReduceOp::kAvg: {
+      const int pairSign = (n % 2 == 1 && r == n - 1) ? 0 : (r % 2 == 0 ? 1 : -1);
+      return ii % 5 + pairSign * (ii % 3);
+    }
+  }
+  return 0;
+}
+
+inline double allReduceExpected(ReduceOp op, DataType dt, int n, size_t i) {
+  if (op == ReduceOp::kAvg) return static_cast<double>(i % 1000 % 5);
+  double acc = allReduceInput(op, dt, n, 0, i);
+  for (int r = 1; r < n; ++r) {
+    const double v = allReduceInput(op, dt, n, r, i);
+    if (op == ReduceOp::kSum) acc += v;
+    if (op == ReduceOp::kProd) acc *= v;
+    if (op == ReduceOp::kMin) acc = std::min(acc, v);
+    if (op == ReduceOp::kMax) acc = std::max(acc, v);
+  }
+  return acc;
+}
+
+struct AllReduceCase {
+  size_t count;
+  DataType dtype;
+  ReduceOp op;
+  bool inPlace;
+  size_t segmentBytes;
+};
+
+inline std::vector<AllReduceCase> allReduceCases(int n) {
+  struct Shape {
+    size_t count;
+    size_t segment;
+  };
+  const Shape shapes[] = {
+      {1, 262144}, {13, kTinySegment}, {5 * size_t(n) + 1, 262144}, {1037, kTinySegment}};
+  std::vector<AllReduceCase> cases;
+  for (const Shape& s : shapes) {
+    for (DataType dt : kAllDataTypes) {
+      for (ReduceOp op : kAllOps) {
+        if (op == ReduceOp::kAvg && !isFloatingPoint(dt)) continue;
+        for (bool inPlace : {false, true}) cases.push_back({s.count, dt, op, inPlace, s.segment});
+      }
+    }
+  }
+  return cases;
+}
+
+inline void checkAllReduce(RankContext& ctx, const Algorithm& a, const AllReduceCase& c) {
+  const int n = ctx.size;
+  TestBuffer send(c.dtype, c.count), recv(c.dtype, c.count);
+  for (size_t i = 0; i < c.count; ++i) send.set(i, allReduceInput(c.op, c.dtype, n, ctx.rank, i));
+  recv.poison();
+  TestBuffer& out = c.inPlace ? send : recv;
+  CollectiveArgs args;
+  args.kind = CollectiveKind::kAllReduce;
+  args.send = send.data();
+  args.recv = out.data();
+  args.count = c.count;
+  args.dtype = c.dtype;
+  args.op = c.op;
+  ctx.run(a, args, c.segmentBytes);
+  const std::string what = describeCase(a, n, c.count, c.dtype, c.op, c.inPlace, c.segmentBytes);
+  for (size_t i = 0; i < c.count; ++i) {
+    const double want = allReduceExpected(c.op, c.dtype, n, i);
+    if (out.get(i) != want) {
+      ctx.fail(what + ": index " + std::to_string(i) + ": got " + show(out.get(i)) + ", expected " +
+               show(want));
+      break;
+    }
+  }
+  if (!c.inPlace) {
+    for (size_t i = 0; i < c.count; ++i) {
+      if (send.get(i) != allReduceInput(c.op, c.dtype, n, ctx.rank, i)) {
+        ctx.fail(what + ": send buffer modified at index " + std::to_string(i));
+        break;
+      }
+    }
+  }
+  if (!out.guardIntact()) ctx.fail(what + ": wrote past the end of the output");
+}
+
+// Runs the whole matrix for one algorithm and rank count on one fabric, with consecutive sequence
+// numbers: a rank may start the next case while its peers finish the previous one.
+inline void runAllReduceMatrix(const char* name, int n) {
+  const Algorithm& a = algorithm(CollectiveKind::kAllReduce, name);
+  const std::vector<AllReduceCase> cases = allReduceCases(n);
+  runRanks(n, [&](RankContext& ctx) {
+    for (const AllReduceCase& c : cases) checkAllReduce(ctx, a, c);
+  });
+}
+
+inline double broadcastValue(int root, size_t i) {
+  return static_cast<double>((root * 11 + i) % 100);
+}
+
+inline void checkBroadcast(RankContext& ctx, const Algorithm& a, size_t count, DataType dt,
+                           int root, bool inPlace, size_t segment) {
+  TestBuffer send(dt, count), recv(dt, count);
+  const bool isRoot = ctx.rank == root;
+  send.poison();  // a non-root's send is never read
+  if (isRoot) {
+    for (size_t i = 0; i < count; ++i) send.set(i, broadcastValue(root, i));
+  }
+  recv.poison();
+  TestBuffer& out = inPlace ? send : recv;
+  CollectiveArgs args;
+  args.kind = CollectiveKind::kBroadcast;
+  args.send = send.data();
+  args.recv = out.data();
+  args.count = count;
+  args.dtype = dt;
+  args.root = root;
+  ctx.run(a, args, segment);
+  const std::string what = describeCase(a, ctx.size, count, dt, ReduceOp::kSum, inPlace, segment) +
+                           " root=" + std::to_string(root);
+  for (size_t i = 0; i < count; ++i) {
+    if (out.get(i) != broadcastValue(root, i)) {
+      ctx.fail(what + ": index " + std::to_string(i) + ": got " + show(out.get(i)) + ", expected " +
+               show(broadcastValue(root, i)));
+      break;
+    }
+  }
+  if (!out.guardIntact()) ctx.fail(what + ": wrote past the end of the output");
+}
+
+enum class Output { kContiguous, kBlockList, kInPlace };
+inline const char* toString(Output o) {
+  return o == Output::kContiguous  ? "contiguous"
+         : o == Output::kBlockList ? "block-list"
+                                   : "in-place";
+}
+
+inline double gatherValue(int r, size_t i) { return static_cast<double>((r * 31 + i) % 97); }
+
+inline void checkAllGather(RankContext& ctx, const Algorithm& a, size_t count, DataType dt,
+                           Output o, size_t segment) {
+  const int n = ctx.size;
+  TestBuffer contiguous(dt, count * static_cast<size_t>(n));
+  std::vector<std::unique_ptr<TestBuffer>> list;
+  for (int r = 0; r < n; ++r) list.push_back(std::make_unique<TestBuffer>(dt, count));
+  contiguous.poison();
+  for (auto& b : list) b->poison();
+  CollectiveArgs args;
+  args.kind = CollectiveKind::kAllGather;
+  args.count = count;
+  args.dtype = dt;
+  const size_t es = dataTypeSize(dt);
+  for (int r = 0; r < n; ++r) {  // block-list output: blocks in reverse memory order
+    args.blocks.push_back(o == Output::kBlockList ? list[static_cast<size_t>(n - 1 - r)]->data()
+                                                  : static_cast<char*>(contiguous.data()) +
+                                                        static_cast<size_t>(r) * count * es);
+  }
+  TestBuffer send(dt, count);
+  void* own = args.blocks[static_cast<size_t>(ctx.rank)];
+  for (size_t i = 0; i < count; ++i) {
+    send.set(i, gatherValue(ctx.rank, i));
+    if (o == Output::kInPlace) setValue(dt, own, i, gatherValue(ctx.rank, i));
+  }
+  args.send = o == Output::kInPlace ? own : send.data();
+  ctx.run(a, args, segment);
+  const std::string what =
+      describeCase(a, n, count, dt, ReduceOp::kSum, o == Output::kInPlace, segment) + " " +
+      toString(o);
+  for (int r = 0; r < n; ++r) {
+    for (size_t i = 0; i < count; ++i) {
+      const double got = getValue(dt, args.blocks[static_cast<size_t>(r)], i);
+      if (got != gatherValue(r, i)) {
+        ctx.fail(what + ": block " + std::to_string(r) + " index " + std::to_string(i) + ": got " +
+                 show(got) + ", expected " + show(gatherValue(r, i)));
+        return;
+      }
+    }
+  }
+  bool guards = contiguous.guardIntact();
+  for (auto& b : list) guards = guards && b->guardIntact();
+  if (!guards) ctx.fail(what + ": wrote past the end of an output block");
+}
+
+}  // namespace smddp::algo::testing

@@ -1,0 +1,195 @@
+// Harness implementation: threads, exact dtype conversions (small values only), guard zones.
+#include "algorithms_harness.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <thread>
+
+#include "smddp/error.h"
+#include "transport/loopback/loopback_transport.h"
+
+namespace smddp::algo::testing {
+namespace {
+
+constexpr size_t kGuardBytes = 32;
+constexpr unsigned char kGuard = 0xA5;
+constexpr unsigned char kPoison = 0x7B;
+constexpr size_t kMaxFailuresPerRank = 8;
+
+uint32_t floatBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// Exact for the values tests use (normal float16 numbers); anything else is a test bug.
+uint16_t halfFromDouble(double v) {
+  const float f = static_cast<float>(v);
+  if (f == 0.0f) return std::signbit(f) ? 0x8000 : 0;
+  const uint32_t u = floatBits(f);
+  const uint32_t sign = (u >> 16) & 0x8000u;
+  const int exp = static_cast<int>((u >> 23) & 0xFF) - 127 + 15;
+  if (exp <= 0 || exp >= 31 || (u & 0x1FFFu) != 0) ADD_FAILURE() << v << " is not exact in fp16";
+  return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exp) << 10) | ((u >> 13) & 0x3FFu));
+}
+
+double halfToDouble(uint16_t h) {
+  const int exp = (h >> 10) & 0x1F;
+  const double mant = h & 0x3FF;
+  const double sign = (h & 0x8000) ? -1.0 : 1.0;
+  if (exp == 0) return sign * std::ldexp(mant, -24);
+  if (exp == 31) return mant == 0 ? sign * INFINITY : NAN;
+  return sign * std::ldexp(1024.0 + mant, exp - 25);
+}
+
+template <class T>
+void put(void* b, size_t i, T v) {
+  std::memcpy(static_cast<char*>(b) + i * sizeof(T), &v, sizeof(T));
+}
+template <class T>
+T take(const void* b, size_t i) {
+  T v;
+  std::memcpy(&v, static_cast<const char*>(b) + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+}  // namespace
+
+bool isSigned(DataType dtype) { return dtype != DataType::kUInt8; }
+
+std::string show(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", value);
+  return buf;
+}
+
+void setValue(DataType dtype, void* b, size_t i, double v) {
+  switch (dtype) {
+    case DataType::kFloat32:
+      return put<float>(b, i, static_cast<float>(v));
+    case DataType::kFloat64:
+      return put<double>(b, i, v);
+    case DataType::kFloat16:
+      return put<uint16_t>(b, i, halfFromDouble(v));
+    case DataType::kBFloat16: {
+      const uint32_t u = floatBits(static_cast<float>(v));
+      if ((u & 0xFFFFu) != 0) ADD_FAILURE() << v << " is not exact in bf16";
+      return put<uint16_t>(b, i, static_cast<uint16_t>(u >> 16));
+    }
+    case DataType::kInt8:
+      return put<int8_t>(b, i, static_cast<int8_t>(v));
+    case DataType::kUInt8:
+      return put<uint8_t>(b, i, static_cast<uint8_t>(v));
+    case DataType::kInt32:
+      return put<int32_t>(b, i, static_cast<int32_t>(v));
+    case DataType::kInt64:
+      return put<int64_t>(b, i, static_cast<int64_t>(v));
+  }
+}
+
+double getValue(DataType dtype, const void* b, size_t i) {
+  switch (dtype) {
+    case DataType::kFloat32:
+      return take<float>(b, i);
+    case DataType::kFloat64:
+      return take<double>(b, i);
+    case DataType::kFloat16:
+      return halfToDouble(take<uint16_t>(b, i));
+    case DataType::kBFloat16: {
+      const uint32_t u = static_cast<uint32_t>(take<uint16_t>(b, i)) << 16;
+      float f;
+      std::memcpy(&f, &u, sizeof f);
+      return f;
+    }
+    case DataType::kInt8:
+      return take<int8_t>(b, i);
+    case DataType::kUInt8:
+      return take<uint8_t>(b, i);
+    case DataType::kInt32:
+      return take<int32_t>(b, i);
+    case DataType::kInt64:
+      return static_cast<double>(take<int64_t>(b, i));
+  }
+  return NAN;
+}
+
+TestBuffer::TestBuffer(DataType dtype, size_t count)
+    : dtype_(dtype), count_(count), bytes_(count * dataTypeSize(dtype) + kGuardBytes, kGuard) {}
+
+void TestBuffer::poison() { std::memset(bytes_.data(), kPoison, count_ * dataTypeSize(dtype_)); }
+
+bool TestBuffer::guardIntact() const {
+  for (size_t i = count_ * dataTypeSize(dtype_); i < bytes_.size(); ++i) {
+    if (bytes_[i] != kGuard) return false;
+  }
+  return true;
+}
+
+void RankContext::run(const Algorithm& a, const CollectiveArgs& args, size_t segmentBytes) {
+  CollectiveDesc desc;
+  desc.kind = args.kind;
+  desc.seq = seq++;
+  desc.dtype = args.dtype;
+  desc.count = args.count;
+  desc.op = args.op;
+  desc.root = args.root;
+  desc.algorithm = a.name;
+  ExecSettings settings;
+  settings.timeout = std::chrono::milliseconds(30000);
+  settings.deadline = std::chrono::steady_clock::now() + settings.timeout;
+  settings.segmentBytes = segmentBytes;
+  settings.spinUs = 5;
+  Exec exec(transport, resources, desc, settings);
+  a.run(exec, args);
+}
+
+void RankContext::fail(const std::string& message) {
+  if (failures.size() < kMaxFailuresPerRank) failures.push_back(message);
+}
+
+void runRanks(int n, const RankBody& body) {
+  auto fabric = transport::LoopbackFabric::create(n);
+  std::vector<std::unique_ptr<transport::Transport>> endpoints;
+  std::vector<ExecResources> resources(static_cast<size_t>(n));
+  std::vector<std::vector<std::string>> failures(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) endpoints.push_back(fabric->endpoint(r));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      const auto i = static_cast<size_t>(r);
+      RankContext ctx{r, n, *endpoints[i], resources[i], 0, {}};
+      try {
+        body(ctx);
+      } catch (const std::exception& e) {
+        ctx.failures.push_back(std::string("exception: ") + e.what());
+      }
+      failures[i] = std::move(ctx.failures);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) {
+    for (const auto& f : failures[static_cast<size_t>(r)])
+      ADD_FAILURE() << "rank " << r << ": " << f;
+  }
+}
+
+const Algorithm& algorithm(CollectiveKind kind, const char* name) {
+  const Algorithm* a = findAlgorithm(kind, name);
+  if (a == nullptr) throw Error(ErrorCode::kInternal, std::string("no algorithm ") + name);
+  return *a;
+}
+
+std::string describeCase(const Algorithm& a, int n, size_t count, DataType dtype, ReduceOp op,
+                         bool inPlace, size_t segmentBytes) {
+  std::string s = std::string(toString(a.kind)) + " " + a.name + " n=" + std::to_string(n) +
+                  " count=" + std::to_string(count) + " " + toString(dtype);
+  if (a.kind == CollectiveKind::kAllReduce) s += std::string(" ") + toString(op);
+  s += inPlace ? " in-place" : " out-of-place";
+  return s + " segment=" + std::to_string(segmentBytes) + "B";
+}
+
+}  // namespace smddp::algo::testing

@@ -1,0 +1,132 @@
+// The registry, the SMDDP_ALGO parser and the selector: pure functions, tested without a network.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "algorithms/registry.h"
+#include "smddp/error.h"
+
+namespace smddp::algo {
+namespace {
+
+using K = CollectiveKind;
+
+std::string pick(K kind, size_t bytes, int ranks, const AlgorithmOverrides& o = {}) {
+  return selectAlgorithm(kind, bytes, Topology{ranks, 1}, o).name;
+}
+
+TEST(Registry, EveryCollectiveHasNamedDescribedAlgorithms) {
+  std::set<std::pair<K, std::string>> seen;
+  for (const Algorithm& a : registry()) {
+    EXPECT_TRUE(seen.emplace(a.kind, a.name).second) << "duplicate " << a.name;
+    EXPECT_GT(std::string(a.description).size(), 10u) << a.name;
+    EXPECT_NE(a.run, nullptr) << a.name;
+    EXPECT_EQ(findAlgorithm(a.kind, a.name), &a) << a.name;
+  }
+  for (K k : {K::kAllReduce, K::kBroadcast, K::kAllGather, K::kBarrier}) {
+    bool any = false;
+    for (const Algorithm& a : registry()) any = any || a.kind == k;
+    EXPECT_TRUE(any) << toString(k);
+  }
+  EXPECT_EQ(findAlgorithm(K::kAllReduce, "bruck"), nullptr);
+  EXPECT_NE(findAlgorithm(K::kAllGather, "bruck"), nullptr);
+}
+
+TEST(Selector, AllReduceThreshold) {
+  for (int ranks : {2, 3, 8, 16}) {
+    EXPECT_EQ(pick(K::kAllReduce, 4, ranks), "recursive_doubling") << ranks;
+    EXPECT_EQ(pick(K::kAllReduce, 64 * 1024, ranks), "recursive_doubling") << ranks;
+    EXPECT_EQ(pick(K::kAllReduce, 64 * 1024 + 1, ranks), "ring") << ranks;
+    EXPECT_EQ(pick(K::kAllReduce, size_t{1} << 30, ranks), "ring") << ranks;
+  }
+}
+
+TEST(Selector, BroadcastThreshold) {
+  EXPECT_EQ(pick(K::kBroadcast, 64 * 1024, 8), "binomial");
+  EXPECT_EQ(pick(K::kBroadcast, 64 * 1024 + 1, 8), "chain");
+  EXPECT_EQ(pick(K::kBroadcast, size_t{1} << 30, 2), "binomial");  // one hop: nothing to pipeline
+  EXPECT_EQ(pick(K::kBroadcast, size_t{1} << 30, 3), "chain");
+}
+
+TEST(Selector, AllGatherThresholdOnGatheredSize) {
+  EXPECT_EQ(pick(K::kAllGather, 8 * 1024, 8), "bruck");  // 64 KiB gathered
+  EXPECT_EQ(pick(K::kAllGather, 8 * 1024 + 1, 8), "ring");
+  EXPECT_EQ(pick(K::kAllGather, 32 * 1024, 2), "bruck");
+  EXPECT_EQ(pick(K::kAllGather, 32 * 1024, 4), "ring");
+}
+
+TEST(Selector, BarrierAndControl) {
+  EXPECT_EQ(pick(K::kBarrier, 0, 7), "dissemination");
+  try {
+    pick(K::kControl, 0, 2);
+    FAIL() << "control must not select an algorithm";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInternal);
+  }
+}
+
+TEST(Selector, OverrideWins) {
+  const AlgorithmOverrides o = parseAlgorithmOverrides("allreduce:ring;broadcast:chain");
+  EXPECT_EQ(pick(K::kAllReduce, 4, 8, o), "ring");
+  EXPECT_EQ(pick(K::kBroadcast, 4, 2, o), "chain");
+  EXPECT_EQ(pick(K::kAllGather, 4, 8, o), "bruck");  // not overridden: default rule
+  const AlgorithmOverrides small = parseAlgorithmOverrides("all_reduce:recursive_doubling");
+  EXPECT_EQ(pick(K::kAllReduce, size_t{1} << 30, 8, small), "recursive_doubling");
+}
+
+TEST(Selector, HandMadeBadOverrideIsAnError) {
+  AlgorithmOverrides o;
+  o[K::kAllReduce] = "tree";
+  try {
+    pick(K::kAllReduce, 4, 8, o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("tree"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Overrides, ParsesAllSpellingsAndWhitespace) {
+  EXPECT_TRUE(parseAlgorithmOverrides("").empty());
+  EXPECT_TRUE(parseAlgorithmOverrides(" ; ;").empty());
+  const AlgorithmOverrides o = parseAlgorithmOverrides(
+      "  all_reduce : recursive_doubling ;allgather:RING;; Broadcast:binomial ; "
+      "barrier:dissemination;");
+  ASSERT_EQ(o.size(), 4u);
+  EXPECT_EQ(o.at(K::kAllReduce), "recursive_doubling");
+  EXPECT_EQ(o.at(K::kAllGather), "ring");
+  EXPECT_EQ(o.at(K::kBroadcast), "binomial");
+  EXPECT_EQ(o.at(K::kBarrier), "dissemination");
+  const AlgorithmOverrides p = parseAlgorithmOverrides("allreduce:ring,all_gather:bruck");
+  EXPECT_EQ(p.at(K::kAllReduce), "ring");
+  EXPECT_EQ(p.at(K::kAllGather), "bruck");
+  EXPECT_EQ(parseAlgorithmOverrides("allreduce:ring;all_reduce:ring").size(), 1u);
+}
+
+void expectParseError(const std::string& spec, const std::vector<std::string>& mentions) {
+  try {
+    parseAlgorithmOverrides(spec);
+    ADD_FAILURE() << "\"" << spec << "\" parsed without error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << spec;
+    for (const std::string& m : mentions) {
+      EXPECT_NE(std::string(e.what()).find(m), std::string::npos)
+          << "\"" << spec << "\": message lacks \"" << m << "\": " << e.what();
+    }
+  }
+}
+
+TEST(Overrides, ErrorsNameTheEntryAndTheValidNames) {
+  expectParseError("allreduce", {"allreduce", "collective:algorithm"});
+  expectParseError("reduce:ring", {"reduce", "all_reduce", "broadcast", "all_gather", "barrier"});
+  expectParseError("allreduce:tree", {"tree", "recursive_doubling", "ring"});
+  expectParseError("broadcast:ring", {"broadcast", "binomial", "chain"});
+  expectParseError("allgather:chain", {"bruck", "ring"});
+  expectParseError("barrier:", {"barrier", "dissemination"});
+  expectParseError("allreduce:ring;broadcast:chain;all_reduce:recursive_doubling",
+                   {"already set", "ring"});
+}
+
+}  // namespace
+}  // namespace smddp::algo
