@@ -50,9 +50,7 @@ struct Buffer {
   int device = -1;  // CUDA device ordinal when memory == kCuda
 
   Buffer() = default;
-  Buffer(void* d, size_t n, DataType t, MemoryType m = MemoryType::kHost, int dev = -1)
-      : data(d), count(n), dtype(t), memory(m), device(dev) {}
-  // Convenience for read-only inputs; the engine never writes through a send buffer.
+  // Takes const memory too: the engine never writes through a send buffer.
   Buffer(const void* d, size_t n, DataType t, MemoryType m = MemoryType::kHost, int dev = -1)
       : data(const_cast<void*>(d)), count(n), dtype(t), memory(m), device(dev) {}
 

@@ -1,0 +1,64 @@
+// The public Communicator: argument checks on the caller's thread, then hand-off to the impl.
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/logging.h"
+#include "core/communicator_impl.h"
+#include "core/validate.h"
+#include "smddp/error.h"
+
+namespace smddp {
+
+std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<Store> store, int rank, int size,
+                                                   const Options& options) {
+  if (!store) throw Error(ErrorCode::kInvalidArgument, "smddp: Communicator::create: no store");
+  if (size < 1 || rank < 0 || rank >= size) {
+    throw Error(ErrorCode::kInvalidArgument, "smddp: Communicator::create: rank " +
+                                                 std::to_string(rank) + " is not in [0, " +
+                                                 std::to_string(size) + ")");
+  }
+  const Config& config = Config::global();
+  const core::Settings settings = core::resolveSettings(options, config);
+  // Every rank creates its communicators in the same order, so a per-rank counter gives all ranks
+  // the same fresh key prefix even when a name is reused (create/destroy cycles).
+  const int64_t incarnation = store->add(options.name + "/incarnation/" + std::to_string(rank), 1);
+  const std::string prefix = options.name + "/" + std::to_string(incarnation);
+  auto transport = transport::createOfiTransport(*store, prefix, rank, size, config,
+                                                 options.provider.value_or(""));
+  return std::make_shared<Communicator>(
+      std::make_unique<core::CommunicatorImpl>(std::move(transport), settings));
+}
+
+Communicator::Communicator(std::unique_ptr<core::CommunicatorImpl> impl) : impl_(std::move(impl)) {}
+Communicator::~Communicator() = default;
+
+int Communicator::rank() const { return impl_->rank(); }
+int Communicator::size() const { return impl_->size(); }
+std::string Communicator::provider() const { return impl_->provider(); }
+
+Request Communicator::allReduce(const Buffer& send, const Buffer& recv, ReduceOp op) {
+  return impl_->post(core::checkAllReduce({rank(), size()}, send, recv, op));
+}
+
+Request Communicator::broadcast(const Buffer& send, const Buffer& recv, int root) {
+  return impl_->post(core::checkBroadcast({rank(), size()}, send, recv, root));
+}
+
+Request Communicator::allGather(const Buffer& send, const Buffer& recv) {
+  return impl_->post(core::checkAllGather({rank(), size()}, send, recv));
+}
+
+Request Communicator::allGather(const Buffer& send, const std::vector<Buffer>& recvs) {
+  return impl_->post(core::checkAllGatherList({rank(), size()}, send, recvs));
+}
+
+Request Communicator::barrier() {
+  algo::CollectiveArgs args;
+  args.kind = CollectiveKind::kBarrier;
+  return impl_->post(std::move(args));
+}
+
+void Communicator::abort() { impl_->abort(); }
+std::string Communicator::brokenReason() const { return impl_->brokenReason(); }
+
+}  // namespace smddp

@@ -1,0 +1,160 @@
+// Runs collectives: picks the algorithm, gives it an Exec with the collective's deadline, and turns
+// any failure into a stored error. Any error after data may have moved breaks the communicator:
+// later collectives fail at once, naming the first error, rather than risk mismatched messages.
+#include "core/communicator_impl.h"
+
+#include <cstring>
+
+#include "common/logging.h"
+#include "reduce/reducer.h"
+#include "smddp/error.h"
+#include "smddp/version.h"
+
+namespace smddp::core {
+
+using Clock = std::chrono::steady_clock;
+
+Settings resolveSettings(const Options& options, const Config& config) {
+  Settings s;
+  s.timeout = options.timeout.value_or(std::chrono::milliseconds(config.timeoutMs));
+  s.segmentBytes = options.segmentBytes.value_or(static_cast<size_t>(config.segmentBytes));
+  s.spinUs = config.spinUs;
+  s.overrides = algo::parseAlgorithmOverrides(options.algorithms.value_or(config.algorithms));
+  if (s.timeout.count() <= 0) {
+    throw Error(ErrorCode::kInvalidArgument, "smddp: the timeout must be positive");
+  }
+  if (s.segmentBytes < 64) {
+    throw Error(ErrorCode::kInvalidArgument, "smddp: the segment size must be at least 64 bytes");
+  }
+  return s;
+}
+
+CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transport,
+                                   const Settings& settings)
+    : transport_(std::move(transport)),
+      settings_(settings),
+      rank_(transport_->rank()),
+      size_(transport_->size()) {
+  std::set<std::string> hosts;
+  for (const auto& p : transport_->peers()) hosts.insert(p.host);
+  topology_.ranks = size_;
+  topology_.hosts = hosts.empty() ? 1 : static_cast<int>(hosts.size());
+  if (rank_ == 0) {
+    SMDDP_INFO(rank_, "smddp " << versionString() << ": " << size_ << " ranks on "
+                               << topology_.hosts << " host(s), transport " << transport_->name()
+                               << ", reduction kernels " << reduce::isaName() << ", timeout "
+                               << settings_.timeout.count() << " ms");
+  }
+  engine_ = Engine::start([this](RequestState& r) { run(r); }, settings_.timeout);
+}
+
+CommunicatorImpl::~CommunicatorImpl() {
+  engine_->stop();
+  engine_.reset();
+  transport_.reset();  // closes the endpoint before the op records it might reference go away
+}
+
+Request CommunicatorImpl::post(algo::CollectiveArgs args) {
+  auto state = std::make_shared<RequestState>();
+  state->engine = engine_;
+  state->timeout = settings_.timeout;
+  state->desc.kind = args.kind;
+  state->desc.dtype = args.dtype;
+  state->desc.count = args.count;
+  state->desc.op = args.op;
+  state->desc.root = args.kind == CollectiveKind::kBroadcast ? args.root : -1;
+  const bool local = size_ == 1 || (args.count == 0 && args.kind != CollectiveKind::kBarrier);
+  if (!local) {
+    state->algorithm =
+        &algo::selectAlgorithm(args.kind, args.bytes(), topology_, settings_.overrides);
+    state->desc.algorithm = state->algorithm->name;
+  }
+  state->args = std::move(args);
+  {
+    std::lock_guard<std::mutex> lock(stateMutex_);
+    state->desc.seq = nextSeq_++;
+  }
+  engine_->submit(state);
+  return Request(state);
+}
+
+void CommunicatorImpl::run(RequestState& request) {
+  std::exception_ptr error;
+  try {
+    if (aborted_.load()) {
+      throw Error(ErrorCode::kAborted, "smddp: rank " + std::to_string(rank_) + ": " +
+                                           request.desc.describe() + " not run: aborted");
+    }
+    const std::string reason = brokenReason();
+    if (!reason.empty()) {
+      throw Error(ErrorCode::kBroken, "smddp: rank " + std::to_string(rank_) + ": " +
+                                          request.desc.describe() +
+                                          " not run: the communicator is broken by an earlier "
+                                          "error: " + reason);
+    }
+    if (request.algorithm == nullptr) {
+      runLocal(request.args);
+    } else {
+      logChoice(request.desc);
+      algo::ExecSettings es;
+      es.timeout = settings_.timeout;
+      es.deadline = Clock::now() + settings_.timeout;
+      es.segmentBytes = settings_.segmentBytes;
+      es.spinUs = settings_.spinUs;
+      es.abortFlag = &aborted_;
+      algo::Exec exec(*transport_, resources_, request.desc, es);
+      request.algorithm->run(exec, request.args);
+      exec.waitAll();
+    }
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kBroken) markBroken(e.what());
+    SMDDP_WARN(rank_, e.what());
+    error = std::current_exception();
+  } catch (const std::exception& e) {
+    markBroken(e.what());
+    error = std::make_exception_ptr(Error(
+        ErrorCode::kInternal, "smddp: rank " + std::to_string(rank_) + ": " +
+                                  request.desc.describe() + ": internal error: " + e.what()));
+  }
+  request.complete(error);
+}
+
+// size 1, or nothing to move: the result is the input (AVG over one rank is the value itself).
+void CommunicatorImpl::runLocal(const algo::CollectiveArgs& args) {
+  const size_t bytes = args.bytes();
+  if (bytes == 0) return;
+  if (args.kind == CollectiveKind::kAllGather) {
+    if (args.blocks[0] != args.send) std::memcpy(args.blocks[0], args.send, bytes);
+  } else if (args.kind != CollectiveKind::kBarrier && args.send != args.recv) {
+    std::memcpy(args.recv, args.send, bytes);
+  }
+}
+
+void CommunicatorImpl::logChoice(const algo::CollectiveDesc& desc) {
+  if (!logEnabled(LogLevel::kInfo)) return;
+  const std::string key = std::string(toString(desc.kind)) + ":" + desc.algorithm;
+  {
+    std::lock_guard<std::mutex> lock(stateMutex_);
+    if (!loggedChoices_.insert(key).second) return;
+  }
+  SMDDP_INFO(rank_, toString(desc.kind) << " uses algorithm " << desc.algorithm << " (first at #"
+                                        << desc.seq << ", " << algo::formatBytes(desc.count * dataTypeSize(desc.dtype)) << ")");
+}
+
+void CommunicatorImpl::markBroken(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  if (brokenReason_.empty()) brokenReason_ = reason;
+}
+
+std::string CommunicatorImpl::brokenReason() const {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  return brokenReason_;
+}
+
+void CommunicatorImpl::abort() {
+  aborted_.store(true);
+  markBroken("smddp: rank " + std::to_string(rank_) + ": communicator aborted by the application");
+  engine_->notifyAll();
+}
+
+}  // namespace smddp::core

@@ -1,0 +1,69 @@
+// CommunicatorImpl: the state behind smddp::Communicator — transport, engine, sequence numbers,
+// algorithm choice and the broken/aborted state. Tests construct it directly over the loopback
+// transport; Communicator::create() builds it over libfabric.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "algorithms/exec.h"
+#include "algorithms/registry.h"
+#include "common/config.h"
+#include "core/engine.h"
+#include "smddp/communicator.h"
+#include "transport/transport.h"
+
+namespace smddp::core {
+
+// Options resolved against the configuration: every field set.
+struct Settings {
+  std::chrono::milliseconds timeout{300000};
+  size_t segmentBytes = 262144;
+  int64_t spinUs = 20;
+  algo::AlgorithmOverrides overrides;
+};
+Settings resolveSettings(const Options& options, const Config& config);
+
+class CommunicatorImpl {
+ public:
+  CommunicatorImpl(std::unique_ptr<transport::Transport> transport, const Settings& settings);
+  ~CommunicatorImpl();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  std::string provider() const { return transport_->name(); }
+  const Settings& settings() const { return settings_; }
+  const transport::Transport& transport() const { return *transport_; }
+
+  // Validated arguments in, a queued request out. Throws Error for bad arguments without
+  // consuming a sequence number.
+  Request post(algo::CollectiveArgs args);
+
+  void abort();
+  std::string brokenReason() const;
+
+ private:
+  void run(RequestState& request);
+  void runLocal(const algo::CollectiveArgs& args);
+  void markBroken(const std::string& reason);
+  void logChoice(const algo::CollectiveDesc& desc);
+
+  std::unique_ptr<transport::Transport> transport_;
+  Settings settings_;
+  int rank_;
+  int size_;
+  algo::Topology topology_;
+  algo::ExecResources resources_;
+  std::atomic<bool> aborted_{false};
+  mutable std::mutex stateMutex_;  // guards brokenReason_, loggedChoices_, nextSeq_
+  std::string brokenReason_;
+  std::set<std::string> loggedChoices_;
+  uint64_t nextSeq_ = 0;
+  std::shared_ptr<Engine> engine_;
+};
+
+}  // namespace smddp::core

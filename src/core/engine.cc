@@ -1,0 +1,136 @@
+// Engine implementation. Lock order: Engine::mutex_ only; runner_ is always called without it.
+#include "core/engine.h"
+
+namespace smddp::core {
+
+std::exception_ptr RequestState::error() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_;
+}
+
+// Callbacks run before done() turns true, so a waiter that returns from wait() sees their effects
+// (torch marks its Future from one). A callback added while they run is run at once by its adder.
+void RequestState::complete(std::exception_ptr error) {
+  std::vector<std::function<void()>> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    error_ = error;
+    completing_ = true;
+    callbacks.swap(callbacks_);
+  }
+  for (auto& fn : callbacks) fn();
+  done_.store(true, std::memory_order_release);
+  if (engine) engine->announce();
+}
+
+void RequestState::addCallback(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!completing_) {
+      callbacks_.push_back(std::move(fn));
+      return;
+    }
+  }
+  fn();
+}
+
+std::shared_ptr<Engine> Engine::start(Runner runner, std::chrono::milliseconds collectiveTimeout) {
+  std::shared_ptr<Engine> engine(new Engine(std::move(runner), collectiveTimeout));
+  engine->thread_ = std::thread([raw = engine.get()] { raw->threadMain(); });
+  return engine;
+}
+
+Engine::Engine(Runner runner, std::chrono::milliseconds collectiveTimeout)
+    : runner_(std::move(runner)), collectiveTimeout_(collectiveTimeout) {}
+
+Engine::~Engine() { stop(); }
+
+void Engine::submit(std::shared_ptr<RequestState> request) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(request));
+  }
+  cv_.notify_all();
+}
+
+size_t Engine::pending() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queue_.size() + (busy_ ? 1 : 0);
+}
+
+void Engine::announce() {
+  // Taking the mutex orders the completion before any waiter's predicate check.
+  { std::lock_guard<std::mutex> lock(mutex_); }
+  cv_.notify_all();
+}
+
+void Engine::notifyAll() { announce(); }
+
+bool Engine::mayDrive(std::chrono::steady_clock::time_point deadline) const {
+  return deadline - std::chrono::steady_clock::now() >= collectiveTimeout_;
+}
+
+void Engine::runQueued(RequestState* until, std::chrono::steady_clock::time_point deadline) {
+  while (true) {
+    std::shared_ptr<RequestState> next;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (queue_.empty() || !mayDrive(deadline)) return;
+      next = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    runner_(*next);
+    if (next.get() == until) return;
+  }
+}
+
+bool Engine::waitFor(RequestState& request, std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  bool driver = mayDrive(deadline);
+  if (driver) ++drivers_;
+  while (!request.done() && std::chrono::steady_clock::now() < deadline) {
+    if (driver && !mayDrive(deadline)) {  // too late to start another collective ourselves
+      driver = false;
+      if (--drivers_ == 0) cv_.notify_all();
+    }
+    if (driver && !busy_ && !queue_.empty()) {
+      busy_ = true;
+      lock.unlock();
+      runQueued(&request, deadline);
+      lock.lock();
+      busy_ = false;
+      cv_.notify_all();  // the engine thread or another caller may take over the rest
+      continue;
+    }
+    cv_.wait_until(lock, deadline,
+                   [&] { return request.done() || (driver && !busy_ && !queue_.empty()); });
+  }
+  if (driver && --drivers_ == 0 && !queue_.empty()) cv_.notify_all();
+  return request.done();
+}
+
+void Engine::threadMain() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    cv_.wait(lock, [&] { return (stop_ && !busy_) || (!queue_.empty() && !busy_ && drivers_ == 0); });
+    if (queue_.empty() && stop_) return;
+    busy_ = true;
+    lock.unlock();
+    runQueued(nullptr, std::chrono::steady_clock::time_point::max());
+    lock.lock();
+    busy_ = false;
+    cv_.notify_all();
+  }
+}
+
+void Engine::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_ && !thread_.joinable()) return;
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace smddp::core

@@ -1,0 +1,61 @@
+// Engine: runs a communicator's collectives one at a time, in issue order, and drives the
+// transport while doing so. Two kinds of thread may run requests, never at once (the `busy_`
+// baton): the engine's own thread, which guarantees progress of asynchronous collectives, and a
+// caller blocked in wait(), which runs the queue up to its own request itself — the synchronous
+// fast path with no thread hand-off. The engine thread stands back while a caller is driving.
+// A caller drives only while its own deadline leaves room for a whole collective (collectives
+// cannot change threads midway), so wait(short timeout) still returns on time.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "core/request_state.h"
+
+namespace smddp::core {
+
+class Engine : public std::enable_shared_from_this<Engine> {
+ public:
+  using Runner = std::function<void(RequestState&)>;
+  // runner executes one request and must call RequestState::complete() before returning.
+  // collectiveTimeout bounds one request's run; it decides when a waiting caller may drive.
+  static std::shared_ptr<Engine> start(Runner runner, std::chrono::milliseconds collectiveTimeout);
+  ~Engine();
+
+  void submit(std::shared_ptr<RequestState> request);
+  // Blocks until request is done or deadline passes; returns request->done().
+  bool waitFor(RequestState& request, std::chrono::steady_clock::time_point deadline);
+  // Wakes every waiter (after a state change such as abort).
+  void notifyAll();
+  size_t pending() const;
+  // Runs what is queued (bounded by each request's own deadline), then joins the engine thread.
+  void stop();
+
+  // Completion is announced through the engine so that waiters can sleep on one condition.
+  void announce();
+
+ private:
+  Engine(Runner runner, std::chrono::milliseconds collectiveTimeout);
+  void threadMain();
+  // Runs queued requests in order until `until` is done (or the queue is empty when null); starts
+  // no request that could outlast `deadline`.
+  void runQueued(RequestState* until, std::chrono::steady_clock::time_point deadline);
+  bool mayDrive(std::chrono::steady_clock::time_point deadline) const;
+
+  Runner runner_;
+  std::chrono::milliseconds collectiveTimeout_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<RequestState>> queue_;
+  bool busy_ = false;  // someone is running requests (owns the transport)
+  int drivers_ = 0;    // callers inside waitFor whose deadline lets them drive
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace smddp::core

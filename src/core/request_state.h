@@ -1,0 +1,43 @@
+// RequestState: one posted collective, shared by the public Request handle, the engine queue and
+// whoever runs it. Completion is published under the engine's mutex and announced on its condition
+// variable, so waiters never miss it; callbacks run once, outside every lock, before done().
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "algorithms/collective.h"
+#include "algorithms/registry.h"
+
+namespace smddp::core {
+
+class Engine;
+
+class RequestState {
+ public:
+  algo::CollectiveArgs args;
+  algo::CollectiveDesc desc;
+  const algo::Algorithm* algorithm = nullptr;  // nullptr: handled locally (size 1 or no data)
+  std::shared_ptr<Engine> engine;
+  std::chrono::milliseconds timeout{0};  // the communicator's collective timeout
+
+  bool done() const { return done_.load(std::memory_order_acquire); }
+  std::exception_ptr error() const;
+  // Publishes the outcome (error may be null), wakes waiters, runs callbacks. Called once.
+  void complete(std::exception_ptr error);
+  void addCallback(std::function<void()> fn);
+
+ private:
+  std::atomic<bool> done_{false};
+  mutable std::mutex mutex_;  // guards error_ and callbacks_
+  bool completing_ = false;
+  std::exception_ptr error_;
+  std::vector<std::function<void()>> callbacks_;
+};
+
+}  // namespace smddp::core

@@ -1,0 +1,182 @@
+// Argument checks. Overlap rule: a collective is either exactly in place (the documented aliasing)
+// or its input and output do not overlap at all; partial overlap would silently corrupt data.
+#include "core/validate.h"
+
+#include <cstdint>
+#include <string>
+
+#include "common/logging.h"
+#include "reduce/reducer.h"
+#include "smddp/error.h"
+
+namespace smddp::core {
+namespace {
+
+[[noreturn]] void fail(const CallSite& at, CollectiveKind kind, ErrorCode code,
+                       const std::string& what) {
+  throw Error(code, "smddp: rank " + std::to_string(at.rank) + "/" + std::to_string(at.size) +
+                        " (" + hostName() + "): " + toString(kind) + ": " + what);
+}
+
+std::string describe(const char* name, const Buffer& b) {
+  return std::string(name) + " (" + toString(b.dtype) + " x " + std::to_string(b.count) + ")";
+}
+
+void checkBuffer(const CallSite& at, CollectiveKind kind, const char* name, const Buffer& b) {
+  if (b.data == nullptr && b.count > 0) {
+    fail(at, kind, ErrorCode::kInvalidArgument, std::string(name) + " is a null pointer with " +
+                                                    std::to_string(b.count) + " elements");
+  }
+  if (static_cast<int>(b.dtype) >= kNumDataTypes) {
+    fail(at, kind, ErrorCode::kInvalidArgument, std::string(name) + " has an invalid dtype");
+  }
+  if (b.memory == MemoryType::kCuda) {
+    fail(at, kind, ErrorCode::kUnsupported,
+         std::string(name) + " is CUDA memory (device " + std::to_string(b.device) +
+             "), but this build of smddp supports host memory only");
+  }
+}
+
+void checkSameType(const CallSite& at, CollectiveKind kind, const Buffer& send, const Buffer& recv) {
+  if (send.dtype != recv.dtype) {
+    fail(at, kind, ErrorCode::kInvalidArgument,
+         "send is " + std::string(toString(send.dtype)) + " but recv is " + toString(recv.dtype));
+  }
+}
+
+bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
+  const auto x = reinterpret_cast<uintptr_t>(a);
+  const auto y = reinterpret_cast<uintptr_t>(b);
+  return aBytes > 0 && bBytes > 0 && x < y + bBytes && y < x + aBytes;
+}
+
+}  // namespace
+
+algo::CollectiveArgs checkAllReduce(const CallSite& at, const Buffer& send, const Buffer& recv,
+                                    ReduceOp op) {
+  const auto kind = CollectiveKind::kAllReduce;
+  checkBuffer(at, kind, "send", send);
+  checkBuffer(at, kind, "recv", recv);
+  checkSameType(at, kind, send, recv);
+  if (send.count != recv.count) {
+    fail(at, kind, ErrorCode::kInvalidArgument,
+         describe("send", send) + " and " + describe("recv", recv) + " differ in size");
+  }
+  if (static_cast<int>(op) >= kNumReduceOps) {
+    fail(at, kind, ErrorCode::kInvalidArgument, "invalid reduction op");
+  }
+  if (!reduce::supported(send.dtype, op)) {
+    fail(at, kind, ErrorCode::kUnsupported,
+         std::string("op ") + toString(op) + " is not supported for " + toString(send.dtype) +
+             (op == ReduceOp::kAvg ? " (avg needs a floating-point type)" : ""));
+  }
+  if (send.data != recv.data && overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
+    fail(at, kind, ErrorCode::kInvalidArgument, "send and recv overlap without being the same buffer");
+  }
+  algo::CollectiveArgs args;
+  args.kind = kind;
+  args.send = send.data;
+  args.recv = recv.data;
+  args.count = send.count;
+  args.dtype = send.dtype;
+  args.op = op;
+  return args;
+}
+
+algo::CollectiveArgs checkBroadcast(const CallSite& at, const Buffer& send, const Buffer& recv,
+                                    int root) {
+  const auto kind = CollectiveKind::kBroadcast;
+  if (root < 0 || root >= at.size) {
+    fail(at, kind, ErrorCode::kInvalidArgument,
+         "root " + std::to_string(root) + " is out of range [0, " + std::to_string(at.size) + ")");
+  }
+  checkBuffer(at, kind, "recv", recv);
+  if (at.rank == root) {
+    checkBuffer(at, kind, "send", send);
+    checkSameType(at, kind, send, recv);
+    if (send.count != recv.count) {
+      fail(at, kind, ErrorCode::kInvalidArgument,
+           describe("send", send) + " and " + describe("recv", recv) + " differ in size");
+    }
+    if (send.data != recv.data && overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
+      fail(at, kind, ErrorCode::kInvalidArgument, "send and recv overlap without being the same buffer");
+    }
+  }
+  algo::CollectiveArgs args;
+  args.kind = kind;
+  args.send = at.rank == root ? send.data : recv.data;
+  args.recv = recv.data;
+  args.count = recv.count;
+  args.dtype = recv.dtype;
+  args.root = root;
+  return args;
+}
+
+algo::CollectiveArgs checkAllGather(const CallSite& at, const Buffer& send, const Buffer& recv) {
+  const auto kind = CollectiveKind::kAllGather;
+  checkBuffer(at, kind, "send", send);
+  checkBuffer(at, kind, "recv", recv);
+  checkSameType(at, kind, send, recv);
+  const size_t n = static_cast<size_t>(at.size);
+  if (recv.count != send.count * n) {
+    fail(at, kind, ErrorCode::kInvalidArgument,
+         describe("recv", recv) + " must hold size x send count = " + std::to_string(n) + " x " +
+             std::to_string(send.count) + " elements");
+  }
+  auto* base = static_cast<unsigned char*>(recv.data);
+  const size_t block = send.bytes();
+  const void* mine = base + block * static_cast<size_t>(at.rank);
+  if (send.data != mine && overlaps(send.data, block, recv.data, recv.bytes())) {
+    fail(at, kind, ErrorCode::kInvalidArgument,
+         "send overlaps recv but is not this rank's block of it (in place means send == recv + "
+         "rank * send bytes)");
+  }
+  algo::CollectiveArgs args;
+  args.kind = kind;
+  args.send = send.data;
+  args.recv = recv.data;
+  args.count = send.count;
+  args.dtype = send.dtype;
+  for (size_t r = 0; r < n; ++r) args.blocks.push_back(base + r * block);
+  return args;
+}
+
+algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,
+                                        const std::vector<Buffer>& recvs) {
+  const auto kind = CollectiveKind::kAllGather;
+  checkBuffer(at, kind, "send", send);
+  if (recvs.size() != static_cast<size_t>(at.size)) {
+    fail(at, kind, ErrorCode::kInvalidArgument,
+         "got " + std::to_string(recvs.size()) + " output buffers for " + std::to_string(at.size) +
+             " ranks");
+  }
+  algo::CollectiveArgs args;
+  args.kind = kind;
+  args.send = send.data;
+  args.recv = nullptr;
+  args.count = send.count;
+  args.dtype = send.dtype;
+  for (size_t r = 0; r < recvs.size(); ++r) {
+    const std::string name = "output " + std::to_string(r);
+    checkBuffer(at, kind, name.c_str(), recvs[r]);
+    checkSameType(at, kind, send, recvs[r]);
+    if (recvs[r].count != send.count) {
+      fail(at, kind, ErrorCode::kInvalidArgument,
+           describe(name.c_str(), recvs[r]) + " differs in size from " + describe("send", send));
+    }
+    const bool mine = r == static_cast<size_t>(at.rank) && recvs[r].data == send.data;
+    if (!mine && overlaps(send.data, send.bytes(), recvs[r].data, recvs[r].bytes())) {
+      fail(at, kind, ErrorCode::kInvalidArgument, "send overlaps " + name);
+    }
+    for (size_t q = 0; q < r; ++q) {
+      if (overlaps(recvs[q].data, recvs[q].bytes(), recvs[r].data, recvs[r].bytes())) {
+        fail(at, kind, ErrorCode::kInvalidArgument,
+             "output " + std::to_string(q) + " and " + name + " overlap");
+      }
+    }
+    args.blocks.push_back(recvs[r].data);
+  }
+  return args;
+}
+
+}  // namespace smddp::core

@@ -1,0 +1,26 @@
+// Argument checks for every collective, run on the caller's thread before anything is queued, so
+// a bad call throws at once (naming rank, collective and the faulty argument) and leaves the
+// communicator untouched and usable.
+#pragma once
+
+#include <vector>
+
+#include "algorithms/collective.h"
+#include "smddp/types.h"
+
+namespace smddp::core {
+
+struct CallSite {
+  int rank;
+  int size;
+};
+
+algo::CollectiveArgs checkAllReduce(const CallSite& at, const Buffer& send, const Buffer& recv,
+                                    ReduceOp op);
+algo::CollectiveArgs checkBroadcast(const CallSite& at, const Buffer& send, const Buffer& recv,
+                                    int root);
+algo::CollectiveArgs checkAllGather(const CallSite& at, const Buffer& send, const Buffer& recv);
+algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,
+                                        const std::vector<Buffer>& recvs);
+
+}  // namespace smddp::core

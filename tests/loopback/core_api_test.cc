@@ -1,0 +1,124 @@
+// The public Communicator API end to end over the loopback transport: each collective, in place
+// and out of place, list outputs, zero counts, one rank, asynchronous requests and callbacks.
+// Expected values are closed forms of (rank, index).
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "loopback_group.h"
+#include "smddp/error.h"
+
+namespace smddp {
+namespace {
+
+using testing::makeLoopbackGroup;
+using testing::runRanks;
+
+float value(int rank, size_t i) { return static_cast<float>((rank + 1) * 10 + static_cast<int>(i % 7)); }
+
+class CoreApi : public ::testing::TestWithParam<int> {};
+
+TEST_P(CoreApi, AllReduceSumOutOfPlaceAndInPlace) {
+  const int n = GetParam();
+  auto comms = makeLoopbackGroup(n);
+  for (size_t count : {size_t{1}, size_t{13}, size_t{1000}}) {
+    runRanks(comms, [&](int rank, Communicator& c) {
+      std::vector<float> in(count), out(count, -1.f);
+      for (size_t i = 0; i < count; ++i) in[i] = value(rank, i);
+      c.allReduce(Buffer(in.data(), count, DataType::kFloat32),
+                  Buffer(out.data(), count, DataType::kFloat32), ReduceOp::kSum).wait();
+      c.allReduce(Buffer(in.data(), count, DataType::kFloat32),
+                  Buffer(in.data(), count, DataType::kFloat32), ReduceOp::kSum).wait();
+      for (size_t i = 0; i < count; ++i) {
+        float expect = 0;
+        for (int r = 0; r < n; ++r) expect += value(r, i);
+        ASSERT_EQ(out[i], expect) << "rank " << rank << " index " << i << " count " << count;
+        ASSERT_EQ(in[i], expect) << "in place: rank " << rank << " index " << i;
+      }
+    });
+  }
+}
+
+TEST_P(CoreApi, BroadcastFromEveryRoot) {
+  const int n = GetParam();
+  auto comms = makeLoopbackGroup(n);
+  for (int root = 0; root < n; ++root) {
+    runRanks(comms, [&](int rank, Communicator& c) {
+      std::vector<int64_t> buf(37), src(37);
+      for (size_t i = 0; i < buf.size(); ++i) src[i] = rank == root ? 1000 * root + i : -1;
+      c.broadcast(Buffer(src.data(), src.size(), DataType::kInt64),
+                  Buffer(buf.data(), buf.size(), DataType::kInt64), root).wait();
+      for (size_t i = 0; i < buf.size(); ++i) {
+        ASSERT_EQ(buf[i], static_cast<int64_t>(1000 * root + i)) << "rank " << rank << " root " << root << " index " << i;
+      }
+    });
+  }
+}
+
+TEST_P(CoreApi, AllGatherContiguousInPlaceAndList) {
+  const int n = GetParam();
+  auto comms = makeLoopbackGroup(n);
+  const size_t count = 5;
+  runRanks(comms, [&](int rank, Communicator& c) {
+    std::vector<int32_t> in(count), out(count * n, -1), inplace(count * n, -1);
+    for (size_t i = 0; i < count; ++i) in[i] = rank * 100 + static_cast<int>(i);
+    c.allGather(Buffer(in.data(), count, DataType::kInt32),
+                Buffer(out.data(), out.size(), DataType::kInt32)).wait();
+    std::copy(in.begin(), in.end(), inplace.begin() + rank * count);
+    c.allGather(Buffer(inplace.data() + rank * count, count, DataType::kInt32),
+                Buffer(inplace.data(), inplace.size(), DataType::kInt32)).wait();
+    std::vector<std::vector<int32_t>> lists(n, std::vector<int32_t>(count, -1));
+    std::vector<Buffer> outs;
+    for (auto& l : lists) outs.emplace_back(l.data(), count, DataType::kInt32);
+    c.allGather(Buffer(in.data(), count, DataType::kInt32), outs).wait();
+    for (int r = 0; r < n; ++r) {
+      for (size_t i = 0; i < count; ++i) {
+        const int32_t expect = r * 100 + static_cast<int>(i);
+        ASSERT_EQ(out[r * count + i], expect) << "rank " << rank << " block " << r << " index " << i;
+        ASSERT_EQ(inplace[r * count + i], expect) << "in place: rank " << rank << " block " << r;
+        ASSERT_EQ(lists[r][i], expect) << "list: rank " << rank << " block " << r;
+      }
+    }
+  });
+}
+
+TEST_P(CoreApi, ZeroCountAndBarrier) {
+  const int n = GetParam();
+  auto comms = makeLoopbackGroup(n);
+  runRanks(comms, [&](int rank, Communicator& c) {
+    float x = 1.f;
+    c.allReduce(Buffer(&x, 0, DataType::kFloat32), Buffer(&x, 0, DataType::kFloat32), ReduceOp::kSum).wait();
+    c.broadcast(Buffer(nullptr, 0, DataType::kFloat32), Buffer(nullptr, 0, DataType::kFloat32), 0).wait();
+    c.barrier().wait();
+    ASSERT_EQ(x, 1.f);
+  });
+}
+
+TEST_P(CoreApi, AsyncRequestsCompleteInOrderWithCallbacks) {
+  const int n = GetParam();
+  auto comms = makeLoopbackGroup(n);
+  runRanks(comms, [&](int rank, Communicator& c) {
+    constexpr int kOps = 40;
+    std::vector<std::vector<double>> bufs(kOps, std::vector<double>(9));
+    std::vector<Request> reqs;
+    std::atomic<int> callbacks{0};
+    for (int k = 0; k < kOps; ++k) {
+      for (auto& v : bufs[k]) v = rank + k;
+      reqs.push_back(c.allReduce(Buffer(bufs[k].data(), 9, DataType::kFloat64),
+                                 Buffer(bufs[k].data(), 9, DataType::kFloat64), ReduceOp::kMax));
+      reqs.back().onComplete([&] { callbacks.fetch_add(1); });
+    }
+    for (int k = kOps - 1; k >= 0; --k) reqs[k].wait();
+    for (int k = 0; k < kOps; ++k) {
+      ASSERT_TRUE(reqs[k].test());
+      ASSERT_EQ(reqs[k].sequence(), static_cast<uint64_t>(k));
+      for (double v : bufs[k]) ASSERT_EQ(v, n - 1 + k) << "rank " << rank << " op " << k;
+    }
+    ASSERT_EQ(callbacks.load(), kOps);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, CoreApi, ::testing::Values(1, 2, 3, 5, 8));
+
+}  // namespace
+}  // namespace smddp

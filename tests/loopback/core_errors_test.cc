@@ -1,0 +1,144 @@
+// Errors through the public API: bad arguments fail at once with a message naming rank, collective
+// and argument, and leave the communicator usable; a rank that never joins makes the others time
+// out naming it; after that the communicator is broken and says why; abort() ends waits.
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "loopback_group.h"
+#include "smddp/error.h"
+
+namespace smddp {
+namespace {
+
+using testing::makeLoopbackGroup;
+using testing::runRanks;
+using namespace std::chrono_literals;
+
+// Runs fn, expects Error with code, and returns its message.
+template <typename Fn>
+std::string expectError(Fn fn, ErrorCode code) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error raised";
+  return "";
+}
+
+TEST(CoreErrors, BadArgumentsNameTheProblemAndLeaveTheCommunicatorUsable) {
+  auto comms = makeLoopbackGroup(3);
+  runRanks(comms, [&](int rank, Communicator& c) {
+    std::vector<float> a(8, 1.f), b(8, 0.f), big(24, 0.f);
+    std::vector<int32_t> ints(8, 1);
+    const auto F = DataType::kFloat32;
+    auto msg = expectError([&] { c.allReduce(Buffer(nullptr, 8, F), Buffer(b.data(), 8, F), ReduceOp::kSum); },
+                           ErrorCode::kInvalidArgument);
+    EXPECT_NE(msg.find("rank " + std::to_string(rank) + "/3"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("all_reduce"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("null pointer"), std::string::npos) << msg;
+    msg = expectError([&] { c.allReduce(Buffer(a.data(), 8, F), Buffer(b.data(), 7, F), ReduceOp::kSum); },
+                      ErrorCode::kInvalidArgument);
+    EXPECT_NE(msg.find("differ in size"), std::string::npos) << msg;
+    msg = expectError([&] { c.broadcast(Buffer(a.data(), 8, F), Buffer(a.data(), 8, F), 3); },
+                      ErrorCode::kInvalidArgument);
+    EXPECT_NE(msg.find("root 3 is out of range [0, 3)"), std::string::npos) << msg;
+    msg = expectError([&] { c.allReduce(Buffer(ints.data(), 8, DataType::kInt32),
+                                        Buffer(ints.data(), 8, DataType::kInt32), ReduceOp::kAvg); },
+                      ErrorCode::kUnsupported);
+    EXPECT_NE(msg.find("avg"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("int32"), std::string::npos) << msg;
+    msg = expectError([&] { c.allReduce(Buffer(a.data(), 8, F, MemoryType::kCuda, 0), Buffer(a.data(), 8, F, MemoryType::kCuda, 0), ReduceOp::kSum); },
+                      ErrorCode::kUnsupported);
+    EXPECT_NE(msg.find("CUDA"), std::string::npos) << msg;
+    msg = expectError([&] { c.allReduce(Buffer(big.data(), 8, F), Buffer(big.data() + 4, 8, F), ReduceOp::kSum); },
+                      ErrorCode::kInvalidArgument);
+    EXPECT_NE(msg.find("overlap"), std::string::npos) << msg;
+    msg = expectError([&] { c.allGather(Buffer(a.data(), 8, F), Buffer(big.data(), 23, F)); },
+                      ErrorCode::kInvalidArgument);
+    EXPECT_NE(msg.find("all_gather"), std::string::npos) << msg;
+    msg = expectError([&] { c.allGather(Buffer(a.data(), 8, F), Buffer(b.data(), 8, DataType::kInt32)); },
+                      ErrorCode::kInvalidArgument);
+    // Nothing was queued: the next collective gets sequence number 0 and works.
+    auto req = c.allReduce(Buffer(a.data(), 8, F), Buffer(b.data(), 8, F), ReduceOp::kSum);
+    EXPECT_EQ(req.sequence(), 0u);
+    req.wait();
+    for (float v : b) ASSERT_EQ(v, 3.f) << "rank " << rank;
+    EXPECT_TRUE(c.brokenReason().empty());
+  });
+}
+
+TEST(CoreErrors, MissingRankTimesOutNamingItThenCommunicatorIsBroken) {
+  Options opts;
+  opts.timeout = 300ms;
+  auto comms = makeLoopbackGroup(3, opts);
+  // Ranks 0 and 1 call all_reduce; rank 2 never does.
+  runRanks(comms, [&](int rank, Communicator& c) {
+    if (rank == 2) return;
+    std::vector<float> a(64, 1.f);
+    const auto F = DataType::kFloat32;
+    auto msg = expectError([&] { c.allReduce(Buffer(a.data(), 64, F), Buffer(a.data(), 64, F), ReduceOp::kSum).wait(); },
+                           ErrorCode::kTimeout);
+    EXPECT_NE(msg.find("all_reduce #0"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("timed out after 300 ms"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("float32"), std::string::npos) << msg;
+    // Each rank names the peers it waits for directly: rank 1 is the one paired with rank 2.
+    EXPECT_NE(msg.find("waiting for data from rank"), std::string::npos) << msg;
+    if (rank == 1) {
+      EXPECT_NE(msg.find("rank 2"), std::string::npos) << msg;
+    }
+    EXPECT_FALSE(c.brokenReason().empty());
+    msg = expectError([&] { c.barrier().wait(); }, ErrorCode::kBroken);
+    EXPECT_NE(msg.find("barrier #1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("timed out"), std::string::npos) << "names the first error: " << msg;
+  });
+}
+
+TEST(CoreErrors, AbortEndsAPendingWait) {
+  Options opts;
+  opts.timeout = 60s;
+  auto comms = makeLoopbackGroup(2, opts);
+  auto& c = *comms[0];
+  auto req = c.barrier();  // rank 1 never joins
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(100ms);
+    c.abort();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  auto msg = expectError([&] { req.wait(); }, ErrorCode::kAborted);
+  aborter.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  EXPECT_NE(msg.find("aborted"), std::string::npos) << msg;
+  expectError([&] { c.barrier().wait(); }, ErrorCode::kAborted);
+}
+
+TEST(CoreErrors, ShortWaitGivesUpButTheCollectiveGoesOn) {
+  auto comms = makeLoopbackGroup(2);
+  auto req = comms[0]->barrier();
+  expectError([&] { req.wait(50ms); }, ErrorCode::kTimeout);
+  EXPECT_FALSE(req.completed());
+  auto other = comms[1]->barrier();
+  other.wait();
+  req.wait();
+  EXPECT_TRUE(req.test());
+}
+
+TEST(CoreErrors, DeadPeerFailsPromptly) {
+  Options opts;
+  opts.timeout = 60s;
+  std::shared_ptr<transport::LoopbackFabric> fabric;
+  auto comms = makeLoopbackGroup(3, opts, &fabric);
+  fabric->kill(2);
+  const auto start = std::chrono::steady_clock::now();
+  runRanks(comms, [&](int rank, Communicator& c) {
+    if (rank == 2) return;
+    auto msg = expectError([&] { c.barrier().wait(); }, ErrorCode::kPeerFailure);
+    EXPECT_NE(msg.find("rank 2"), std::string::npos) << msg;
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+}
+
+}  // namespace
+}  // namespace smddp

@@ -1,0 +1,55 @@
+// Test harness: n communicators over one in-process loopback fabric, one thread per rank.
+// runRanks() joins every thread and re-raises the first failure, naming the rank.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/communicator_impl.h"
+#include "smddp/communicator.h"
+#include "transport/loopback/loopback_transport.h"
+
+namespace smddp::testing {
+
+inline std::vector<std::unique_ptr<Communicator>> makeLoopbackGroup(
+    int n, const Options& options = Options(),
+    std::shared_ptr<transport::LoopbackFabric>* fabricOut = nullptr) {
+  auto fabric = transport::LoopbackFabric::create(n);
+  if (fabricOut != nullptr) *fabricOut = fabric;
+  Config config = Config::fromMap({});
+  const core::Settings settings = core::resolveSettings(options, config);
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (int r = 0; r < n; ++r) {
+    comms.push_back(std::make_unique<Communicator>(
+        std::make_unique<core::CommunicatorImpl>(fabric->endpoint(r), settings)));
+  }
+  return comms;
+}
+
+// Runs fn(rank, comm) on one thread per rank; gtest assertions inside fn are reported per thread,
+// exceptions are caught and reported with the rank.
+inline void runRanks(std::vector<std::unique_ptr<Communicator>>& comms,
+                     const std::function<void(int, Communicator&)>& fn) {
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(comms.size());
+  for (size_t r = 0; r < comms.size(); ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        fn(static_cast<int>(r), *comms[r]);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t r = 0; r < errors.size(); ++r) {
+    EXPECT_TRUE(errors[r].empty()) << "rank " << r << " threw: " << errors[r];
+  }
+}
+
+}  // namespace smddp::testing

@@ -1,0 +1,92 @@
+// Config parsing: defaults, overrides, launcher variables, bad values named in the error, and the
+// README's configuration table mirroring every declared variable.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "common/config.h"
+#include "common/tag.h"
+#include "smddp/error.h"
+
+namespace smddp {
+namespace {
+
+TEST(Config, DefaultsWhenEnvironmentIsEmpty) {
+  const Config c = Config::fromMap({});
+  EXPECT_EQ(c.timeoutMs, 300000);
+  EXPECT_EQ(c.provider, "auto");
+  EXPECT_EQ(c.segmentBytes, 262144);
+  EXPECT_EQ(c.debug, LogLevel::kWarn);
+  EXPECT_EQ(c.rank, -1);
+  EXPECT_EQ(c.worldSize, -1);
+  EXPECT_TRUE(c.algorithms.empty());
+}
+
+TEST(Config, ParsesEveryType) {
+  const Config c = Config::fromMap({{"SMDDP_TIMEOUT_MS", "1500"},
+                                    {"SMDDP_PROVIDER", "tcp"},
+                                    {"SMDDP_SEGMENT_BYTES", "64K"},
+                                    {"SMDDP_DEBUG", "info"},
+                                    {"SMDDP_ALGO", "allreduce:ring"},
+                                    {"FI_PROVIDER", "shm"}});
+  EXPECT_EQ(c.timeoutMs, 1500);
+  EXPECT_EQ(c.provider, "tcp");
+  EXPECT_EQ(c.segmentBytes, 65536);
+  EXPECT_EQ(c.debug, LogLevel::kInfo);
+  EXPECT_EQ(c.algorithms, "allreduce:ring");
+  EXPECT_EQ(c.fiProvider, "shm");
+  EXPECT_EQ(parseBytes("X", "4M"), 4 << 20);
+  EXPECT_EQ(parseBytes("X", "1g"), int64_t{1} << 30);
+}
+
+TEST(Config, LauncherRanksAreUsedWhenSmddpOnesAreAbsent) {
+  Config c = Config::fromMap({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "8"}});
+  EXPECT_EQ(c.rank, 3);
+  EXPECT_EQ(c.worldSize, 8);
+  c = Config::fromMap({{"SMDDP_RANK", "1"}, {"SMDDP_WORLD_SIZE", "2"}, {"PMI_RANK", "5"}, {"PMI_SIZE", "9"}});
+  EXPECT_EQ(c.rank, 1);
+  EXPECT_EQ(c.worldSize, 2);
+}
+
+TEST(Config, BadValuesNameTheVariable) {
+  for (auto [name, value] : {std::pair{"SMDDP_TIMEOUT_MS", "soon"}, std::pair{"SMDDP_TIMEOUT_MS", "0"},
+                             std::pair{"SMDDP_SEGMENT_BYTES", "12Q"}, std::pair{"SMDDP_SEGMENT_BYTES", "8"},
+                             std::pair{"SMDDP_DEBUG", "LOUD"}, std::pair{"SMDDP_SPIN_US", "-1"}}) {
+    try {
+      Config::fromMap({{name, value}});
+      ADD_FAILURE() << name << "=" << value << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Config, ReadmeMirrorsEveryVariable) {
+  std::ifstream in(SMDDP_README_PATH);
+  ASSERT_TRUE(in.good()) << "cannot read " << SMDDP_README_PATH;
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const auto& var : Config::documentation()) {
+    EXPECT_NE(text.str().find(std::string("`") + var.name + "`"), std::string::npos)
+        << var.name << " is missing from the README's configuration table";
+  }
+}
+
+TEST(Tag, FieldsRoundTripAndStayInTheirBits) {
+  for (uint64_t seq : {uint64_t{0}, uint64_t{1}, tag::kSeqMask, tag::kSeqMask + 5}) {
+    for (uint64_t slot : {uint64_t{0}, uint64_t{77}, tag::kMaxSlot}) {
+      const uint64_t t = tag::make(CollectiveKind::kAllGather, seq, slot);
+      EXPECT_EQ(tag::slotOf(t), slot);
+      EXPECT_EQ(tag::seqOf(t), seq & tag::kSeqMask);
+      EXPECT_EQ(tag::kindOf(t), 3u);
+      EXPECT_EQ(t >> tag::kTagBitsUsed, 0u) << "reserved bits must stay zero";
+    }
+  }
+  EXPECT_NE(tag::make(CollectiveKind::kAllReduce, 1, 0), tag::make(CollectiveKind::kAllReduce, 2, 0));
+  EXPECT_NE(tag::make(CollectiveKind::kAllReduce, 1, 0), tag::make(CollectiveKind::kBroadcast, 1, 0));
+}
+
+}  // namespace
+}  // namespace smddp
