@@ -1,0 +1,28 @@
+// -np N: starts N ranks of this host as forked child processes that rendezvous through a file store
+// in a fresh temporary directory. Invariant: the parent never waits unbounded — after the bound,
+// or once one child has failed (plus a grace period for the others to notice), it kills the rest,
+// reports who failed and how, removes the directory and returns non-zero.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <ostream>
+#include <string>
+
+namespace smddp::bench {
+
+struct LaunchLimits {
+  std::chrono::milliseconds bound{std::chrono::hours(1)};    // whole run
+  std::chrono::milliseconds grace{std::chrono::seconds(5)};  // after the first failure
+  // An exit status whose child has already said why (the perf tools' "wrong results"): it still
+  // fails the launch but is not reported again.
+  int explainedStatus = -1;
+};
+
+// Runs child(rank, storeDirectory) in each of n forked processes; the child's return value is its
+// exit status (an escaping exception is reported and exits 1). Must be called before this process
+// starts any thread. Returns 0 when every child exited 0, else 1; failures go to err.
+int launchLocalRanks(int n, const std::function<int(int rank, const std::string& dir)>& child,
+                     const LaunchLimits& limits, std::ostream& err);
+
+}  // namespace smddp::bench

@@ -1,0 +1,186 @@
+// Timed loop and checked run of the perf tools. The timed loop issues all -n collectives before
+// waiting (the engine runs them in order), as nccl-tests launches its iterations back to back.
+#include "runner.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "element.h"
+#include "smddp/error.h"
+#include "verify.h"
+
+namespace smddp::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// 64-byte aligned, zeroed memory (zeroed so the first timed row does not pay page faults).
+class AlignedBuffer {
+ public:
+  explicit AlignedBuffer(size_t bytes) : size_((bytes + 63) / 64 * 64 + 64) {
+    data_.reset(static_cast<char*>(std::aligned_alloc(64, size_)));
+    if (!data_) throw std::bad_alloc();
+    std::memset(data_.get(), 0, size_);
+  }
+  char* get() const { return data_.get(); }
+
+ private:
+  struct Free {
+    void operator()(char* p) const { std::free(p); }
+  };
+  size_t size_;
+  std::unique_ptr<char, Free> data_;
+};
+
+struct Buffers {
+  AlignedBuffer send;
+  AlignedBuffer recv;  // recvCount elements, then kGuardBytes of guard
+};
+
+template <class T>
+T reduceOverRanks(Communicator& comm, T value, DataType dtype, ReduceOp op) {
+  comm.allReduce(Buffer(&value, 1, dtype), Buffer(&value, 1, dtype), op).wait();
+  return value;
+}
+
+// The input of this rank for the group: send for out of place, its slot of recv in place.
+char* inputOf(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool inPlace) {
+  const size_t offset = ctx.spec.inPlaceOffset(p.count, p.nranks, p.rank);
+  return inPlace ? b.recv.get() + offset * dataTypeSize(p.dtype) : b.send.get();
+}
+
+void fillInput(const RunnerContext& ctx, const CaseParams& p, char* input) {
+  const size_t n = ctx.spec.sendCount(p.count, p.nranks);
+  for (size_t i = 0; i < n; ++i) storeElement(p.dtype, input, i, ctx.spec.input(p, i));
+}
+
+// Average microseconds per iteration on the slowest rank.
+double timeGroup(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool inPlace) {
+  char* input = inputOf(ctx, p, b, inPlace);
+  fillInput(ctx, p, input);
+  auto once = [&] { return ctx.spec.run(ctx.comm, p, input, b.recv.get(), p.count); };
+  for (int i = 0; i < ctx.opts.warmupIters; ++i) once().wait();
+  ctx.comm.barrier().wait();
+  const auto start = Clock::now();
+  std::vector<Request> requests;
+  requests.reserve(ctx.opts.iters);
+  for (int i = 0; i < ctx.opts.iters; ++i) requests.push_back(once());
+  for (Request& r : requests) r.wait();
+  const double us =
+      std::chrono::duration<double, std::micro>(Clock::now() - start).count() / ctx.opts.iters;
+  return reduceOverRanks(ctx.comm, us, DataType::kFloat64, ReduceOp::kMax);
+}
+
+struct CheckCounts {
+  int64_t wrong = 0;
+  int64_t outOfBounds = 0;
+};
+
+// One run on poisoned output and fresh input; counts this rank's wrong elements and damaged guard
+// bytes.
+CheckCounts checkGroup(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool inPlace) {
+  const size_t recvCount = ctx.spec.recvCount(p.count, p.nranks);
+  char* recv = b.recv.get();
+  char* guard = recv + recvCount * dataTypeSize(p.dtype);
+  for (size_t i = 0; i < recvCount; ++i) storeElement(p.dtype, recv, i, poisonValue(p.dtype));
+  char* input = inputOf(ctx, p, b, inPlace);
+  fillInput(ctx, p, input);
+  fillGuard(guard);
+  ctx.spec.run(ctx.comm, p, input, recv, p.count).wait();
+  CheckCounts c;
+  c.outOfBounds = countGuardDamage(guard);
+  c.wrong = countWrong(
+      p.dtype, recv, recvCount, [&](size_t i) { return ctx.spec.expected(p, i); },
+      [&](double want) { return tolerance(p.dtype, p.op, want); });
+  return c;
+}
+
+GroupResult runGroup(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool inPlace,
+                     int64_t& oob) {
+  GroupResult g;
+  g.timeUs = timeGroup(ctx, p, b, inPlace);
+  const size_t bytes = ctx.spec.recvCount(p.count, p.nranks) * dataTypeSize(p.dtype);
+  g.algBw = algBandwidth(bytes, g.timeUs);
+  g.busBw = g.algBw * ctx.spec.busBwFactor(p.nranks);
+  if (ctx.opts.check && ctx.spec.movesData) {
+    const CheckCounts c = checkGroup(ctx, p, b, inPlace);
+    int64_t counts[2] = {c.wrong, c.outOfBounds};
+    ctx.comm
+        .allReduce(Buffer(counts, 2, DataType::kInt64), Buffer(counts, 2, DataType::kInt64),
+                   ReduceOp::kSum)
+        .wait();
+    g.wrong = counts[0];
+    oob += counts[1];
+  } else if (ctx.opts.check) {
+    g.wrong = 0;  // nothing to check: a completed barrier is the whole result
+  }
+  return g;
+}
+
+RowResult runRow(const RunnerContext& ctx, const CaseParams& p, Buffers& b, int64_t& oob) {
+  RowResult row;
+  row.count = p.count;
+  row.bytes = ctx.spec.recvCount(p.count, p.nranks) * dataTypeSize(p.dtype);
+  row.type = ctx.spec.movesData ? toString(p.dtype) : "none";
+  row.redop = ctx.spec.usesOp ? toString(p.op) : "none";
+  row.root = ctx.spec.usesRoot ? p.root : -1;
+  row.outOfPlace = runGroup(ctx, p, b, false, oob);
+  row.inPlace = runGroup(ctx, p, b, true, oob);
+  if (ctx.out) *ctx.out << formatRow(row) << std::endl;
+  return row;
+}
+
+// The (dtype, op, root) cases of the run, in the order every rank visits them.
+std::vector<CaseParams> cases(const RunnerContext& ctx) {
+  const CollectiveSpec& spec = ctx.spec;
+  const BenchOptions& o = ctx.opts;
+  const int n = ctx.comm.size();
+  std::vector<CaseParams> out;
+  const std::vector<DataType> dtypes = spec.movesData ? o.dtypes : std::vector{DataType::kUInt8};
+  const std::vector<ReduceOp> ops = spec.usesOp ? o.ops : std::vector{ReduceOp::kSum};
+  for (DataType dtype : dtypes) {
+    for (ReduceOp op : ops) {
+      if (op == ReduceOp::kAvg && !isFloatingPoint(dtype)) continue;  // avg: floating types only
+      const int firstRoot = !spec.usesRoot ? -1 : o.root < 0 ? 0 : o.root;
+      const int lastRoot = !spec.usesRoot ? -1 : o.root < 0 ? n - 1 : o.root;
+      for (int root = firstRoot; root <= lastRoot; ++root) {
+        out.push_back(CaseParams{dtype, op, root, n, ctx.comm.rank(), 0});
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+SweepResult runSweep(const RunnerContext& ctx) {
+  const CollectiveSpec& spec = ctx.spec;
+  const BenchOptions& o = ctx.opts;
+  const std::vector<size_t> sizes =
+      spec.movesData ? sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes)
+                     : std::vector<size_t>{0};
+  SweepResult result;
+  for (CaseParams p : cases(ctx)) {
+    const size_t elem = dataTypeSize(p.dtype);
+    const size_t maxCount = spec.countFor(sizes.back(), elem, p.nranks);
+    Buffers b{AlignedBuffer(spec.sendCount(maxCount, p.nranks) * elem),
+              AlignedBuffer(spec.recvCount(maxCount, p.nranks) * elem + kGuardBytes)};
+    try {
+      for (size_t bytes : sizes) {
+        p.count = spec.countFor(bytes, elem, p.nranks);
+        result.rows.push_back(runRow(ctx, p, b, result.outOfBounds));
+      }
+    } catch (const Error& e) {
+      // Rejected on the calling thread on every rank alike, before anything moved.
+      if (!e.recoverable()) throw;
+      if (ctx.out)
+        *ctx.out << "# skipped " << toString(p.dtype) << "/" << toString(p.op) << ": " << e.what()
+                 << std::endl;
+    }
+  }
+  return result;
+}
+
+}  // namespace smddp::bench

@@ -1,0 +1,65 @@
+// Unit tests of the per-collective descriptions: busbw factors, per-rank counts (rounded down as
+// nccl-tests does), in-place offsets and closed-form expected values.
+#include <gtest/gtest.h>
+
+#include "collective.h"
+#include "verify.h"
+
+namespace smddp::bench {
+namespace {
+
+TEST(BenchCollectives, BusBandwidthFactors) {
+  const int ranks[] = {1, 2, 4, 8};
+  const double allReduce[] = {0.0, 1.0, 1.5, 1.75};
+  const double allGather[] = {0.0, 0.5, 0.75, 0.875};
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_DOUBLE_EQ(allReduceSpec().busBwFactor(ranks[k]), allReduce[k]) << ranks[k];
+    EXPECT_DOUBLE_EQ(allGatherSpec().busBwFactor(ranks[k]), allGather[k]) << ranks[k];
+    EXPECT_DOUBLE_EQ(broadcastSpec().busBwFactor(ranks[k]), 1.0) << ranks[k];
+    EXPECT_DOUBLE_EQ(barrierSpec().busBwFactor(ranks[k]), 0.0) << ranks[k];
+  }
+}
+
+TEST(BenchCollectives, CountsRoundDown) {
+  EXPECT_EQ(allReduceSpec().countFor(10, 4, 3), 2u);
+  EXPECT_EQ(allReduceSpec().recvCount(2, 3), 2u);
+  EXPECT_EQ(broadcastSpec().countFor(7, 2, 5), 3u);
+  // all_gather: per-rank count = size / (n * elemsize); the row's size is the whole recv buffer.
+  EXPECT_EQ(allGatherSpec().countFor(100, 4, 3), 8u);
+  EXPECT_EQ(allGatherSpec().sendCount(8, 3), 8u);
+  EXPECT_EQ(allGatherSpec().recvCount(8, 3), 24u);
+  EXPECT_EQ(allGatherSpec().countFor(8, 4, 3), 0u);  // a count-0 row
+  EXPECT_EQ(allGatherSpec().inPlaceOffset(8, 3, 2), 16u);
+  EXPECT_EQ(allReduceSpec().inPlaceOffset(8, 3, 2), 0u);
+  EXPECT_FALSE(barrierSpec().movesData);
+  EXPECT_TRUE(allReduceSpec().usesOp);
+  EXPECT_TRUE(broadcastSpec().usesRoot);
+}
+
+TEST(BenchCollectives, ExpectedValues) {
+  CaseParams p;
+  p.nranks = 3;
+  p.count = 5;
+  p.root = 2;
+  for (size_t i = 0; i < 15; ++i) {
+    EXPECT_EQ(allGatherSpec().expected(p, i), dataInput(static_cast<int>(i / 5), i % 5)) << i;
+    EXPECT_EQ(broadcastSpec().expected(p, i), dataInput(2, i)) << i;
+  }
+  p.rank = 1;
+  EXPECT_EQ(allGatherSpec().input(p, 3), dataInput(1, 3));
+  EXPECT_EQ(broadcastSpec().input(p, 3), dataInput(1, 3));
+  // all_reduce of three ranks: the op applied to each rank's input.
+  p.op = ReduceOp::kMax;
+  p.dtype = DataType::kInt32;
+  for (size_t i = 0; i < 50; ++i) {
+    double want = -1e9;
+    for (int r = 0; r < 3; ++r) {
+      p.rank = r;
+      want = std::max(want, allReduceSpec().input(p, i));
+    }
+    EXPECT_EQ(allReduceSpec().expected(p, i), want) << i;
+  }
+}
+
+}  // namespace
+}  // namespace smddp::bench
