@@ -143,3 +143,23 @@ INSTANTIATE_TEST_SUITE_P(Providers, MpCollectives,
 
 }  // namespace
 }  // namespace smddp
+
+namespace smddp {
+namespace {
+
+TEST(MpErrors, MissingProviderIsNamed) {
+  const std::string dir = test::makeTempDir("smddp-mp");
+  Options opts;
+  opts.provider = "efa";  // not present on the test machines
+  try {
+    Communicator::create(makeFileStore(dir), 0, 1, opts);
+    GTEST_SKIP() << "an efa provider is present on this machine";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kTransport);
+    EXPECT_NE(std::string(e.what()).find("'efa' not found"), std::string::npos) << e.what();
+  }
+  test::removeTree(dir);
+}
+
+}  // namespace
+}  // namespace smddp

@@ -39,7 +39,14 @@ InfoPtr getInfo(const ProviderProfile& profile, const std::string& bindAddr, int
   uint64_t flags = bindAddr.empty() ? 0 : FI_SOURCE;  // node is our own address, not a peer's
   int rc = fi_getinfo(FI_VERSION(1, 17), node, nullptr, flags, hints.get(), &found);
   InfoPtr info(found);
-  if (rc != 0 || !info) {
+  if (rc == -FI_ENODATA || (rc == 0 && !info)) {
+    throw Error(ErrorCode::kTransport,
+                "smddp: rank " + std::to_string(rank) + ": libfabric provider '" + profile.name +
+                    "' not found" + (bindAddr.empty() ? std::string() : " on address " + bindAddr) +
+                    ": no such provider offers RDM endpoints with tagged messages here (fi_info -l "
+                    "lists the installed providers; set SMDDP_PROVIDER=shm|tcp|efa|auto)");
+  }
+  if (rc != 0) {
     throwFi(rank, profile.name,
             "fi_getinfo(RDM, tagged, directed recv" +
                 (bindAddr.empty() ? std::string() : ", bind " + bindAddr) + ")",
