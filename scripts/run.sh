@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine (as root, or with sudo available):
-#   bash scripts/run.sh main   installs what is missing, builds, runs the main job
+#   bash scripts/run.sh main   installs what is missing, builds, runs the main job (DDP training)
 #   bash scripts/run.sh test   installs what is missing, builds, runs every test tier
 #   bash scripts/run.sh build  installs what is missing and builds only
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores).
@@ -39,8 +39,20 @@ check_rules() {
   bash scripts/check_rules.sh
 }
 
+# torch_smddp into a venv that sees Debian's torch, exactly as a user installs it (offline).
+setup_python() {
+  echo "== installing torch_smddp into .venv (pip install --no-build-isolation .)"
+  [ -x .venv/bin/python ] || "$PY" -m venv --system-site-packages .venv
+  SMDDP_BUILD_JOBS=$JOBS .venv/bin/python -m pip install -q --no-index --no-build-isolation --no-deps .
+  .venv/bin/python -c "import torch, torch_smddp; print('torch', torch.__version__, '+ torch_smddp', torch_smddp.__file__)"
+}
+
 run_main() {
-  echo "== main job: 4-rank all_reduce sweep over libfabric shm"
+  echo "== main job: ResNet-style CNN, DistributedDataParallel over smddp, 4 ranks (torchrun)"
+  # --redirects/--tee 1: torch 1.13's torchrun crashes on Python 3.11 with the default 0.
+  .venv/bin/python -m torch.distributed.run --standalone --nproc_per_node=4 --redirects 1 --tee 1 \
+    examples/train_ddp.py --epochs 4
+  echo "== engine perf tool: 4-rank all_reduce sweep over libfabric shm"
   "$BUILD_DIR/bench/all_reduce_perf" -b 8 -e 64M -f 4 -np 4 -P shm
 }
 
@@ -48,11 +60,13 @@ run_tests() {
   check_rules
   echo "== C++ tests (ctest: unit, loopback, mp)"
   (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 600)
+  echo "== Python tests (pytest: torch.distributed over smddp, DDP vs gloo, torchrun)"
+  .venv/bin/python -m pytest -q -p no:cacheprovider tests/python
 }
 
 case "${1:-}" in
-  main) install_packages; build; run_main ;;
-  test) install_packages; build; run_tests ;;
-  build) install_packages; build ;;
+  main) install_packages; build; setup_python; run_main ;;
+  test) install_packages; build; setup_python; run_tests ;;
+  build) install_packages; build; setup_python ;;
   *) echo "usage: $0 main|test|build" >&2; exit 2 ;;
 esac

@@ -1,0 +1,61 @@
+// torch_smddp._C: the pybind11 module. Exposes ProcessGroupSmddp as a subclass of torch's own
+// Python ProcessGroup (1.x) / Backend (2.x) class, so torch.distributed accepts what the creator
+// in torch_smddp/_backend.py returns.
+// Invariant: torch.distributed is imported before the class is bound (pybind11 must already know
+// the base type), and the GIL is released while the communicator bootstraps.
+#include <torch/python.h>
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cmath>
+
+#include "process_group.h"
+#include "smddp/version.h"
+#include "torch_compat.h"
+
+namespace py = pybind11;
+using smddp::torch_shim::ProcessGroupSmddp;
+
+namespace {
+
+std::chrono::milliseconds toMilliseconds(double seconds) {
+  TORCH_CHECK(std::isfinite(seconds) && seconds > 0,
+              "smddp: the process group timeout must be a positive number of seconds, got ",
+              seconds);
+  return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000.0)));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "smddp collectives as a torch.distributed backend (native part)";
+  py::module::import("torch.distributed");
+
+  py::class_<ProcessGroupSmddp, smddp::torch_shim::compat::BackendBase,
+             c10::intrusive_ptr<ProcessGroupSmddp>>(m, "ProcessGroupSmddp")
+      .def(py::init([](const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
+                       double timeoutSeconds, const std::string& name) {
+             auto timeout = toMilliseconds(timeoutSeconds);
+             py::gil_scoped_release noGil;
+             return c10::make_intrusive<ProcessGroupSmddp>(store, rank, size, timeout, name);
+           }),
+           py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout_seconds"),
+           py::arg("name") = "smddp",
+           "Joins a group of `size` ranks through `store`; `timeout_seconds` bounds bootstrap "
+           "and every collective.")
+      .def_property_readonly("provider", &ProcessGroupSmddp::provider,
+                             "libfabric provider in use (e.g. 'shm', 'tcp;ofi_rxm')")
+      .def_property_readonly("communicator_name", &ProcessGroupSmddp::name)
+      .def_property_readonly(
+          "timeout_seconds",
+          [](const ProcessGroupSmddp& pg) { return pg.timeout().count() / 1000.0; })
+      .def("_abort", &ProcessGroupSmddp::abort, py::call_guard<py::gil_scoped_release>(),
+           "Fails every pending and later collective of this group (Error kAborted).");
+
+  m.attr("torch_version") = smddp::torch_shim::compat::torchVersion();
+  m.attr("base_class") = smddp::torch_shim::compat::kBaseClassName;
+  m.attr("backend_api") = static_cast<bool>(SMDDP_TORCH_BACKEND_API);
+  m.def("engine_version", [] { return std::string(smddp::versionString()); });
+}

@@ -1,0 +1,254 @@
+// ProcessGroupSmddp: c10d collectives -> smddp::Communicator calls (see process_group.h).
+// Each collective: validate on the calling thread (RuntimeError, nothing sent), stage
+// non-contiguous tensors through contiguous temporaries, issue the engine request(s), and wrap
+// them in an SmddpWork. Engine smddp::Errors propagate unchanged (std::runtime_error ->
+// Python RuntimeError with the engine's message).
+#include "process_group.h"
+
+#include <Python.h>
+
+#include <c10/util/Exception.h>
+
+#include <utility>
+
+#include "store_adapter.h"
+#include "tensor_map.h"
+
+namespace smddp::torch_shim {
+
+using ::c10d::OpType;
+
+ProcessGroupSmddp::ProcessGroupSmddp(const c10::intrusive_ptr<::c10d::Store>& store, int rank,
+                                     int size, std::chrono::milliseconds timeout,
+                                     const std::string& name)
+    : compat::BackendBase(rank, size),
+      completions_(std::make_shared<CompletionQueue>()),
+      timeout_(timeout),
+      name_(name) {
+  smddp::Options options;
+  options.timeout = timeout;
+  options.name = name;
+  comm_ = Communicator::create(adaptStore(store), rank, size, options);
+}
+
+ProcessGroupSmddp::~ProcessGroupSmddp() { shutdown(); }
+
+void ProcessGroupSmddp::shutdown() {
+  // Joining the completion thread may wait on a Future callback that needs the GIL: never hold
+  // it here (the destructor can run from Python's deallocator, shutdown() from a binding).
+  PyThreadState* saved = nullptr;
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    saved = PyEval_SaveThread();
+  }
+  comm_.reset();  // waits (bounded) for pending collectives; their completions still run
+  completions_->stop();
+  if (saved != nullptr) {
+    PyEval_RestoreThread(saved);
+  }
+}
+
+void ProcessGroupSmddp::abort() {
+  if (comm_) {
+    comm_->abort();
+  }
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::finish(OpType opType,
+                                                           std::vector<Request> requests,
+                                                           std::shared_ptr<WorkState> state,
+                                                           std::chrono::milliseconds perOpTimeout) {
+  ++issued_;
+  return c10::make_intrusive<SmddpWork>(rank_, opType, std::move(requests), std::move(state),
+                                        completions_,
+                                        compat::effectiveTimeout(perOpTimeout, timeout_), timeout_);
+}
+
+void ProcessGroupSmddp::unsupported(const char* op) const {
+  TORCH_CHECK(false, "smddp: ", op,
+              " is not supported yet by the smddp backend (supported: all_reduce, "
+              "all_reduce_coalesced, broadcast, all_gather, all_gather_into_tensor, barrier)");
+}
+
+namespace {
+
+std::shared_ptr<WorkState> tensorListState(std::vector<at::Tensor> outputs) {
+  return std::make_shared<WorkState>(std::move(outputs), c10::ListType::ofTensors());
+}
+
+void checkRank(int64_t root, int size, const char* what) {
+  TORCH_CHECK(root >= 0 && root < size, "smddp: ", what, " root rank ", root,
+              " is out of range for a group of size ", size);
+}
+
+}  // namespace
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::broadcast(
+    Tensors& tensors, const ::c10d::BroadcastOptions& opts) {
+  checkSingle(tensors, "broadcast");
+  checkRank(opts.rootRank, size_, "broadcast");
+  TORCH_CHECK(opts.rootTensor == 0, "smddp: broadcast rootTensor must be 0, got ",
+              opts.rootTensor);
+  auto state = tensorListState(tensors);
+  bool isRoot = opts.rootRank == rank_;
+  at::Tensor work = state->staging.stage(tensors[0], /*copyIn=*/isRoot, /*copyBack=*/!isRoot);
+  Buffer buffer = toBuffer(work, "broadcast");
+  Request request = comm_->broadcast(buffer, buffer, static_cast<int>(opts.rootRank));
+  return finish(OpType::BROADCAST, {request}, std::move(state), opts.timeout);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce(
+    Tensors& tensors, const ::c10d::AllreduceOptions& opts) {
+  checkSingle(tensors, "allreduce");
+  ReduceOp op = toReduceOp(opts.reduceOp, "allreduce");
+  TORCH_CHECK(tensors[0].scalar_type() != at::kBool || op == ReduceOp::kMin ||
+                  op == ReduceOp::kMax,
+              "smddp: allreduce on torch.bool supports only MIN and MAX");
+  auto state = tensorListState(tensors);
+  at::Tensor work = state->staging.stage(tensors[0], /*copyIn=*/true, /*copyBack=*/true);
+  Buffer buffer = toBuffer(work, "allreduce");
+  Request request = comm_->allReduce(buffer, buffer, op);
+  return finish(OpType::ALLREDUCE, {request}, std::move(state), opts.timeout);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce_coalesced(
+    Tensors& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
+  ReduceOp op = toReduceOp(opts.reduceOp, "allreduce_coalesced");
+  bool sameType = true;
+  for (const auto& t : tensors) {
+    checkTensor(t, "allreduce_coalesced");
+    TORCH_CHECK(t.scalar_type() != at::kBool, "smddp: allreduce_coalesced does not take bool");
+    sameType = sameType && t.scalar_type() == tensors[0].scalar_type();
+  }
+  auto state = tensorListState(tensors);
+  std::vector<Request> requests;
+  if (!tensors.empty() && sameType) {
+    // One engine collective over a flat copy; results are scattered back at completion.
+    std::vector<at::Tensor> flat;
+    for (const auto& t : tensors) {
+      flat.push_back(t.reshape(-1));
+    }
+    at::Tensor buffer;
+    {
+      at::NoGradGuard noGrad;
+      buffer = at::cat(flat);
+    }
+    int64_t offset = 0;
+    for (const auto& t : tensors) {
+      state->staging.addCopyBack(t, buffer.narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
+    state->staging.keepAlive(buffer);
+    Buffer b = toBuffer(buffer, "allreduce_coalesced");
+    requests.push_back(comm_->allReduce(b, b, op));
+  } else {
+    for (const auto& t : tensors) {
+      at::Tensor work = state->staging.stage(t, /*copyIn=*/true, /*copyBack=*/true);
+      Buffer b = toBuffer(work, "allreduce_coalesced");
+      requests.push_back(comm_->allReduce(b, b, op));
+    }
+  }
+  return finish(OpType::ALLREDUCE_COALESCED, std::move(requests), std::move(state), opts.timeout);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allgather(
+    std::vector<Tensors>& outputs, Tensors& inputs, const ::c10d::AllgatherOptions& opts) {
+  checkSingle(inputs, "allgather");
+  TORCH_CHECK(outputs.size() == 1, "smddp: allgather expects one output list per process, got ",
+              outputs.size());
+  const at::Tensor& input = inputs[0];
+  Tensors& outs = outputs[0];
+  TORCH_CHECK(static_cast<int>(outs.size()) == size_, "smddp: allgather expects world_size (",
+              size_, ") output tensors, got ", outs.size());
+  for (const auto& out : outs) {
+    checkTensor(out, "allgather");
+    TORCH_CHECK(out.scalar_type() == input.scalar_type() && out.numel() == input.numel(),
+                "smddp: allgather output tensors must match the input's dtype (",
+                input.scalar_type(), ") and number of elements (", input.numel(), "), got ",
+                out.scalar_type(), " with ", out.numel());
+  }
+  auto state = tensorListState(outs);
+  at::Tensor send = state->staging.stage(input, /*copyIn=*/true, /*copyBack=*/false);
+  state->staging.keepAlive(input);
+  std::vector<Buffer> recvs;
+  for (const auto& out : outs) {
+    recvs.push_back(toBuffer(state->staging.stage(out, false, true), "allgather"));
+  }
+  Request request = comm_->allGather(toBuffer(send, "allgather"), recvs);
+  return finish(OpType::ALLGATHER, {request}, std::move(state), opts.timeout);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::_allgather_base(
+    at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) {
+  checkTensor(input, "all_gather_into_tensor");
+  checkTensor(output, "all_gather_into_tensor");
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(),
+              "smddp: all_gather_into_tensor output dtype ", output.scalar_type(),
+              " differs from input dtype ", input.scalar_type());
+  TORCH_CHECK(output.numel() == input.numel() * size_,
+              "smddp: all_gather_into_tensor output must have world_size * input.numel() = ",
+              input.numel() * size_, " elements, got ", output.numel());
+  auto state = tensorListState({output});
+  at::Tensor send = state->staging.stage(input, /*copyIn=*/true, /*copyBack=*/false);
+  state->staging.keepAlive(input);
+  at::Tensor recv = state->staging.stage(output, /*copyIn=*/false, /*copyBack=*/true);
+  Request request = comm_->allGather(toBuffer(send, "all_gather_into_tensor"),
+                                     toBuffer(recv, "all_gather_into_tensor"));
+  return finish(OpType::_ALLGATHER_BASE, {request}, std::move(state), opts.timeout);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::barrier(const ::c10d::BarrierOptions& opts) {
+  // device_ids name CUDA devices to synchronize; CPU-only, so there is nothing to add to them.
+  auto state = tensorListState({});
+  Request request = comm_->barrier();
+  return finish(OpType::BARRIER, {request}, std::move(state), opts.timeout);
+}
+
+// ---- collectives the engine does not offer yet -------------------------------------------------
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce(Tensors&, const ::c10d::ReduceOptions&) {
+  unsupported("reduce");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allgather_coalesced(
+    std::vector<Tensors>&, Tensors&, const ::c10d::AllgatherOptions&) {
+  unsupported("allgather_coalesced");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::gather(std::vector<Tensors>&, Tensors&,
+                                                           const ::c10d::GatherOptions&) {
+  unsupported("gather");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::scatter(Tensors&, std::vector<Tensors>&,
+                                                            const ::c10d::ScatterOptions&) {
+  unsupported("scatter");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce_scatter(
+    Tensors&, std::vector<Tensors>&, const ::c10d::ReduceScatterOptions&) {
+  unsupported("reduce_scatter");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::_reduce_scatter_base(
+    at::Tensor&, at::Tensor&, const ::c10d::ReduceScatterOptions&) {
+  unsupported("reduce_scatter_tensor (_reduce_scatter_base)");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::alltoall_base(at::Tensor&, at::Tensor&,
+                                                                  std::vector<int64_t>&,
+                                                                  std::vector<int64_t>&,
+                                                                  const ::c10d::AllToAllOptions&) {
+  unsupported("alltoall_base (all_to_all_single)");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::alltoall(Tensors&, Tensors&,
+                                                             const ::c10d::AllToAllOptions&) {
+  unsupported("alltoall");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::send(Tensors&, int, int) {
+  unsupported("send");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::recv(Tensors&, int, int) {
+  unsupported("recv");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::recvAnysource(Tensors&, int) {
+  unsupported("recv (any source)");
+}
+void ProcessGroupSmddp::monitoredBarrier(const ::c10d::BarrierOptions&, bool) {
+  unsupported("monitored_barrier");
+}
+
+}  // namespace smddp::torch_shim

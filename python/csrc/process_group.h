@@ -1,0 +1,90 @@
+// ProcessGroupSmddp: the c10d backend class behind backend="smddp". It owns one smddp
+// Communicator per torch process group and translates each c10d collective into engine calls.
+// Invariants: all ranks issue engine collectives in the order torch calls us (the engine's
+// ordering contract); every collective returns an SmddpWork; every unsupported collective raises
+// a RuntimeError naming the op and "smddp" instead of crashing.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "completion_queue.h"
+#include "smddp/communicator.h"
+#include "torch_compat.h"
+#include "work.h"
+
+namespace smddp::torch_shim {
+
+class ProcessGroupSmddp : public compat::BackendBase {
+ public:
+  // Joins the group through `store` (bounded by `timeout`, which also bounds every collective).
+  ProcessGroupSmddp(const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
+                    std::chrono::milliseconds timeout, const std::string& name);
+  ~ProcessGroupSmddp() override;
+
+  const std::string getBackendName() const override { return "smddp"; }
+  std::string provider() const { return comm_->provider(); }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  const std::string& name() const { return name_; }
+
+  using Work = ::c10d::Work;
+  using Tensors = std::vector<at::Tensor>;
+
+  c10::intrusive_ptr<Work> broadcast(Tensors& tensors,
+                                     const ::c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<Work> allreduce(Tensors& tensors,
+                                     const ::c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<Work> allreduce_coalesced(
+      Tensors& tensors, const ::c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<Work> allgather(std::vector<Tensors>& outputs, Tensors& inputs,
+                                     const ::c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                           const ::c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<Work> barrier(const ::c10d::BarrierOptions& opts) override;
+
+  // Not implemented by the engine yet: each raises "smddp does not support <op> yet".
+  c10::intrusive_ptr<Work> reduce(Tensors&, const ::c10d::ReduceOptions&) override;
+  c10::intrusive_ptr<Work> allgather_coalesced(std::vector<Tensors>&, Tensors&,
+                                               const ::c10d::AllgatherOptions&) override;
+  c10::intrusive_ptr<Work> gather(std::vector<Tensors>&, Tensors&,
+                                  const ::c10d::GatherOptions&) override;
+  c10::intrusive_ptr<Work> scatter(Tensors&, std::vector<Tensors>&,
+                                   const ::c10d::ScatterOptions&) override;
+  c10::intrusive_ptr<Work> reduce_scatter(Tensors&, std::vector<Tensors>&,
+                                          const ::c10d::ReduceScatterOptions&) override;
+  c10::intrusive_ptr<Work> _reduce_scatter_base(at::Tensor&, at::Tensor&,
+                                                const ::c10d::ReduceScatterOptions&) override;
+  c10::intrusive_ptr<Work> alltoall_base(at::Tensor&, at::Tensor&, std::vector<int64_t>&,
+                                         std::vector<int64_t>&,
+                                         const ::c10d::AllToAllOptions&) override;
+  c10::intrusive_ptr<Work> alltoall(Tensors&, Tensors&, const ::c10d::AllToAllOptions&) override;
+  c10::intrusive_ptr<Work> send(Tensors&, int, int) override;
+  c10::intrusive_ptr<Work> recv(Tensors&, int, int) override;
+  c10::intrusive_ptr<Work> recvAnysource(Tensors&, int) override;
+  void monitoredBarrier(const ::c10d::BarrierOptions&, bool) override;
+
+  // The engine numbers its collectives itself; torch's group sequence number is our issue count.
+  void setSequenceNumberForGroup() override {}
+  uint64_t getSequenceNumberForGroup() override { return issued_; }
+
+  // torch >= 2.4 calls these on destroy_process_group / abort; harmless where absent (no
+  // `override` on purpose: the 1.x base has neither).
+  void shutdown();
+  void abort();
+
+ private:
+  c10::intrusive_ptr<Work> finish(::c10d::OpType opType, std::vector<Request> requests,
+                                  std::shared_ptr<WorkState> state,
+                                  std::chrono::milliseconds perOpTimeout);
+  [[noreturn]] void unsupported(const char* op) const;
+
+  std::shared_ptr<Communicator> comm_;
+  std::shared_ptr<CompletionQueue> completions_;
+  std::chrono::milliseconds timeout_;
+  std::string name_;
+  uint64_t issued_ = 0;
+};
+
+}  // namespace smddp::torch_shim

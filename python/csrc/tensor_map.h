@@ -1,0 +1,50 @@
+// Maps torch values onto the engine's: dtypes, reduce ops, tensors as Buffers, and the staging of
+// non-contiguous tensors through contiguous temporaries.
+// Invariant: every rejection is a RuntimeError (c10::Error) whose text names "smddp", the
+// collective and the offending argument; nothing here touches the network.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <utility>
+#include <vector>
+
+#include "smddp/types.h"
+#include "torch_compat.h"
+
+namespace smddp::torch_shim {
+
+// Engine dtype of a tensor; `what` names the collective in the error.
+DataType toDataType(const at::Tensor& tensor, const char* what);
+// Engine reduce op for a c10d ReduceOp; BAND/BOR/BXOR/PREMUL_SUM raise "not supported".
+ReduceOp toReduceOp(const ::c10d::ReduceOp& op, const char* what);
+
+// Checks that the tensor lives in CPU memory, is dense and has a supported dtype.
+void checkTensor(const at::Tensor& tensor, const char* what);
+// Checks that `tensors` holds exactly one tensor (one device per process, as NCCL).
+void checkSingle(const std::vector<at::Tensor>& tensors, const char* what);
+
+// A tensor as the engine sees it. The tensor must be contiguous and stay alive until the request
+// completes.
+Buffer toBuffer(const at::Tensor& tensor, const char* what);
+
+// Tensors the engine works on, and what to copy back into the caller's tensors afterwards.
+class Staging {
+ public:
+  // Returns `tensor` itself when contiguous, else a contiguous copy (`copyIn`) or an empty
+  // contiguous temporary that is copied back into `tensor` when the collective completes.
+  at::Tensor stage(const at::Tensor& tensor, bool copyIn, bool copyBack);
+  // Registers a copy of `from` into `to` at completion (e.g. slices of a coalesced buffer).
+  void addCopyBack(at::Tensor to, at::Tensor from);
+  // Runs the copies (no-grad). Called once, on the completion thread.
+  void copyBack();
+  // Tensors that must outlive the collective but are not outputs (inputs, temporaries).
+  void keepAlive(const at::Tensor& tensor) { alive_.push_back(tensor); }
+  void release();
+
+ private:
+  std::vector<std::pair<at::Tensor, at::Tensor>> copies_;  // (destination, source)
+  std::vector<at::Tensor> alive_;
+};
+
+}  // namespace smddp::torch_shim

@@ -1,0 +1,140 @@
+// SmddpWork: completion plumbing between smddp::Request and c10d::Work / ivalue::Future.
+// Path of a completion: engine completes request i -> its onComplete posts to the group's
+// CompletionQueue -> WorkState::requestDone(i) -> (last request) copy staged results back,
+// mark finished, complete the Future. Waiters see "finished" only after the copies.
+#include "work.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "smddp/error.h"
+
+namespace smddp::torch_shim {
+
+namespace {
+
+// Slack for the completion thread after the engine finished: bounded, but generous enough for a
+// Python .then() callback of an earlier Work that runs ahead of ours.
+constexpr std::chrono::milliseconds kCompletionGrace{30000};
+
+}  // namespace
+
+WorkState::WorkState(std::vector<at::Tensor> outs, c10::TypePtr valueType)
+    : outputs(std::move(outs)),
+      value(outputs),
+      future(c10::make_intrusive<c10::ivalue::Future>(std::move(valueType))) {}
+
+bool WorkState::done() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return finished;
+}
+
+void WorkState::requestDone(size_t index) {
+  std::exception_ptr failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (index < requests.size()) {
+      auto requestError = requests[index].error();
+      if (requestError && !error) {
+        error = requestError;
+      }
+    }
+    if (--pending > 0) {
+      return;
+    }
+    failure = error;
+  }
+  if (!failure) {
+    try {
+      staging.copyBack();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  staging.release();
+  std::vector<Request> drop;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    error = failure;
+    finished = true;
+    drop.swap(requests);
+  }
+  cv.notify_all();
+  if (failure) {
+    future->setError(failure);
+  } else {
+    future->markCompleted(value);
+  }
+}
+
+SmddpWork::SmddpWork(int rank, ::c10d::OpType opType, std::vector<Request> requests,
+                     std::shared_ptr<WorkState> state, std::shared_ptr<CompletionQueue> completions,
+                     std::chrono::milliseconds timeout, std::chrono::milliseconds groupTimeout)
+    : ::c10d::Work(rank, opType),
+      requests_(std::move(requests)),
+      state_(std::move(state)),
+      timeout_(timeout),
+      groupTimeout_(groupTimeout) {
+  state_->requests = requests_;
+  if (requests_.empty()) {
+    state_->pending = 1;
+    state_->requestDone(0);
+    return;
+  }
+  state_->pending = static_cast<int>(requests_.size());
+  for (size_t i = 0; i < requests_.size(); ++i) {
+    // Runs on the engine's thread (or at once): only hand off, never block there.
+    requests_[i].onComplete([state = state_, completions, i] {
+      completions->post([state, i] { state->requestDone(i); });
+    });
+  }
+}
+
+bool SmddpWork::isCompleted() { return state_->done(); }
+
+bool SmddpWork::isSuccess() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->finished && !state_->error;
+}
+
+std::exception_ptr SmddpWork::exception() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->error;
+}
+
+std::vector<at::Tensor> SmddpWork::result() { return state_->outputs; }
+
+bool SmddpWork::wait(std::chrono::milliseconds timeout) {
+  bool explicitLimit = timeout != kNoTimeout || timeout_ != groupTimeout_;
+  auto limit = timeout != kNoTimeout ? timeout : timeout_;
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  if (!explicitLimit) {
+    // Fast path: drive the engine from this thread. Request::wait() is bounded by the
+    // communicator's timeout, which is the group's.
+    for (auto& request : requests_) {
+      try {
+        request.wait();
+      } catch (const Error&) {
+        break;  // its error (timeout included) is stored in state_ too
+      }
+    }
+  }
+  // A caller-chosen limit is honoured by waiting passively: a waiter that drives the engine runs
+  // the collective to its own end and could not return at `deadline`.
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  auto until = explicitLimit ? deadline : deadline + kCompletionGrace;
+  if (!state_->cv.wait_until(lock, until, [this] { return state_->finished; })) {
+    throw Error(ErrorCode::kTimeout,
+                "smddp: wait on " + ::c10d::opTypeToString(retrieveOpType()) + " timed out after " +
+                    std::to_string(limit.count()) + " ms (rank " + std::to_string(rank_) +
+                    "); the collective itself continues until the group's timeout");
+  }
+  if (state_->error) {
+    std::rethrow_exception(state_->error);
+  }
+  return true;
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> SmddpWork::getFuture() { return state_->future; }
+
+}  // namespace smddp::torch_shim

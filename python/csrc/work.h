@@ -1,0 +1,71 @@
+// The c10d::Work returned by every smddp collective: wraps one or more smddp::Requests, the
+// tensors they use, and the Future that DDP's comm hooks chain on.
+// Invariants: wait() never blocks longer than its timeout (or the group's, when none is given);
+// the Future's value is the list of output tensors and is set only after staged copies are back;
+// engine errors reach wait(), exception() and the Future unchanged (RuntimeError in Python).
+#pragma once
+
+#include <ATen/core/ivalue.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "completion_queue.h"
+#include "smddp/request.h"
+#include "tensor_map.h"
+#include "torch_compat.h"
+
+namespace smddp::torch_shim {
+
+// What completion needs; shared with the engine callbacks so it never refers to the Work
+// (a callback holding the Work would form a cycle through the Request it belongs to).
+struct WorkState {
+  WorkState(std::vector<at::Tensor> outputs, c10::TypePtr valueType);
+
+  // Called once per request (on the completion thread); the last call finishes the work.
+  // The requests are dropped then, which breaks the cycle request -> callback -> state -> request.
+  void requestDone(size_t index);
+  bool done() const;
+
+  std::vector<Request> requests;
+  Staging staging;
+  std::vector<at::Tensor> outputs;
+  c10::IValue value;  // the Future's value: outputs, or a list of lists for allgather
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+
+  mutable std::mutex mutex;
+  std::condition_variable cv;
+  int pending = 0;
+  bool finished = false;
+  std::exception_ptr error;
+};
+
+class SmddpWork : public ::c10d::Work {
+ public:
+  // Attaches completion callbacks to `requests`; `state` must be fully set up (outputs, staging).
+  // `timeout` is this collective's (per-op option or the group's); `groupTimeout` the group's.
+  SmddpWork(int rank, ::c10d::OpType opType, std::vector<Request> requests,
+            std::shared_ptr<WorkState> state, std::shared_ptr<CompletionQueue> completions,
+            std::chrono::milliseconds timeout, std::chrono::milliseconds groupTimeout);
+
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  std::vector<at::Tensor> result() override;
+  void synchronize() override {}  // CPU tensors: results are in place once completed
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+
+ private:
+  std::vector<Request> requests_;
+  std::shared_ptr<WorkState> state_;
+  std::chrono::milliseconds timeout_;
+  std::chrono::milliseconds groupTimeout_;
+};
+
+}  // namespace smddp::torch_shim

@@ -1,0 +1,59 @@
+"""Registration of the "smddp" torch.distributed backend.
+
+Invariant: registration happens at most once per interpreter (importing twice, reloading the
+package or calling register() again is a no-op), because torch asserts on a second
+register_backend of the same name.
+"""
+import inspect
+from datetime import timedelta
+
+import torch.distributed as dist
+
+from . import _C
+
+BACKEND_NAME = "smddp"
+_DEVICES = ["cpu", "cuda"]
+
+
+def _timeout_seconds(timeout):
+    if isinstance(timeout, timedelta):
+        return timeout.total_seconds()
+    return float(timeout)
+
+
+def _communicator_name(group_id):
+    # torch already prefixes store keys per group; the engine prefixes them again with this name
+    # so two communicators can never read each other's bootstrap keys.
+    return BACKEND_NAME if not group_id else f"{BACKEND_NAME}.{group_id}"
+
+
+def create_backend(dist_backend_opts, pg_options=None):
+    """Creator torch calls (extended API) for every group that uses backend "smddp"."""
+    opts = dist_backend_opts
+    return _C.ProcessGroupSmddp(
+        opts.store,
+        opts.group_rank,
+        opts.group_size,
+        _timeout_seconds(opts.timeout),
+        _communicator_name(getattr(opts, "group_id", "")),
+    )
+
+
+def is_registered():
+    backend = dist.Backend
+    return BACKEND_NAME.upper() in getattr(backend, "_plugins", {}) or hasattr(
+        backend, BACKEND_NAME.upper()
+    )
+
+
+def register():
+    """Registers the backend; returns False when it was already registered."""
+    if is_registered():
+        return False
+    kwargs = {"extended_api": True}
+    # torch >= 2.0 routes tensors to a backend by device; without devices= CPU tensors may not
+    # reach us. torch 1.x has no such parameter.
+    if "devices" in inspect.signature(dist.Backend.register_backend).parameters:
+        kwargs["devices"] = list(_DEVICES)
+    dist.Backend.register_backend(BACKEND_NAME, create_backend, **kwargs)
+    return True

@@ -1,0 +1,46 @@
+"""Builds torch_smddp._C with CMake (python/CMakeLists.txt), against the torch that the building
+interpreter imports, compiling the engine from this repository.
+
+    pip install --no-build-isolation .        # offline; torch must already be installed
+
+Invariant: the interpreter that runs setup.py is the one CMake builds for (Python3_EXECUTABLE),
+so the module's ABI tag and torch match what will import it. Env: SMDDP_BUILD_JOBS (default 2),
+SMDDP_BUILD_TYPE (default Release), CMAKE_ARGS (extra -D options).
+"""
+import os
+import shlex
+import subprocess
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+class CMakeExtension(Extension):
+    def __init__(self, name):
+        super().__init__(name, sources=[])
+
+
+class CMakeBuild(build_ext):
+    def build_extension(self, ext):
+        out_dir = os.path.dirname(os.path.abspath(self.get_ext_fullpath(ext.name)))
+        build_dir = os.path.abspath(os.path.join(self.build_temp, "cmake"))
+        os.makedirs(build_dir, exist_ok=True)
+        args = [
+            f"-DPython3_EXECUTABLE={sys.executable}",
+            f"-DSMDDP_PY_OUTPUT_DIR={out_dir}",
+            f"-DCMAKE_BUILD_TYPE={os.environ.get('SMDDP_BUILD_TYPE', 'Release')}",
+        ] + shlex.split(os.environ.get("CMAKE_ARGS", ""))
+        jobs = os.environ.get("SMDDP_BUILD_JOBS", "2")
+        subprocess.check_call(["cmake", "-S", os.path.join(ROOT, "python"), "-B", build_dir] + args)
+        subprocess.check_call(["cmake", "--build", build_dir, "--target", "_C", "-j", jobs])
+
+
+setup(
+    ext_modules=[CMakeExtension("torch_smddp._C")],
+    cmdclass={"build_ext": CMakeBuild},
+    # not build/: that is the engine's own CMake build directory by convention
+    options={"build": {"build_base": "build-pip"}},
+)

@@ -1,0 +1,154 @@
+"""Rank bodies for test_collectives.py: every collective x dtype x op, sync and async, in place
+and out of place, contiguous and strided, against closed-form values.
+
+Values: rank r contributes x_r[i] = (r + 1) + (i % 3) (small, exact in every dtype even summed
+over 4 ranks); for PRODUCT x_r[i] = 1 + (r + i) % 2, so products stay <= 16 (exact in int8).
+Invariant: every failure names the rank, the collective, dtype, op and the first wrong index.
+"""
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+DTYPES = [
+    torch.float32, torch.float64, torch.float16, torch.bfloat16,
+    torch.int32, torch.int64, torch.uint8, torch.int8,
+]
+FLOATS = {torch.float32, torch.float64, torch.float16, torch.bfloat16}
+OPS = ["SUM", "PRODUCT", "MIN", "MAX", "AVG"]
+
+
+def value(r, n, dtype, op="SUM"):
+    i = torch.arange(n, dtype=torch.float64)
+    v = 1 + torch.remainder(r + i, 2) if op == "PRODUCT" else (r + 1) + torch.remainder(i, 3)
+    return v.to(dtype)
+
+
+def expected(world, n, dtype, op):
+    vals = torch.stack([value(r, n, torch.float64, op) for r in range(world)])
+    out = {
+        "SUM": vals.sum(0), "PRODUCT": vals.prod(0), "MIN": vals.min(0).values,
+        "MAX": vals.max(0).values, "AVG": vals.sum(0) / world,
+    }[op]
+    return out.to(dtype)
+
+
+def check(rank, what, got, want):
+    got64, want64 = got.to(torch.float64), want.to(torch.float64)
+    tol = {torch.float16: 1e-3, torch.bfloat16: 1e-2}.get(got.dtype, 1e-12)
+    bad = (got64 - want64).abs() > tol * want64.abs().clamp(min=1)
+    if bad.any():
+        i = int(bad.nonzero()[0][0]) if bad.dim() else 0
+        g = got64.reshape(-1)[i].item()
+        w = want64.reshape(-1)[i].item()
+        raise AssertionError(f"rank {rank}: {what}: index {i}: got {g}, expected {w}")
+
+
+def check_allreduce(rank, world):
+    n = 7
+    for dtype in DTYPES:
+        for op in OPS:
+            what = f"all_reduce {dtype} {op}"
+            rop = getattr(dist.ReduceOp, op)
+            if op == "AVG" and dtype not in FLOATS:
+                t = value(rank, n, dtype)
+                try:
+                    dist.all_reduce(t, op=rop)
+                except RuntimeError:
+                    continue
+                raise AssertionError(f"rank {rank}: {what} should raise RuntimeError")
+            t = value(rank, n, dtype, op)
+            dist.all_reduce(t, op=rop)
+            check(rank, what + " sync", t, expected(world, n, dtype, op))
+            # async, two in flight, one of them strided (staged through a contiguous copy)
+            a = value(rank, n, dtype, op)
+            base = torch.zeros(n, 2, dtype=dtype)
+            base[:, 0] = value(rank, n, dtype, op)
+            strided = base[:, 0]
+            w1 = dist.all_reduce(a, op=rop, async_op=True)
+            w2 = dist.all_reduce(strided, op=rop, async_op=True)
+            assert w2.wait() and w1.wait(timeout=timedelta(seconds=60))
+            assert w1.is_completed() and w1.is_success(), f"rank {rank}: {what} work state"
+            check(rank, what + " async", a, expected(world, n, dtype, op))
+            check(rank, what + " strided", base[:, 0], expected(world, n, dtype, op))
+            check(rank, what + " strided untouched", base[:, 1], torch.zeros(n, dtype=dtype))
+            fut_value = w1.get_future().value()
+            assert isinstance(fut_value, list) and fut_value[0] is not None
+            check(rank, what + " future", fut_value[0], expected(world, n, dtype, op))
+    # large (multi-segment) and empty
+    for n, dtype in ((300_007, torch.float32), (70_001, torch.int64), (0, torch.float32)):
+        t = value(rank, n, dtype)
+        dist.all_reduce(t)
+        check(rank, f"all_reduce n={n} {dtype}", t, expected(world, n, dtype, "SUM"))
+    # bool travels as uint8: MAX is OR, MIN is AND
+    b = torch.tensor([rank == 0, True, False])
+    dist.all_reduce(b, op=dist.ReduceOp.MAX)
+    assert b.tolist() == [True, True, False], f"rank {rank}: bool MAX {b}"
+
+
+def check_coalesced(rank, world):
+    for dtype in (torch.float32, torch.int64, torch.bfloat16):
+        ts = [value(rank, 5, dtype).reshape(5), value(rank, 12, dtype).reshape(3, 4)]
+        dist.all_reduce_coalesced(ts)
+        check(rank, f"all_reduce_coalesced {dtype}", ts[0], expected(world, 5, dtype, "SUM"))
+        check(rank, f"all_reduce_coalesced {dtype}", ts[1].reshape(-1),
+              expected(world, 12, dtype, "SUM"))
+    # torch's wrapper insists on one dtype; the backend also takes mixed lists (one request each)
+    mixed = [value(rank, 4, torch.float64), value(rank, 3, torch.int32)]
+    opts = dist.AllreduceCoalescedOptions()
+    opts.reduceOp = dist.ReduceOp.MAX
+    dist.distributed_c10d._get_default_group().allreduce_coalesced(mixed, opts).wait()
+    check(rank, "all_reduce_coalesced mixed", mixed[0], expected(world, 4, torch.float64, "MAX"))
+    check(rank, "all_reduce_coalesced mixed", mixed[1], expected(world, 3, torch.int32, "MAX"))
+
+
+def check_broadcast(rank, world):
+    for dtype in DTYPES:
+        for root in range(world):
+            t = value(rank, 9, dtype)
+            dist.broadcast(t, src=root)
+            check(rank, f"broadcast {dtype} root {root}", t, value(root, 9, dtype))
+    base = torch.zeros(6, 3)
+    base[:, 1] = value(rank, 6, torch.float32)
+    w = dist.broadcast(base[:, 1], src=world - 1, async_op=True)
+    w.wait()
+    check(rank, "broadcast strided", base[:, 1], value(world - 1, 6, torch.float32))
+    check(rank, "broadcast strided untouched", base[:, 0], torch.zeros(6))
+
+
+def check_allgather(rank, world):
+    for dtype in DTYPES:
+        n = 5
+        outs = [torch.full((n,), 99).to(dtype) for _ in range(world)]
+        dist.all_gather(outs, value(rank, n, dtype))
+        for r in range(world):
+            check(rank, f"all_gather {dtype} from {r}", outs[r], value(r, n, dtype))
+        out = torch.zeros(world * n, dtype=dtype)
+        w = dist.all_gather_into_tensor(out, value(rank, n, dtype), async_op=True)
+        w.wait()
+        want = torch.cat([value(r, n, dtype) for r in range(world)])
+        check(rank, f"all_gather_into_tensor {dtype}", out, want)
+        # in place: the input is this rank's slice of the output
+        out = torch.zeros(world * n, dtype=dtype)
+        out[rank * n:(rank + 1) * n] = value(rank, n, dtype)
+        dist.all_gather_into_tensor(out, out[rank * n:(rank + 1) * n])
+        check(rank, f"all_gather_into_tensor in place {dtype}", out, want)
+    # strided outputs
+    bases = [torch.zeros(4, 2) for _ in range(world)]
+    dist.all_gather([b[:, 1] for b in bases], value(rank, 4, torch.float32))
+    for r in range(world):
+        check(rank, f"all_gather strided from {r}", bases[r][:, 1], value(r, 4, torch.float32))
+        check(rank, "all_gather strided untouched", bases[r][:, 0], torch.zeros(4))
+
+
+def suite(rank, world, init_method):
+    dist.init_process_group("smddp", init_method=init_method, rank=rank, world_size=world,
+                            timeout=timedelta(seconds=60))
+    assert dist.get_backend() == "smddp"
+    check_allreduce(rank, world)
+    check_coalesced(rank, world)
+    check_broadcast(rank, world)
+    check_allgather(rank, world)
+    dist.barrier()
+    dist.barrier(async_op=True).wait()
+    dist.destroy_process_group()

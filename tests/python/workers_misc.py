@@ -1,0 +1,116 @@
+"""Rank bodies for test_errors.py and test_groups.py: clear RuntimeErrors for everything smddp
+does not do, bounded waits, and several (overlapping) groups in one job.
+Invariant: every rank issues the same collectives in the same order on each group it belongs to.
+"""
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+
+def expect_error(rank, what, fn, *needles):
+    try:
+        fn()
+    except RuntimeError as e:
+        msg = str(e)
+        for needle in needles:
+            assert needle in msg, f"rank {rank}: {what}: {needle!r} not in error: {msg}"
+        return msg
+    raise AssertionError(f"rank {rank}: {what} did not raise RuntimeError")
+
+
+def errors(rank, world, init_method):
+    dist.init_process_group("smddp", init_method=init_method, rank=rank, world_size=world,
+                            timeout=timedelta(seconds=30))
+    pg = dist.distributed_c10d._get_default_group()
+    assert abs(pg.timeout_seconds - 30) < 1e-6, pg.timeout_seconds
+    t = torch.ones(4)
+    outs = [torch.zeros(4) for _ in range(world)]
+    unsupported = {
+        "reduce": lambda: dist.reduce(t, dst=0),
+        "reduce_scatter": lambda: dist.reduce_scatter(t, [torch.ones(4) for _ in range(world)]),
+        "reduce_scatter_tensor": lambda: dist.reduce_scatter_tensor(t, torch.ones(4 * world)),
+        "alltoall": lambda: dist.all_to_all(outs, [torch.ones(4) for _ in range(world)]),
+        "alltoall_base": lambda: dist.all_to_all_single(torch.zeros(4 * world),
+                                                        torch.ones(4 * world)),
+        "gather": lambda: dist.gather(t, outs if rank == 0 else None, dst=0),
+        "scatter": lambda: dist.scatter(t, outs if rank == 0 else None, src=0),
+        "send": lambda: dist.send(t, dst=(rank + 1) % world),
+        "recv": lambda: dist.recv(t, src=(rank + 1) % world),
+    }
+    for op, fn in unsupported.items():
+        expect_error(rank, op, fn, "smddp", op)
+    expect_error(rank, "BAND", lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32),
+                                                       op=dist.ReduceOp.BAND), "smddp")
+    expect_error(rank, "int16", lambda: dist.all_reduce(torch.ones(3, dtype=torch.int16)),
+                 "smddp", "dtype")
+    expect_error(rank, "complex", lambda: dist.broadcast(torch.ones(3, dtype=torch.cfloat), 0),
+                 "smddp")
+    expect_error(rank, "sparse", lambda: dist.all_reduce(torch.ones(3).to_sparse()), "smddp")
+    expect_error(rank, "allgather sizes",
+                 lambda: dist.all_gather([torch.zeros(5) for _ in range(world)], torch.ones(4)),
+                 "smddp", "allgather")
+    expect_error(rank, "all_gather_into_tensor size",
+                 lambda: dist.all_gather_into_tensor(torch.zeros(4 * world + 1), torch.ones(4)),
+                 "smddp")
+    # engine rejection (AVG is for floating types only), raised with the engine's message
+    expect_error(rank, "AVG int", lambda: dist.all_reduce(torch.ones(3, dtype=torch.int64),
+                                                          op=dist.ReduceOp.AVG))
+    # the group is still usable after all of the above
+    t = torch.full((3,), float(rank))
+    dist.all_reduce(t)
+    assert t.tolist() == [world * (world - 1) / 2] * 3, f"rank {rank}: {t}"
+    if world > 1:
+        bounded_wait(rank, world)
+    dist.destroy_process_group()
+
+
+def bounded_wait(rank, world):
+    # rank 0 starts an all_reduce that the others join 3 s later: a 0.5 s wait must time out
+    # promptly with a RuntimeError, and a later wait without timeout must succeed.
+    t = torch.ones(8)
+    if rank == 0:
+        work = dist.all_reduce(t, async_op=True)
+        start = time.monotonic()
+        expect_error(rank, "wait(0.5s)", lambda: work.wait(timeout=timedelta(seconds=0.5)))
+        took = time.monotonic() - start
+        assert took < 2.5, f"rank 0: wait(0.5 s) took {took:.1f} s"
+        assert not work.is_completed()
+        work.wait()
+    else:
+        time.sleep(3)
+        dist.all_reduce(t)
+    assert t.tolist() == [float(world)] * 8, f"rank {rank}: {t}"
+
+
+def groups(rank, world, init_method):
+    dist.init_process_group("smddp", init_method=init_method, rank=rank, world_size=world)
+    ranks_a = list(range(0, world - 1))  # e.g. [0, 1, 2]
+    ranks_b = list(range(1, world))      # e.g. [1, 2, 3]
+    group_a = dist.new_group(ranks_a)
+    group_b = dist.new_group(ranks_b)
+    whole = dist.new_group(list(range(world)))
+    for step in range(100):
+        for ranks, group in ((ranks_a, group_a), (ranks_b, group_b)):
+            if rank not in ranks:
+                continue
+            t = torch.full((5,), float(rank + step))
+            if step % 3 == 0:
+                dist.all_reduce(t, group=group)
+                want = [float(sum(r + step for r in ranks))] * 5
+            elif step % 3 == 1:
+                dist.broadcast(t, src=ranks[-1], group=group)
+                want = [float(ranks[-1] + step)] * 5
+            else:
+                outs = [torch.zeros(5) for _ in ranks]
+                dist.all_gather(outs, t, group=group)
+                t = torch.stack(outs)[:, 0]
+                want = [float(r + step) for r in ranks]
+            assert t.tolist() == want, f"rank {rank} step {step} group {ranks}: {t} != {want}"
+        if step % 25 == 0:
+            t = torch.ones(2)
+            dist.all_reduce(t, group=whole)
+            assert t.tolist() == [float(world)] * 2
+    dist.barrier()
+    dist.destroy_process_group()
