@@ -38,3 +38,6 @@ smddp_layer(smddp_reduce ${_smddp_reduce_sources})
 target_link_libraries(smddp_reduce PUBLIC smddp_common)
 set_source_files_properties(reduce/reducer.cc PROPERTIES
   COMPILE_DEFINITIONS "${_smddp_reduce_defs}")
+
+# CUDA kernels (when nvcc is found) and the pure CUDA launch/staging planning (always).
+include(reduce/cuda/sources.cmake OPTIONAL)

@@ -1,0 +1,109 @@
+// Device-side element operations for the CUDA reduction kernels: the four reduce ops and the
+// storage <-> compute conversions. They mirror src/reduce/kernels.h expression for expression,
+// which is what makes the GPU results equal the CPU reducer's.
+// Invariants: float16/bfloat16 compute in float32 and round to nearest even (the cvt.rn
+// conversions; exact for widening); integer SUM/PROD wrap through the unsigned type (no UB);
+// MIN/MAX use the CPU's select, so a NaN in either input gives NaN and (+0, -0) picks the same
+// operand as the CPU. No fused multiply-add can form: each op is one arithmetic operation.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+// Host and device: the host copies let a CPU test (tests/unit/reduce_cuda_ops_test.cu) check these
+// very expressions against the CPU reducer without a GPU (cuda_fp16/bf16 have host conversions).
+#define SMDDP_HD __host__ __device__
+
+namespace smddp::reduce::cudak {
+
+struct SumOp {
+  template <class C>
+  SMDDP_HD static C apply(C a, C b) {
+    if constexpr (std::is_integral_v<C>) {
+      using U = std::make_unsigned_t<C>;
+      return C(U(U(a) + U(b)));
+    } else {
+      return a + b;
+    }
+  }
+};
+
+struct ProdOp {
+  template <class C>
+  SMDDP_HD static C apply(C a, C b) {
+    if constexpr (std::is_integral_v<C>) {
+      // Narrow types multiply as unsigned int, not int, which could overflow (UB).
+      using UC = std::make_unsigned_t<C>;
+      using U = std::conditional_t<(sizeof(C) < sizeof(unsigned)), unsigned, UC>;
+      return C(UC(U(UC(a)) * U(UC(b))));
+    } else {
+      return a * b;
+    }
+  }
+};
+
+struct MinOp {
+  template <class C>
+  SMDDP_HD static C apply(C a, C b) {
+    return (a < b || a != a) ? a : b;
+  }
+};
+
+struct MaxOp {
+  template <class C>
+  SMDDP_HD static C apply(C a, C b) {
+    return (a > b || a != a) ? a : b;
+  }
+};
+
+// 16-bit float storage: raw bits, so the kernels never depend on __half's operators.
+struct Half {
+  uint16_t bits;
+};
+struct BFloat16 {
+  uint16_t bits;
+};
+
+// Compute<T>: the arithmetic type for storage type T and the two conversions.
+template <class T>
+struct Compute {
+  using type = T;
+  SMDDP_HD static T widen(T v) { return v; }
+  SMDDP_HD static T narrow(T v) { return v; }
+};
+
+template <>
+struct Compute<Half> {
+  using type = float;
+  SMDDP_HD static float widen(Half v) { return __half2float(__ushort_as_half(v.bits)); }
+  SMDDP_HD static Half narrow(float f) { return Half{__half_as_ushort(__float2half_rn(f))}; }
+};
+
+template <>
+struct Compute<BFloat16> {
+  using type = float;
+  SMDDP_HD static float widen(BFloat16 v) { return __bfloat162float(__ushort_as_bfloat16(v.bits)); }
+  SMDDP_HD static BFloat16 narrow(float f) {
+    return BFloat16{__bfloat16_as_ushort(__float2bfloat16_rn(f))};
+  }
+};
+
+template <class T, class Op>
+SMDDP_HD inline T applyElement(T x, T y) {
+  using C = Compute<T>;
+  return C::narrow(Op::apply(C::widen(x), C::widen(y)));
+}
+
+// Division for finishAverage: by a float32 divisor for the 32-bit-and-narrower floats, float64
+// for float64, as the CPU does. '/' is IEEE division (this code is never built with fast math).
+template <class T>
+SMDDP_HD inline T divideElement(T x, int divisor) {
+  using C = Compute<T>;
+  using D = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  return C::narrow(typename C::type(D(C::widen(x)) / D(divisor)));
+}
+
+}  // namespace smddp::reduce::cudak

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Run ON THE GPU MACHINE from the repository root (one call does everything): unpacks the carried
+# libfabric .debs into a private prefix, builds GoogleTest if missing, configures and builds the
+# CUDA parts for the local GPU's architecture (SMDDP_CUDA_ARCHS, default 90), runs the CUDA tests
+# (unit + gpu labels) and reduce_cuda_bench, and writes everything to ${OUT:-./build-gpu-out}/.
+# Invariant: touches nothing outside the repository and $OUT; every step is time-bounded.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+out=${OUT:-$root/build-gpu-out}  # /build*/ is git-ignored
+mkdir -p "$out"
+log=$out/gpu-run.log
+exec > >(tee "$log") 2>&1
+carry=$root/.deps/gpu
+prefix=$carry/prefix
+arch=${SMDDP_CUDA_ARCHS:-90}
+jobs=$(nproc)
+
+echo "== machine"; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv || true
+nvcc --version | tail -1; cmake --version | head -1; uname -a
+
+echo "== libfabric prefix"
+mkdir -p "$prefix"
+for d in "$carry"/debs/*.deb; do [ -e "$d" ] && dpkg -x "$d" "$prefix"; done
+libdir=$prefix/usr/lib/x86_64-linux-gnu
+export LD_LIBRARY_PATH=$libdir:${LD_LIBRARY_PATH:-}
+export PKG_CONFIG_PATH=$libdir/pkgconfig:${PKG_CONFIG_PATH:-}
+ldd "$libdir/libfabric.so.1" | grep "not found" || echo "libfabric: all dependencies resolved"
+
+gtest_args=()
+if ! [ -f /usr/lib/x86_64-linux-gnu/cmake/GTest/GTestConfig.cmake ] &&
+   ! [ -f /usr/local/lib/cmake/GTest/GTestConfig.cmake ]; then
+  echo "== building GoogleTest"
+  timeout 300 cmake -S "$carry/googletest" -B "$carry/gtest-build" -DCMAKE_INSTALL_PREFIX="$prefix/gtest" \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_POSITION_INDEPENDENT_CODE=ON >/dev/null &&
+  timeout 300 cmake --build "$carry/gtest-build" -j"$jobs" --target install >/dev/null
+  gtest_args=(-DGTest_DIR="$prefix/gtest/lib/cmake/GTest")
+fi
+
+torch_prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
+echo "== configure (archs $arch; torch prefix: ${torch_prefix:-none})"
+timeout 300 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DSMDDP_CUDA_ARCHS="$arch" \
+  -DCMAKE_PREFIX_PATH="$prefix/usr;${torch_prefix}" \
+  -DLibfabric_INCLUDE_DIR="$prefix/usr/include" -DLibfabric_LIBRARY="$libdir/libfabric.so" \
+  "${gtest_args[@]}" || exit 1
+
+echo "== build"
+targets=(reduce_cuda_plan_test reduce_cuda_api_test reduce_cuda_ops_test reduce_cuda_kernels_test
+         reduce_cuda_bench reduce_kernels_test)
+timeout 480 cmake --build build-gpu -j"$jobs" --target "${targets[@]}" || exit 1
+
+echo "== tests"
+(cd build-gpu && timeout 900 ctest -R '^(reduce_cuda_.*|reduce_kernels_test)$' --output-on-failure)
+test_rc=$?
+cp build-gpu/Testing/Temporary/LastTest.log "$out/" 2>/dev/null || true
+
+echo "== bench (256 MiB buffers, 20 iterations)"
+timeout 300 build-gpu/bench/reduce_cuda_bench 256 20 | tee "$out/reduce_cuda_bench.txt"
+bench_rc=${PIPESTATUS[0]}
+echo "== done: tests rc=$test_rc bench rc=$bench_rc"
+[ $test_rc -eq 0 ] && [ $bench_rc -eq 0 ]
