@@ -38,6 +38,9 @@ struct CollectiveDesc {
   ReduceOp op = ReduceOp::kSum;
   int root = -1;
   std::string algorithm;
+  // Hash of (kind, dtype, count, op, root, algorithm) that goes into the tags (core/mismatch.h);
+  // 0 when mismatch checks are off.
+  uint16_t signature = 0;
 
   std::string describe() const;
 };

@@ -66,7 +66,7 @@ Exec::Handle Exec::post(OpKind kind, int peer, uint64_t slot, void* buffer, size
   op.kind = kind;
   op.state = OpState::kIdle;
   op.peer = peer;
-  op.tag = tag::make(desc_.kind, desc_.seq, slot);
+  op.tag = tag::make(desc_.kind, desc_.seq, slot, desc_.signature);
   op.buffer = buffer;
   op.bytes = bytes;
   op.received = 0;
@@ -93,6 +93,9 @@ void Exec::wait(Handle handle) {
     if (now >= settings_.deadline) throwTimeout();
     if (settings_.abortFlag != nullptr && settings_.abortFlag->load(std::memory_order_relaxed)) {
       throw Error(ErrorCode::kAborted, "smddp: " + where(-1) + ": aborted by the application");
+    }
+    if (settings_.monitor != nullptr && settings_.monitor->failed()) {
+      settings_.monitor->raise(desc_);
     }
     const int dead = transport_.deadPeer();
     if (dead >= 0) {
@@ -181,6 +184,7 @@ void Exec::throwTimeout() const {
                     std::to_string(settings_.timeout.count()) + " ms";
   if (!recvFrom.empty()) msg += "; waiting for data from " + recvFrom;
   if (!sendTo.empty()) msg += "; sends not yet taken by " + sendTo;
+  if (settings_.monitor != nullptr) msg += settings_.monitor->laggards(desc_);
   throw Error(ErrorCode::kTimeout, msg);
 }
 

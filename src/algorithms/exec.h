@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "algorithms/collective.h"
+#include "algorithms/exec_monitor.h"
 #include "transport/transport.h"
 
 namespace smddp::algo {
@@ -35,9 +36,10 @@ class ExecResources {
 struct ExecSettings {
   std::chrono::steady_clock::time_point deadline;
   std::chrono::milliseconds timeout{0};
-  size_t segmentBytes = 262144;
+  size_t segmentBytes = 1048576;
   int64_t spinUs = 20;
   const std::atomic<bool>* abortFlag = nullptr;
+  const ExecMonitor* monitor = nullptr;  // peers' progress and failures; may be null
 };
 
 class Exec {

@@ -30,7 +30,7 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
   X(algorithms, "SMDDP_ALGO", String, "",                                                        \
     "Algorithm override per collective, e.g. allreduce:ring;broadcast:chain;allgather:bruck. "  \
     "Names are listed by SMDDP_DEBUG=INFO; an unknown or unusable name is an error.")           \
-  X(segmentBytes, "SMDDP_SEGMENT_BYTES", Bytes, 262144,                                          \
+  X(segmentBytes, "SMDDP_SEGMENT_BYTES", Bytes, 1048576,                                         \
     "Pipelining segment size of the bandwidth algorithms (ring, chain), in bytes (K/M/G "       \
     "suffixes accepted).")                                                                       \
   X(spinUs, "SMDDP_SPIN_US", Int, 20,                                                            \
@@ -45,7 +45,22 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
     "This process's rank for the perf tools; OMPI_COMM_WORLD_RANK or PMI_RANK are read when "    \
     "unset.")                                                                                    \
   X(worldSize, "SMDDP_WORLD_SIZE", Int, -1,                                                      \
-    "Number of ranks for the perf tools; OMPI_COMM_WORLD_SIZE or PMI_SIZE are read when unset.")
+    "Number of ranks for the perf tools; OMPI_COMM_WORLD_SIZE or PMI_SIZE are read when unset.") \
+  X(beaconMs, "SMDDP_BEACON_MS", Int, 500,                                                       \
+    "Period of the progress beacon, in milliseconds: each rank publishes its heartbeat and the "  \
+    "collectives it called and completed in the store, reads failures of its peers, and while "  \
+    "a collective is stuck reads its peers' beacons. 0 turns beacons off (no liveness, failure "  \
+    "propagation or mismatch naming beyond the transport's own).")                             \
+  X(heartbeatTimeoutMs, "SMDDP_HEARTBEAT_TIMEOUT_MS", Int, 30000,                                \
+    "A peer whose beacon heartbeat has not moved for this long while we wait for a collective "  \
+    "is declared dead, and the collective fails naming it.")                                     \
+  X(checkMismatch, "SMDDP_CHECK_MISMATCH", Int, 1,                                               \
+    "1: a hash of each collective's signature goes into the message tags, so ranks that called " \
+    "different collectives never exchange data, and the beacons name both sides (kMismatch). "  \
+    "0: off.")                                                                                   \
+  X(dumpOnTimeout, "SMDDP_DUMP_ON_TIMEOUT", String, "",                                          \
+    "When set to a path, a collective that fails by timeout, peer failure or mismatch writes "   \
+    "the flight recorder (last 256 collectives) and the peers' beacons to <path>.<rank>.")
 
 struct Config {
   int64_t timeoutMs;
@@ -58,6 +73,10 @@ struct Config {
   std::string store;
   int64_t rank;
   int64_t worldSize;
+  int64_t beaconMs;
+  int64_t heartbeatTimeoutMs;
+  int64_t checkMismatch;
+  std::string dumpOnTimeout;
   // libfabric's own FI_PROVIDER, honoured when SMDDP_PROVIDER is auto.
   std::string fiProvider;
 

@@ -26,7 +26,7 @@ std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<Store> store,
   auto transport = transport::createOfiTransport(*store, prefix, rank, size, config,
                                                  options.provider.value_or(""));
   return std::make_shared<Communicator>(
-      std::make_unique<core::CommunicatorImpl>(std::move(transport), settings));
+      std::make_unique<core::CommunicatorImpl>(std::move(transport), settings, store, prefix));
 }
 
 Communicator::Communicator(std::unique_ptr<core::CommunicatorImpl> impl) : impl_(std::move(impl)) {}

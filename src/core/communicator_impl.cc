@@ -20,6 +20,10 @@ Settings resolveSettings(const Options& options, const Config& config) {
   s.segmentBytes = options.segmentBytes.value_or(static_cast<size_t>(config.segmentBytes));
   s.spinUs = config.spinUs;
   s.overrides = algo::parseAlgorithmOverrides(options.algorithms.value_or(config.algorithms));
+  s.watch.beaconPeriod = std::chrono::milliseconds(config.beaconMs);
+  s.watch.heartbeatTimeout = std::chrono::milliseconds(config.heartbeatTimeoutMs);
+  s.watch.checkMismatch = config.checkMismatch != 0;
+  s.watch.dumpPath = config.dumpOnTimeout;
   if (s.timeout.count() <= 0) {
     throw Error(ErrorCode::kInvalidArgument, "smddp: the timeout must be positive");
   }
@@ -30,7 +34,8 @@ Settings resolveSettings(const Options& options, const Config& config) {
 }
 
 CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transport,
-                                   const Settings& settings)
+                                   const Settings& settings, std::shared_ptr<Store> store,
+                                   const std::string& prefix)
     : transport_(std::move(transport)),
       settings_(settings),
       rank_(transport_->rank()),
@@ -45,12 +50,15 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
                                << ", reduction kernels " << reduce::isaName() << ", timeout "
                                << settings_.timeout.count() << " ms");
   }
+  watch_ = std::make_unique<CollectiveWatch>(std::move(store), prefix, rank_, transport_->peers(),
+                                             settings_.watch);
   engine_ = Engine::start([this](RequestState& r) { run(r); }, settings_.timeout);
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
   engine_->stop();
   engine_.reset();
+  watch_.reset();  // joins the beacon thread
   transport_.reset();  // closes the endpoint before the op records it might reference go away
 }
 
@@ -73,6 +81,8 @@ Request CommunicatorImpl::post(algo::CollectiveArgs args) {
   {
     std::lock_guard<std::mutex> lock(stateMutex_);
     state->desc.seq = nextSeq_++;
+    state->desc.signature =
+        watch_->posted(state->desc, state->algorithm ? state->algorithm->name : nullptr);
   }
   engine_->submit(state);
   return Request(state);
@@ -92,6 +102,7 @@ void CommunicatorImpl::run(RequestState& request) {
                                           " not run: the communicator is broken by an earlier "
                                           "error: " + reason);
     }
+    watch_->started(request.desc);
     if (request.algorithm == nullptr) {
       runLocal(request.args);
     } else {
@@ -102,19 +113,24 @@ void CommunicatorImpl::run(RequestState& request) {
       es.segmentBytes = settings_.segmentBytes;
       es.spinUs = settings_.spinUs;
       es.abortFlag = &aborted_;
+      es.monitor = watch_->monitor();
       algo::Exec exec(*transport_, resources_, request.desc, es);
       request.algorithm->run(exec, request.args);
       exec.waitAll();
     }
+    watch_->finished(request.desc, nullptr);
   } catch (const Error& e) {
+    watch_->finished(request.desc, &e);
     if (e.code() != ErrorCode::kBroken) markBroken(e.what());
     SMDDP_WARN(rank_, e.what());
     error = std::current_exception();
   } catch (const std::exception& e) {
     markBroken(e.what());
-    error = std::make_exception_ptr(Error(
-        ErrorCode::kInternal, "smddp: rank " + std::to_string(rank_) + ": " +
-                                  request.desc.describe() + ": internal error: " + e.what()));
+    const Error internal(ErrorCode::kInternal, "smddp: rank " + std::to_string(rank_) + ": " +
+                                                   request.desc.describe() +
+                                                   ": internal error: " + e.what());
+    watch_->finished(request.desc, &internal);
+    error = std::make_exception_ptr(internal);
   }
   request.complete(error);
 }

@@ -13,6 +13,7 @@
 #include "algorithms/exec.h"
 #include "algorithms/registry.h"
 #include "common/config.h"
+#include "core/collective_watch.h"
 #include "core/engine.h"
 #include "smddp/communicator.h"
 #include "transport/transport.h"
@@ -22,15 +23,18 @@ namespace smddp::core {
 // Options resolved against the configuration: every field set.
 struct Settings {
   std::chrono::milliseconds timeout{300000};
-  size_t segmentBytes = 262144;
+  size_t segmentBytes = 1048576;
   int64_t spinUs = 20;
   algo::AlgorithmOverrides overrides;
+  WatchSettings watch;  // beacon, heartbeat, mismatch check, dump (collective_watch.h)
 };
 Settings resolveSettings(const Options& options, const Config& config);
 
 class CommunicatorImpl {
  public:
-  CommunicatorImpl(std::unique_ptr<transport::Transport> transport, const Settings& settings);
+  // store and prefix (optional) carry the progress beacons (core/progress_beacon.h).
+  CommunicatorImpl(std::unique_ptr<transport::Transport> transport, const Settings& settings,
+                   std::shared_ptr<Store> store = nullptr, const std::string& prefix = "");
   ~CommunicatorImpl();
 
   int rank() const { return rank_; }
@@ -38,6 +42,7 @@ class CommunicatorImpl {
   std::string provider() const { return transport_->name(); }
   const Settings& settings() const { return settings_; }
   const transport::Transport& transport() const { return *transport_; }
+  const CollectiveWatch& watch() const { return *watch_; }
 
   // Validated arguments in, a queued request out. Throws Error for bad arguments without
   // consuming a sequence number.
@@ -63,6 +68,7 @@ class CommunicatorImpl {
   std::string brokenReason_;
   std::set<std::string> loggedChoices_;
   uint64_t nextSeq_ = 0;
+  std::unique_ptr<CollectiveWatch> watch_;
   std::shared_ptr<Engine> engine_;
 };
 

@@ -3,6 +3,11 @@
 
 namespace smddp::core {
 
+// How long the engine thread leaves a fresh request to a caller that may be about to wait on
+// it. Asynchronous collectives start at most this much later; measured: it halves the cost of a
+// synchronous collective through torch (15.7 -> 7.1 us, 1 rank).
+constexpr std::chrono::microseconds kDriverGrace{100};
+
 std::exception_ptr RequestState::error() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return error_;
@@ -114,6 +119,13 @@ void Engine::threadMain() {
   while (true) {
     cv_.wait(lock, [&] { return (stop_ && !busy_) || (!queue_.empty() && !busy_ && drivers_ == 0); });
     if (queue_.empty() && stop_) return;
+    if (!stop_) {
+      // A caller that posts and then waits will drive the request itself (no hand-off): give it
+      // a moment to arrive before taking the request away from it.
+      cv_.wait_for(lock, kDriverGrace,
+                   [&] { return stop_ || busy_ || drivers_ > 0 || queue_.empty(); });
+      if (busy_ || drivers_ > 0 || queue_.empty()) continue;
+    }
     busy_ = true;
     lock.unlock();
     runQueued(nullptr, std::chrono::steady_clock::time_point::max());

@@ -2,6 +2,11 @@
 smddp_layer(smddp_core
   core/communicator.cc
   core/communicator_impl.cc
+  core/collective_watch.cc
+  core/flight_recorder.cc
+  core/mismatch.cc
+  core/progress_beacon.cc
+  core/progress_record.cc
   core/engine.cc
   core/request.cc
   core/validate.cc)

@@ -16,7 +16,7 @@ TEST(Config, DefaultsWhenEnvironmentIsEmpty) {
   const Config c = Config::fromMap({});
   EXPECT_EQ(c.timeoutMs, 300000);
   EXPECT_EQ(c.provider, "auto");
-  EXPECT_EQ(c.segmentBytes, 262144);
+  EXPECT_EQ(c.segmentBytes, 1048576);
   EXPECT_EQ(c.debug, LogLevel::kWarn);
   EXPECT_EQ(c.rank, -1);
   EXPECT_EQ(c.worldSize, -1);
@@ -77,13 +77,17 @@ TEST(Config, ReadmeMirrorsEveryVariable) {
 TEST(Tag, FieldsRoundTripAndStayInTheirBits) {
   for (uint64_t seq : {uint64_t{0}, uint64_t{1}, tag::kSeqMask, tag::kSeqMask + 5}) {
     for (uint64_t slot : {uint64_t{0}, uint64_t{77}, tag::kMaxSlot}) {
-      const uint64_t t = tag::make(CollectiveKind::kAllGather, seq, slot);
-      EXPECT_EQ(tag::slotOf(t), slot);
-      EXPECT_EQ(tag::seqOf(t), seq & tag::kSeqMask);
-      EXPECT_EQ(tag::kindOf(t), 3u);
-      EXPECT_EQ(t >> tag::kTagBitsUsed, 0u) << "reserved bits must stay zero";
+      for (uint64_t sig : {uint64_t{0}, uint64_t{0x5a5}, tag::kSigMask}) {
+        const uint64_t t = tag::make(CollectiveKind::kAllGather, seq, slot, sig);
+        EXPECT_EQ(tag::slotOf(t), slot);
+        EXPECT_EQ(tag::seqOf(t), seq & tag::kSeqMask);
+        EXPECT_EQ(tag::sigOf(t), sig);
+        EXPECT_EQ(tag::kindOf(t), 3u);
+        EXPECT_EQ(t >> tag::kTagBitsUsed, 0u) << "reserved bits must stay zero";
+      }
     }
   }
+  EXPECT_NE(tag::make(CollectiveKind::kAllReduce, 1, 0, 1), tag::make(CollectiveKind::kAllReduce, 1, 0, 2));
   EXPECT_NE(tag::make(CollectiveKind::kAllReduce, 1, 0), tag::make(CollectiveKind::kAllReduce, 2, 0));
   EXPECT_NE(tag::make(CollectiveKind::kAllReduce, 1, 0), tag::make(CollectiveKind::kBroadcast, 1, 0));
 }

@@ -1,0 +1,26 @@
+// ExecMonitor: what the core learns about the other ranks out of band (the progress beacons in
+// core/progress_beacon.h) and tells a running collective. Exec asks it only when it idles (a cheap
+// atomic flag) and when it times out, so the data path pays nothing while messages flow.
+// Invariant: failed() turns true at most once and stays true; raise() then always throws.
+#pragma once
+
+#include <string>
+
+#include "algorithms/collective.h"
+
+namespace smddp::algo {
+
+class ExecMonitor {
+ public:
+  virtual ~ExecMonitor() = default;
+  // True once a failure was learnt from elsewhere: a peer failed or died, or called another
+  // collective at this sequence number. Must be cheap (called on idle polls).
+  virtual bool failed() const = 0;
+  // Throws that failure as an Error naming this rank and `desc`.
+  [[noreturn]] virtual void raise(const CollectiveDesc& desc) const = 0;
+  // Words appended to a timeout message: which ranks have not entered `desc`, and the last
+  // collective each completed. Bounded (short store reads); "" when nothing is known.
+  virtual std::string laggards(const CollectiveDesc& desc) const = 0;
+};
+
+}  // namespace smddp::algo

@@ -1,0 +1,88 @@
+// CollectiveWatch (see collective_watch.h). The dump is plain text meant for a person reading it
+// after a hang: who failed and why, what each peer's beacon said at that moment, and the last
+// collectives of this rank with their timing.
+#include "core/collective_watch.h"
+
+#include <unistd.h>
+
+#include <ctime>
+#include <fstream>
+
+#include "common/logging.h"
+
+namespace smddp::core {
+
+CollectiveWatch::CollectiveWatch(std::shared_ptr<Store> store, const std::string& prefix, int rank,
+                                 const std::vector<transport::PeerInfo>& peers,
+                                 const WatchSettings& settings)
+    : rank_(rank),
+      size_(static_cast<int>(peers.size())),
+      host_(static_cast<size_t>(rank) < peers.size() ? peers[static_cast<size_t>(rank)].host : ""),
+      settings_(settings),
+      origin_(std::chrono::steady_clock::now()) {
+  if (store == nullptr || settings.beaconPeriod.count() <= 0 || peers.size() < 2) return;
+  std::vector<std::string> hosts;
+  for (const auto& p : peers) hosts.push_back(p.host);
+  BeaconSettings bs;
+  bs.period = settings.beaconPeriod;
+  bs.heartbeatTimeout = settings.heartbeatTimeout;
+  bs.checkMismatch = settings.checkMismatch;
+  beacon_ = std::make_unique<ProgressBeacon>(std::move(store), prefix, rank, std::move(hosts),
+                                             recorder_, bs);
+}
+
+uint16_t CollectiveWatch::posted(const algo::CollectiveDesc& desc, const char* algorithm) {
+  const Signature sig = Signature::of(desc, algorithm);
+  recorder_.posted(desc.seq, sig);
+  if (beacon_) beacon_->noteCalled(desc.seq);
+  return settings_.checkMismatch ? signatureHash(sig) : 0;
+}
+
+void CollectiveWatch::started(const algo::CollectiveDesc& desc) {
+  recorder_.started(desc.seq);
+  if (beacon_ && beacon_->failed()) beacon_->raise(desc);
+}
+
+void CollectiveWatch::finished(const algo::CollectiveDesc& desc, const Error* error) {
+  recorder_.ended(desc.seq, error != nullptr ? error->what() : nullptr);
+  if (beacon_) beacon_->noteCompleted(desc.seq);
+  if (error == nullptr) return;
+  const ErrorCode code = error->code();
+  const bool explainable = code == ErrorCode::kTimeout || code == ErrorCode::kPeerFailure ||
+                           code == ErrorCode::kMismatch;
+  if (beacon_ && (explainable || code == ErrorCode::kTransport || code == ErrorCode::kInternal)) {
+    beacon_->publishFailure(code, error->what());
+  }
+  if (explainable && !settings_.dumpPath.empty() && !dumped_) {
+    dumped_ = true;
+    const std::string path = writeDump(error->what());
+    if (!path.empty()) SMDDP_WARN(rank_, "flight recorder written to " << path);
+  }
+}
+
+std::string CollectiveWatch::dumpText(const std::string& error) const {
+  char when[64] = {0};
+  const std::time_t now = std::time(nullptr);
+  std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", std::localtime(&now));
+  std::string out = "smddp flight recorder: rank " + std::to_string(rank_) + " of " +
+                    std::to_string(size_) + " (" + host_ + ", pid " + std::to_string(::getpid()) +
+                    "), " + when + "\nerror: " + error + "\n\n-- progress beacons, read now --\n";
+  out += beacon_ ? beacon_->peersText() : std::string("(no beacon: no store or SMDDP_BEACON_MS=0)\n");
+  out += "\n-- last " + std::to_string(recorder_.capacity()) +
+         " collectives of this rank (ms since the communicator was created) --\n";
+  out += recorder_.format(origin_);
+  return out;
+}
+
+std::string CollectiveWatch::writeDump(const std::string& error) const {
+  const std::string path = settings_.dumpPath + "." + std::to_string(rank_);
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) {
+    SMDDP_WARN(rank_, "cannot write the flight recorder to " << path);
+    return "";
+  }
+  out << dumpText(error);
+  return out.good() ? path : "";
+}
+
+}  // namespace smddp::core

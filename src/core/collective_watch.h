@@ -1,0 +1,64 @@
+// CollectiveWatch: everything a communicator does to never hang silently, behind four calls from
+// CommunicatorImpl: posted / started / finished, and monitor() for Exec. It owns the flight
+// recorder (last 256 collectives), the progress beacon (liveness, failure propagation, mismatch
+// naming; only with a store and SMDDP_BEACON_MS > 0) and the failure dump (SMDDP_DUMP_ON_TIMEOUT).
+// Invariant: the per-collective cost is one short mutex in the recorder and two atomic stores;
+// nothing allocates per collective.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/collective.h"
+#include "algorithms/exec_monitor.h"
+#include "core/flight_recorder.h"
+#include "core/progress_beacon.h"
+#include "smddp/error.h"
+#include "smddp/store.h"
+#include "transport/transport.h"
+
+namespace smddp::core {
+
+struct WatchSettings {
+  std::chrono::milliseconds beaconPeriod{500};      // SMDDP_BEACON_MS; 0: no beacon
+  std::chrono::milliseconds heartbeatTimeout{30000};  // SMDDP_HEARTBEAT_TIMEOUT_MS
+  bool checkMismatch = true;                        // SMDDP_CHECK_MISMATCH
+  std::string dumpPath;                             // SMDDP_DUMP_ON_TIMEOUT
+};
+
+class CollectiveWatch {
+ public:
+  // store may be null: then only the recorder and the dump work (no beacon).
+  CollectiveWatch(std::shared_ptr<Store> store, const std::string& prefix, int rank,
+                  const std::vector<transport::PeerInfo>& peers, const WatchSettings& settings);
+
+  // Caller's thread, in sequence order: records the call; returns the tag signature hash.
+  uint16_t posted(const algo::CollectiveDesc& desc, const char* algorithm);
+  // Engine: the collective starts. Throws a failure already learnt from the peers.
+  void started(const algo::CollectiveDesc& desc);
+  // Engine: the collective ended (error == nullptr: success). A failure this rank found itself
+  // is announced to the peers; a timeout, peer failure or mismatch is dumped when configured.
+  void finished(const algo::CollectiveDesc& desc, const Error* error);
+
+  const algo::ExecMonitor* monitor() const { return beacon_.get(); }
+  const FlightRecorder& recorder() const { return recorder_; }
+  // The dump's text (header, peers' beacons, recorder).
+  std::string dumpText(const std::string& error) const;
+  // Writes dumpText to <dumpPath>.<rank>; returns that path, or "" when it could not.
+  std::string writeDump(const std::string& error) const;
+
+ private:
+  int rank_;
+  int size_;
+  std::string host_;
+  WatchSettings settings_;
+  std::chrono::steady_clock::time_point origin_;
+  FlightRecorder recorder_;
+  std::unique_ptr<ProgressBeacon> beacon_;  // after recorder_: it reads it until joined
+  bool dumped_ = false;                     // engine thread only
+};
+
+}  // namespace smddp::core

@@ -1,0 +1,40 @@
+// Collective signatures: what a rank called at one sequence number, as a 12-bit hash for the tags
+// (common/tag.h) and as text for the progress beacons and for kMismatch messages such as
+// "rank 0 called all_reduce(float32, 1024, sum) but rank 3 called broadcast(float16, 512, root=1)".
+// Invariant: equal signatures give equal hashes and equal text on every rank (no addresses, no
+// per-process state), so ranks compare them across processes and hosts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "algorithms/collective.h"
+#include "smddp/types.h"
+
+namespace smddp::core {
+
+// A plain value (no allocation) that the flight recorder keeps per collective.
+struct Signature {
+  CollectiveKind kind = CollectiveKind::kBarrier;
+  DataType dtype = DataType::kUInt8;
+  size_t count = 0;
+  ReduceOp op = ReduceOp::kSum;
+  int root = -1;
+  const char* algorithm = nullptr;  // static registry name; nullptr when run locally
+
+  static Signature of(const algo::CollectiveDesc& desc, const char* algorithm);
+};
+
+// 12-bit hash (tag::kSigBits) of every field, the algorithm name included: ranks configured with
+// different algorithms would exchange differently sized messages, which is as unsafe as a mismatch.
+uint16_t signatureHash(const Signature& sig);
+// "all_reduce(float32, 1024, sum)", "broadcast(float16, 512, root=1)", "barrier()".
+std::string signatureText(const Signature& sig);
+// signatureText plus " [algorithm]" (how beacons publish it).
+std::string signatureWithAlgorithm(const Signature& sig);
+
+// "rank 0 called X but rank 3 called Y"; adds the algorithms when the calls read the same.
+std::string mismatchText(int rank, const std::string& mine, int peer, const std::string& theirs);
+
+}  // namespace smddp::core

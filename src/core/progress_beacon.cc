@@ -1,0 +1,229 @@
+// ProgressBeacon (see progress_beacon.h). Store keys under the communicator's prefix:
+//   progress/<rank>  this rank's beacon (PeerProgress text), rewritten every period
+//   failure          "<origin rank>\n<ErrorCode>\n<message>" of the latest first-hand failure
+//   failures         how many first-hand failures were announced (read with add(key, 0))
+#include "core/progress_beacon.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "common/logging.h"
+
+namespace smddp::core {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kMaxLaggardsNamed = 8;
+
+std::string ordinal(uint64_t countDone) {
+  return countDone == 0 ? std::string("none yet") : "#" + std::to_string(countDone - 1);
+}
+
+}  // namespace
+
+ProgressBeacon::ProgressBeacon(std::shared_ptr<Store> store, std::string prefix, int rank,
+                               std::vector<std::string> hosts, const FlightRecorder& recorder,
+                               const BeaconSettings& settings)
+    : store_(std::move(store)),
+      prefix_(std::move(prefix)),
+      rank_(rank),
+      size_(static_cast<int>(hosts.size())),
+      hosts_(std::move(hosts)),
+      recorder_(recorder),
+      settings_(settings),
+      readTimeout_(std::clamp(settings.period, std::chrono::milliseconds(50),
+                              std::chrono::milliseconds(1000))),
+      lastHeartbeat_(hosts_.size(), 0),
+      heartbeatChanged_(hosts_.size(), Clock::now()) {
+  thread_ = std::thread([this] { threadMain(); });
+}
+
+ProgressBeacon::~ProgressBeacon() {
+  {
+    std::lock_guard<std::mutex> lock(wakeMutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string ProgressBeacon::who(int rank) const {
+  std::string s = "rank " + std::to_string(rank);
+  if (rank >= 0 && rank < size_ && !hosts_[static_cast<size_t>(rank)].empty()) {
+    s += " (" + hosts_[static_cast<size_t>(rank)] + ")";
+  }
+  return s;
+}
+
+void ProgressBeacon::threadMain() {
+  std::unique_lock<std::mutex> lock(wakeMutex_);
+  while (!stop_) {
+    lock.unlock();
+    try {
+      publish();
+      checkRemoteFailure();
+      checkPeers();
+    } catch (const std::exception& e) {
+      SMDDP_WARN(rank_, "progress beacon: " << e.what());
+    }
+    lock.lock();
+    wake_.wait_for(lock, settings_.period, [&] { return stop_; });
+  }
+}
+
+void ProgressBeacon::publish() {
+  PeerProgress me;
+  me.present = true;
+  me.heartbeat = ++heartbeat_;
+  me.called = called_.load(std::memory_order_acquire);
+  me.completed = completed_.load(std::memory_order_acquire);
+  const uint64_t first = me.called > kRecentSignatures ? me.called - kRecentSignatures : 0;
+  for (uint64_t seq = first; seq < me.called; ++seq) {
+    if (auto e = recorder_.find(seq)) me.recent.emplace_back(seq, signatureWithAlgorithm(e->sig));
+  }
+  store_->set(key("progress/" + std::to_string(rank_)), me.encode());
+}
+
+void ProgressBeacon::checkRemoteFailure() {
+  const int64_t n = store_->add(key("failures"), 0);
+  if (n <= failuresSeen_) return;
+  failuresSeen_ = n;
+  const std::string value = store_->get(key("failure"), readTimeout_);
+  const size_t a = value.find('\n');
+  const size_t b = a == std::string::npos ? a : value.find('\n', a + 1);
+  if (b == std::string::npos) return;
+  const int origin = std::atoi(value.c_str());
+  if (origin == rank_) return;
+  auto code = static_cast<ErrorCode>(std::atoi(value.c_str() + a + 1));
+  // A timeout, a dead peer or a mismatch is the same fact here; anything else is a peer failure.
+  if (code != ErrorCode::kTimeout && code != ErrorCode::kMismatch) code = ErrorCode::kPeerFailure;
+  setVerdict(code, "ended because " + who(origin) + " failed: " + value.substr(b + 1), false);
+}
+
+// Reads the peers only while a collective of ours has been pending for a whole period.
+void ProgressBeacon::checkPeers() {
+  const uint64_t called = called_.load(std::memory_order_acquire);
+  const uint64_t seq = completed_.load(std::memory_order_acquire);
+  const auto now = Clock::now();
+  if (called <= seq || failed()) {
+    stuckSeq_ = ~uint64_t{0};
+    return;
+  }
+  if (seq != stuckSeq_) {
+    stuckSeq_ = seq;
+    stuckSince_ = now;
+    return;
+  }
+  if (now - stuckSince_ < settings_.period) return;
+  std::string mine;
+  if (settings_.checkMismatch) {
+    if (auto e = recorder_.find(seq)) mine = signatureWithAlgorithm(e->sig);
+  }
+  for (int peer = 0; peer < size_ && !failed(); ++peer) {
+    if (peer == rank_) continue;
+    checkPeer(peer, read(peer), seq, mine.empty() ? nullptr : &mine);
+  }
+}
+
+void ProgressBeacon::checkPeer(int peer, const PeerProgress& p, uint64_t seq,
+                               const std::string* mine) {
+  const auto now = Clock::now();
+  const auto i = static_cast<size_t>(peer);
+  if (p.present && p.heartbeat != lastHeartbeat_[i]) {
+    lastHeartbeat_[i] = p.heartbeat;
+    heartbeatChanged_[i] = now;
+  } else if (now - std::max(heartbeatChanged_[i], stuckSince_) >= settings_.heartbeatTimeout) {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+        now - std::max(heartbeatChanged_[i], stuckSince_));
+    setVerdict(ErrorCode::kPeerFailure,
+               who(peer) + " is gone: its progress beacon has not moved for " +
+                   std::to_string(ms.count()) + " ms (process died or hung, or host lost); " +
+                   "last collective completed by " + who(peer) + ": " + ordinal(p.completed),
+               true);
+    return;
+  }
+  if (mine == nullptr || !p.present || p.called <= seq) return;
+  const std::string* theirs = p.signatureAt(seq);
+  if (theirs == nullptr || *theirs == *mine) return;
+  setVerdict(ErrorCode::kMismatch,
+             "collective mismatch at #" + std::to_string(seq) + ": " +
+                 mismatchText(rank_, *mine, peer, *theirs),
+             true);
+}
+
+PeerProgress ProgressBeacon::read(int peer) const {
+  try {
+    return PeerProgress::decode(store_->get(key("progress/" + std::to_string(peer)), readTimeout_));
+  } catch (const std::exception&) {
+    return PeerProgress();
+  }
+}
+
+void ProgressBeacon::setVerdict(ErrorCode code, const std::string& message, bool announce) {
+  {
+    std::lock_guard<std::mutex> lock(verdictMutex_);
+    if (failed_.load()) return;
+    verdictCode_ = code;
+    verdictMessage_ = message;
+    failed_.store(true, std::memory_order_release);
+  }
+  SMDDP_WARN(rank_, message);
+  if (announce) this->announce(code, "smddp: " + who(rank_) + ": " + message);
+}
+
+void ProgressBeacon::publishFailure(ErrorCode code, const std::string& message) {
+  if (failed()) return;  // known from elsewhere, or found (and announced) by this thread
+  announce(code, message);
+}
+
+void ProgressBeacon::announce(ErrorCode code, const std::string& message) {
+  {
+    std::lock_guard<std::mutex> lock(verdictMutex_);
+    if (published_) return;
+    published_ = true;
+  }
+  try {
+    store_->set(key("failure"), std::to_string(rank_) + "\n" +
+                                    std::to_string(static_cast<int>(code)) + "\n" + message);
+    store_->add(key("failures"), 1);
+  } catch (const std::exception& e) {
+    SMDDP_WARN(rank_, "could not announce a failure to the peers: " << e.what());
+  }
+}
+
+void ProgressBeacon::raise(const algo::CollectiveDesc& desc) const {
+  std::lock_guard<std::mutex> lock(verdictMutex_);
+  throw Error(verdictCode_, "smddp: " + who(rank_) + ": " + desc.describe() + ": " + verdictMessage_);
+}
+
+std::string ProgressBeacon::laggards(const algo::CollectiveDesc& desc) const {
+  std::string out;
+  size_t named = 0, more = 0;
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    const PeerProgress p = read(peer);
+    if (p.present && p.called > desc.seq) continue;
+    if (named == kMaxLaggardsNamed) {
+      ++more;
+      continue;
+    }
+    ++named;
+    out += "; " + who(peer) +
+           (p.present ? " has not entered it; last collective completed by rank " +
+                            std::to_string(peer) + ": " + ordinal(p.completed)
+                      : " has published no progress beacon");
+  }
+  if (more > 0) out += "; and " + std::to_string(more) + " more rank(s) that have not entered it";
+  return out;
+}
+
+std::string ProgressBeacon::peersText() const {
+  std::string out;
+  for (int peer = 0; peer < size_; ++peer) {
+    out += who(peer) + ": " + (peer == rank_ ? std::string("(this rank)") : read(peer).summary()) +
+           "\n";
+  }
+  return out;
+}
+
+}  // namespace smddp::core

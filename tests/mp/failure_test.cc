@@ -1,0 +1,185 @@
+// Fault tests over real libfabric (shm and tcp on 127.0.0.1), 3 forked ranks, collective timeout
+// 60 s unless said otherwise, so that every prompt failure below must come from liveness,
+// propagation or mismatch detection: a rank SIGKILLed at a random point of a stream of
+// collectives (1 KiB - 16 MiB), a rank that hangs (SIGSTOP: alive for the pid probe, silent for
+// the heartbeat), a rank that skips a collective, and mismatched collectives. Every surviving rank
+// must raise within the bound, naming the culprit. forkRanks bounds every case.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fork_ranks.h"
+#include "smddp/smddp.h"
+
+namespace smddp {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// Read once by the config parser, before any communicator exists: a short heartbeat timeout so the
+// hang test is quick (the default is 30 s).
+const int kEnvSet = (::setenv("SMDDP_HEARTBEAT_TIMEOUT_MS", "3000", 1), 0);
+constexpr int kRanks = 3;
+
+std::shared_ptr<Communicator> join(std::shared_ptr<Store> s, const std::string& provider, int rank,
+                                   std::chrono::milliseconds timeout) {
+  Options opts;
+  opts.provider = provider;
+  opts.timeout = timeout;
+  return Communicator::create(std::move(s), rank, kRanks, opts);
+}
+
+double secondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// The child's verdict on an expected failure: 0 when code and text are right and it came in time.
+int expectFailure(int rank, const Error& e, std::initializer_list<ErrorCode> codes,
+                  const std::vector<std::string>& needles, Clock::time_point t0, double bound) {
+  std::fprintf(stderr, "rank %d after %.2f s: [%s] %s\n", rank, secondsSince(t0),
+               toString(e.code()), e.what());
+  bool codeOk = false;
+  for (ErrorCode c : codes) codeOk = codeOk || e.code() == c;
+  if (!codeOk) return 2;
+  for (const auto& needle : needles) {
+    if (std::string(e.what()).find(needle) == std::string::npos) return 3;
+  }
+  return secondsSince(t0) < bound ? 0 : 4;
+}
+
+// Survivors stay until every survivor has raised: a rank that exits early would itself be seen
+// (rightly) as a dead peer by a survivor still waiting.
+void holdUntilAllRaised(Store& s, int rank, int victim) {
+  s.set("raised/" + std::to_string(rank), "1");
+  for (int r = 0; r < kRanks; ++r) {
+    if (r != victim) s.get("raised/" + std::to_string(r), 30s);
+  }
+}
+
+void runStream(Communicator& c, int from, int to, int rank, int victim, int dieAt) {
+  static const size_t kBytes[] = {1 << 10, 16 << 10, 256 << 10, 4 << 20, 16 << 20};
+  std::vector<float> buf((16 << 20) / sizeof(float), 1.f);
+  for (int k = from; k < to; ++k) {
+    const size_t n = kBytes[k % 5] / sizeof(float);
+    Request r = c.allReduce(Buffer(buf.data(), n, DataType::kFloat32),
+                            Buffer(buf.data(), n, DataType::kFloat32), ReduceOp::kSum);
+    if (rank == victim && k == dieAt) ::raise(SIGKILL);  // inside the collective stream
+    r.wait();
+  }
+}
+
+class FailureMp : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { dir_ = test::makeTempDir("smddp_failure_mp"); }
+  void TearDown() override { test::removeTree(dir_); }
+  std::shared_ptr<Store> store() const { return makeFileStore(dir_); }
+  std::string dir_;
+};
+
+TEST_P(FailureMp, KilledRankIsNamedByEveryOtherRankWithinSeconds) {
+  std::mt19937 rng(static_cast<unsigned>(::getpid()));
+  const int victim = 1 + static_cast<int>(rng() % (kRanks - 1));
+  const int dieAt = static_cast<int>(rng() % 10);
+  std::printf("victim rank %d dies at collective %d\n", victim, dieAt);
+  const std::string report = test::forkRanks(kRanks, 90s, [&](int rank) {
+    auto s = store();
+    auto c = join(s, GetParam(), rank, 60s);
+    const auto t0 = Clock::now();
+    try {
+      runStream(*c, 0, 40, rank, victim, dieAt);
+    } catch (const Error& e) {
+      const int code = expectFailure(rank, e, {ErrorCode::kPeerFailure},
+                                     {"rank " + std::to_string(victim) + " ("}, t0, 20.0);
+      holdUntilAllRaised(*s, rank, victim);
+      return code;
+    }
+    return 5;  // no error at all
+  });
+  EXPECT_EQ(report, "rank " + std::to_string(victim) + " killed by signal 9");
+}
+
+TEST_P(FailureMp, HungRankIsDeclaredDeadByItsStoppedHeartbeat) {
+  const std::string report = test::forkRanks(kRanks, 90s, [&](int rank) {
+    auto s = store();
+    auto c = join(s, GetParam(), rank, 60s);
+    s->set("pid/" + std::to_string(rank), std::to_string(::getpid()));
+    c->barrier().wait();
+    if (rank == 2) ::raise(SIGSTOP);  // hangs: alive for kill(pid, 0), silent in the store
+    const auto t0 = Clock::now();
+    int code = 5;
+    try {
+      c->barrier().wait();
+    } catch (const Error& e) {
+      code = expectFailure(rank, e, {ErrorCode::kPeerFailure}, {"rank 2 ("}, t0, 20.0);
+    }
+    holdUntilAllRaised(*s, rank, 2);
+    if (rank == 0) ::kill(std::atoi(s->get("pid/2", 5s).c_str()), SIGKILL);
+    return code;
+  });
+  EXPECT_EQ(report, "rank 2 killed by signal 9");
+}
+
+TEST_P(FailureMp, SkippedCollectiveTimesOutNamingTheRank) {
+  const std::string report = test::forkRanks(kRanks, 90s, [&](int rank) {
+    auto s = store();
+    auto c = join(s, GetParam(), rank, 3s);
+    std::vector<float> a(256, 1.f);
+    const Buffer b(a.data(), a.size(), DataType::kFloat32);
+    c->allReduce(b, b, ReduceOp::kSum).wait();
+    if (rank == 2) {  // skips #1 and waits until the others have seen their timeout
+      for (int r = 0; r < 2; ++r) s->get("done/" + std::to_string(r), 30s);
+      return 0;
+    }
+    const auto t0 = Clock::now();
+    int code = 5;
+    try {
+      c->allReduce(b, b, ReduceOp::kSum).wait();
+    } catch (const Error& e) {
+      code = expectFailure(rank, e, {ErrorCode::kTimeout},
+                           {"rank 2 (", "has not entered it; last collective completed by rank 2: #0"},
+                           t0, 15.0);
+    }
+    s->set("done/" + std::to_string(rank), "1");
+    return code;
+  });
+  EXPECT_EQ(report, "");
+}
+
+TEST_P(FailureMp, MismatchedCollectivesRaiseOnEveryRank) {
+  const std::string report = test::forkRanks(kRanks, 90s, [&](int rank) {
+    auto s = store();
+    auto c = join(s, GetParam(), rank, 60s);
+    std::vector<float> a(1 << 20, 1.f);
+    c->barrier().wait();
+    const auto t0 = Clock::now();
+    try {
+      if (rank == 2) {  // 4 MiB all_reduce elsewhere vs. a 1 KiB broadcast here: nothing truncates
+        c->broadcast(Buffer(a.data(), 512, DataType::kFloat16),
+                     Buffer(a.data(), 512, DataType::kFloat16), 1).wait();
+      } else {
+        c->allReduce(Buffer(a.data(), a.size(), DataType::kFloat32),
+                     Buffer(a.data(), a.size(), DataType::kFloat32), ReduceOp::kSum).wait();
+      }
+      c->barrier().wait();
+    } catch (const Error& e) {
+      return expectFailure(rank, e, {ErrorCode::kMismatch},
+                           {"called all_reduce(float32, 1048576, sum)",
+                            "rank 2 called broadcast(float16, 512, root=1)"}, t0, 15.0);
+    }
+    return 5;
+  });
+  EXPECT_EQ(report, "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, FailureMp, ::testing::Values("shm", "tcp"));
+
+}  // namespace
+}  // namespace smddp

@@ -1,0 +1,145 @@
+// Unit tests of the failure-explaining pieces: the flight recorder ring (wraparound, concurrent
+// writers, dump format), the progress beacon's text encoding, and collective signatures (hash
+// stability, sensitivity, mismatch wording).
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "common/tag.h"
+#include "core/flight_recorder.h"
+#include "core/mismatch.h"
+#include "core/progress_beacon.h"
+
+namespace smddp::core {
+namespace {
+
+Signature allReduceSig(size_t count, DataType t = DataType::kFloat32) {
+  algo::CollectiveDesc d;
+  d.kind = CollectiveKind::kAllReduce;
+  d.dtype = t;
+  d.count = count;
+  d.op = ReduceOp::kSum;
+  return Signature::of(d, "ring");
+}
+
+TEST(FlightRecorder, KeepsTheLastCapacityEntriesAcrossWraparound) {
+  FlightRecorder rec(8);
+  for (uint64_t seq = 0; seq < 21; ++seq) {
+    rec.posted(seq, allReduceSig(seq + 1));
+    rec.started(seq);
+    rec.ended(seq, seq == 19 ? "boom" : nullptr);
+  }
+  const auto snap = rec.snapshot();
+  ASSERT_EQ(snap.size(), 8u);
+  for (size_t i = 0; i < snap.size(); ++i) {
+    EXPECT_EQ(snap[i].seq, 13 + i) << "entry " << i;
+    EXPECT_EQ(snap[i].sig.count, 14 + i) << "entry " << i;
+  }
+  EXPECT_FALSE(rec.find(12).has_value()) << "overwritten entries are gone";
+  ASSERT_TRUE(rec.find(19).has_value());
+  EXPECT_EQ(rec.find(19)->state, FlightState::kFailed);
+  EXPECT_EQ(rec.find(19)->error, "boom");
+  EXPECT_EQ(rec.find(20)->state, FlightState::kDone);
+  EXPECT_TRUE(rec.find(20)->error.empty()) << "a reused entry forgets the old error";
+  rec.started(5);  // a stale seq must not touch the entry that replaced it
+  EXPECT_EQ(rec.find(13)->state, FlightState::kDone);
+}
+
+TEST(FlightRecorder, ConcurrentPostersAndRunnersLeaveConsistentEntries) {
+  FlightRecorder rec(64);
+  constexpr uint64_t kPerThread = 5000;
+  std::thread poster([&] {
+    for (uint64_t s = 0; s < kPerThread; ++s) rec.posted(s, allReduceSig(s));
+  });
+  std::thread runner([&] {
+    for (uint64_t s = 0; s < kPerThread; ++s) {
+      rec.started(s);
+      rec.ended(s, nullptr);
+    }
+  });
+  std::thread reader([&] {
+    for (int i = 0; i < 200; ++i) {
+      for (const auto& e : rec.snapshot()) ASSERT_EQ(e.sig.count, e.seq) << "torn entry";
+    }
+  });
+  poster.join();
+  runner.join();
+  reader.join();
+  const auto snap = rec.snapshot();
+  ASSERT_EQ(snap.size(), 64u);
+  EXPECT_EQ(snap.back().seq, kPerThread - 1);
+}
+
+TEST(FlightRecorder, FormatsOneReadableLinePerCollective) {
+  FlightRecorder rec(4);
+  const auto origin = std::chrono::steady_clock::now();
+  rec.posted(0, allReduceSig(1024));
+  rec.started(0);
+  rec.ended(0, nullptr);
+  algo::CollectiveDesc b;
+  b.kind = CollectiveKind::kBroadcast;
+  b.dtype = DataType::kFloat16;
+  b.count = 512;
+  b.root = 1;
+  rec.posted(1, Signature::of(b, "binomial"));
+  rec.started(1);
+  rec.ended(1, "timed out");
+  rec.posted(2, allReduceSig(8));
+  const std::string text = rec.format(origin);
+  EXPECT_NE(text.find("#0  all_reduce(float32, 1024, sum) [ring]  done  posted at "),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("#1  broadcast(float16, 512, root=1) [binomial]  failed"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("\n    error: timed out\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("#2  all_reduce(float32, 8, sum) [ring]  queued"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("#2  all_reduce(float32, 8, sum) [ring]  queued  posted at 0.0 ms, ran"),
+            std::string::npos) << "a queued entry has no run time: " << text;
+}
+
+TEST(ProgressRecord, EncodesAndDecodesABeacon) {
+  PeerProgress p;
+  p.present = true;
+  p.heartbeat = 42;
+  p.called = 17;
+  p.completed = 16;
+  p.recent = {{15, "barrier() [dissemination]"}, {16, "all_reduce(float32, 4, sum) [ring]"}};
+  const PeerProgress q = PeerProgress::decode(p.encode() + "future-field 7\n");
+  EXPECT_TRUE(q.present);
+  EXPECT_EQ(q.heartbeat, 42u);
+  EXPECT_EQ(q.called, 17u);
+  EXPECT_EQ(q.completed, 16u);
+  ASSERT_NE(q.signatureAt(16), nullptr);
+  EXPECT_EQ(*q.signatureAt(16), "all_reduce(float32, 4, sum) [ring]");
+  EXPECT_EQ(q.signatureAt(3), nullptr);
+  EXPECT_FALSE(PeerProgress::decode("garbage").present);
+}
+
+TEST(Signature, HashIsStableAndSeesEveryField) {
+  const uint16_t base = signatureHash(allReduceSig(1024));
+  EXPECT_EQ(base, signatureHash(allReduceSig(1024)));
+  EXPECT_LE(base, tag::kSigMask);
+  EXPECT_NE(base, signatureHash(allReduceSig(1023)));
+  EXPECT_NE(base, signatureHash(allReduceSig(1024, DataType::kInt32)));
+  Signature other = allReduceSig(1024);
+  other.op = ReduceOp::kMax;
+  EXPECT_NE(base, signatureHash(other));
+  other = allReduceSig(1024);
+  other.algorithm = "recursive_doubling";
+  EXPECT_NE(base, signatureHash(other));
+}
+
+TEST(Signature, MismatchTextNamesBothCalls) {
+  EXPECT_EQ(mismatchText(0, "all_reduce(float32, 1024, sum) [ring]", 3,
+                         "broadcast(float16, 512, root=1) [binomial]"),
+            "rank 0 called all_reduce(float32, 1024, sum) but rank 3 called "
+            "broadcast(float16, 512, root=1)");
+  EXPECT_EQ(mismatchText(1, "all_reduce(float32, 8, sum) [ring]", 2,
+                         "all_reduce(float32, 8, sum) [recursive_doubling]"),
+            "rank 1 called all_reduce(float32, 8, sum) [ring] but rank 2 called "
+            "all_reduce(float32, 8, sum) [recursive_doubling]");
+}
+
+}  // namespace
+}  // namespace smddp::core
