@@ -58,6 +58,10 @@ const std::vector<Flag>& flags() {
        [](BenchOptions& o, const std::string& v) {
          o.warmupIters = parseInteger("-w", v, 0, kIntMax);
        }},
+      {"-z", "--blocking",
+       [](BenchOptions& o, const std::string& v) {
+         o.blocking = parseInteger("-z", v, 0, 1) == 1;
+       }},
       {"-c", "--check",
        [](BenchOptions& o, const std::string& v) { o.check = parseInteger("-c", v, 0, 1) == 1; }},
       {"-d", "--datatype",
@@ -204,6 +208,8 @@ std::string usageText(const std::string& program) {
          "  -n, --iters <n>             timed iterations per row, default 20\n"
          "  -w, --warmup_iters <n>      untimed iterations before each row, default 5\n"
          "  -c, --check <0|1>           verify every element of a separate run, default 1\n"
+         "  -z, --blocking <0|1>        wait for each collective before posting the next\n"
+         "                              (the synchronous path of a training loop), default 0\n"
          "  -d, --datatype <type>       float|float32|double|float64|half|float16|bfloat16|\n"
          "                              int8|uint8|int32|int64|all, default float\n"
          "  -o, --op <op>               sum|prod|min|max|avg|all, default sum\n"

@@ -26,6 +26,7 @@ struct BenchOptions {
   int iters = 20;
   int warmupIters = 5;
   bool check = true;
+  bool blocking = false;                // -z 1: wait for each collective before the next
   std::vector<DataType> dtypes{DataType::kFloat32};
   std::vector<ReduceOp> ops{ReduceOp::kSum};
   int root = 0;                         // -1: every root in turn

@@ -66,7 +66,13 @@ double timeGroup(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool
   const auto start = Clock::now();
   std::vector<Request> requests;
   requests.reserve(ctx.opts.iters);
-  for (int i = 0; i < ctx.opts.iters; ++i) requests.push_back(once());
+  for (int i = 0; i < ctx.opts.iters; ++i) {
+    if (ctx.opts.blocking) {
+      once().wait();  // the synchronous path a training loop takes
+    } else {
+      requests.push_back(once());
+    }
+  }
   for (Request& r : requests) r.wait();
   const double us =
       std::chrono::duration<double, std::micro>(Clock::now() - start).count() / ctx.opts.iters;

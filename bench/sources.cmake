@@ -13,8 +13,11 @@ add_library(smddp_bench_common STATIC
   broadcast.cc
   all_gather.cc
   barrier.cc)
+# bench/ is a quote-only include directory: it holds the `compare` script, which a plain -I would
+# let shadow the standard <compare> header.
 target_include_directories(smddp_bench_common
-  PUBLIC ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+  PUBLIC ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+target_compile_options(smddp_bench_common PUBLIC "SHELL:-iquote ${CMAKE_CURRENT_SOURCE_DIR}")
 target_link_libraries(smddp_bench_common PUBLIC smddp smddp_common PRIVATE smddp_warnings)
 if(TARGET smddp_store)
   target_link_libraries(smddp_bench_common PUBLIC smddp_store)

@@ -1,7 +1,8 @@
 // SmddpWork: completion plumbing between smddp::Request and c10d::Work / ivalue::Future.
-// Path of a completion: engine completes request i -> its onComplete posts to the group's
-// CompletionQueue -> WorkState::requestDone(i) -> (last request) copy staged results back,
-// mark finished, complete the Future. Waiters see "finished" only after the copies.
+// Path of a completion: engine completes request i -> WorkState::requestCompleted(i) -> (last
+// request) finish(): copy staged results back, mark finished, complete the Future. finish() runs
+// on the waiting caller's thread when one is in wait() (the synchronous fast path), else on the
+// group's CompletionQueue. Waiters see "finished" only after the copies.
 #include "work.h"
 
 #include <algorithm>
@@ -29,8 +30,9 @@ bool WorkState::done() const {
   return finished;
 }
 
-void WorkState::requestDone(size_t index) {
-  std::exception_ptr failure;
+void WorkState::requestCompleted(size_t index, const std::shared_ptr<WorkState>& self,
+                                 CompletionQueue& completions) {
+  bool handOff = false;
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (index < requests.size()) {
@@ -39,9 +41,21 @@ void WorkState::requestDone(size_t index) {
         error = requestError;
       }
     }
-    if (--pending > 0) {
+    handOff = --pending == 0 && !waiterDriving;
+  }
+  if (handOff) {
+    completions.post([self] { self->finish(); });
+  }
+}
+
+void WorkState::finish() {
+  std::exception_ptr failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (finishing) {
       return;
     }
+    finishing = true;
     failure = error;
   }
   if (!failure) {
@@ -52,7 +66,7 @@ void WorkState::requestDone(size_t index) {
     }
   }
   staging.release();
-  std::vector<Request> drop;
+  std::vector<Request> drop;  // breaks the cycle request -> callback -> state -> request
   {
     std::lock_guard<std::mutex> lock(mutex);
     error = failure;
@@ -77,15 +91,14 @@ SmddpWork::SmddpWork(int rank, ::c10d::OpType opType, std::vector<Request> reque
       groupTimeout_(groupTimeout) {
   state_->requests = requests_;
   if (requests_.empty()) {
-    state_->pending = 1;
-    state_->requestDone(0);
+    state_->finish();
     return;
   }
   state_->pending = static_cast<int>(requests_.size());
   for (size_t i = 0; i < requests_.size(); ++i) {
-    // Runs on the engine's thread (or at once): only hand off, never block there.
+    // Runs on the engine's thread (or at once): only records and hands off, never blocks there.
     requests_[i].onComplete([state = state_, completions, i] {
-      completions->post([state, i] { state->requestDone(i); });
+      state->requestCompleted(i, state, *completions);
     });
   }
 }
@@ -109,14 +122,30 @@ bool SmddpWork::wait(std::chrono::milliseconds timeout) {
   auto limit = timeout != kNoTimeout ? timeout : timeout_;
   auto deadline = std::chrono::steady_clock::now() + limit;
   if (!explicitLimit) {
-    // Fast path: drive the engine from this thread. Request::wait() is bounded by the
-    // communicator's timeout, which is the group's.
+    // Fast path: drive the engine from this thread, then finish inline. Request::wait() is
+    // bounded by the communicator's timeout, which is the group's.
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      state_->waiterDriving = !state_->finishing;
+    }
     for (auto& request : requests_) {
       try {
         request.wait();
       } catch (const Error&) {
         break;  // its error (timeout included) is stored in state_ too
       }
+    }
+    bool finishHere = false;
+    {
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      if (state_->waiterDriving) {
+        state_->waiterDriving = false;
+        finishHere = state_->pending == 0;
+      }
+      // pending > 0: a request is still running; its callback will hand finish() off.
+    }
+    if (finishHere) {
+      state_->finish();
     }
   }
   // A caller-chosen limit is honoured by waiting passively: a waiter that drives the engine runs

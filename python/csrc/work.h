@@ -27,9 +27,14 @@ namespace smddp::torch_shim {
 struct WorkState {
   WorkState(std::vector<at::Tensor> outputs, c10::TypePtr valueType);
 
-  // Called once per request (on the completion thread); the last call finishes the work.
-  // The requests are dropped then, which breaks the cycle request -> callback -> state -> request.
-  void requestDone(size_t index);
+  // Engine callback of request `index` (engine or caller thread; must not block). Records its
+  // error; the last one hands finish() to the completion queue unless a caller is waiting in
+  // wait(), which then finishes inline: no thread hand-off on the synchronous path.
+  void requestCompleted(size_t index, const std::shared_ptr<WorkState>& self,
+                        CompletionQueue& completions);
+  // Copies staged results back, marks the Work finished and completes the Future. Runs once;
+  // later calls return at once.
+  void finish();
   bool done() const;
 
   std::vector<Request> requests;
@@ -40,7 +45,9 @@ struct WorkState {
 
   mutable std::mutex mutex;
   std::condition_variable cv;
-  int pending = 0;
+  int pending = 0;           // requests not yet completed
+  bool waiterDriving = false;  // a caller is inside wait() and will finish inline
+  bool finishing = false;    // finish() claimed (by the queue or a waiter)
   bool finished = false;
   std::exception_ptr error;
 };
