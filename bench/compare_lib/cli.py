@@ -1,0 +1,238 @@
+"""Flags and the interleaved run loop of bench/compare (the script itself only finds an
+interpreter that sees torch_smddp and calls main()).
+
+Order of work, per world size: start the torch groups (smddp, gloo) once; then for each round,
+collective and dtype run every backend's sweep back to back, the backend order rotated by one
+each round, so slow phases of a noisy machine are shared out. Medians over rounds are reported.
+Invariant: every cell (world, collective, dtype, backend) ends in exactly one status: ok, n/a,
+skipped or error; the exit status is 0 only when no cell is in error and no element is wrong.
+"""
+import argparse
+import glob
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+from . import limits as limits_mod
+from . import report
+from .common import BACKENDS, COLLECTIVES, ELEM_SIZE, size_ladder, sweep_sizes
+from .runners import EngineRunner, MpiRunner, RunError, TorchGroup, build_mpi
+
+
+def _csv(allowed):
+    def parse(text):
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        bad = [t for t in items if allowed and t not in allowed]
+        if bad or not items:
+            raise argparse.ArgumentTypeError(f"{text!r}: expected a comma list of {allowed}")
+        return items
+    return parse
+
+
+def _bytes(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().rstrip("B").rstrip("I")
+    return int(t[:-1]) * units[t[-1]] if t and t[-1] in units else int(t)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="bench/compare", description=__doc__.splitlines()[0])
+    p.add_argument("--min", type=_bytes, default=8, help="smallest size (default 8)")
+    p.add_argument("--max", type=_bytes, default=64 << 20, help="largest size (default 64M)")
+    p.add_argument("--factor", type=int, default=4, help="sizes are max/factor^k >= min")
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=3, help="repetitions; medians are reported")
+    p.add_argument("--worlds", type=_csv(None), default=["2", "4"])
+    p.add_argument("--dtypes", type=_csv(tuple(ELEM_SIZE)), default=["float32", "bfloat16"])
+    p.add_argument("--collectives", type=_csv(COLLECTIVES), default=list(COLLECTIVES))
+    p.add_argument("--backends", type=_csv(BACKENDS), default=list(BACKENDS))
+    p.add_argument("--provider", default="shm", help="libfabric provider for smddp (shm|tcp)")
+    p.add_argument("--engine-dir", help="directory of the *_perf tools (default: build*/bench)")
+    p.add_argument("--timeout", type=int, default=900, help="seconds per sweep")
+    p.add_argument("--no-limits", action="store_true", help="skip the limit measurements")
+    p.add_argument("--out", help="output directory (default: build-compare/ in the repo)")
+    p.add_argument("--quick", action="store_true",
+                   help="CI smoke: 8 B-64 KiB, world 2, iters 3, one round")
+    a = p.parse_args(argv)
+    if a.quick:
+        a.min, a.max, a.iters, a.warmup, a.rounds, a.worlds = 8, 64 << 10, 3, 1, 1, ["2"]
+    a.worlds = [int(w) for w in a.worlds]
+    return a
+
+
+def find_engine_dir(repo, given):
+    names = [f"{c}_perf" for c in COLLECTIVES]
+    cands = [given] if given else [os.path.join(repo, "build", "bench")] + sorted(
+        glob.glob(os.path.join(repo, "build*", "bench")))
+    for d in cands:
+        if d and all(os.access(os.path.join(d, n), os.X_OK) for n in names):
+            return d
+    return None
+
+
+class Backends:
+    """The runners of one world size, plus why a backend is skipped here."""
+
+    def __init__(self, args, repo, world, outdir, mpi_exe):
+        self.runners, self.skipped = {}, {}
+        env = dict(os.environ, SMDDP_PROVIDER=args.provider, OMP_NUM_THREADS="1")
+        for b in args.backends:
+            if b in ("smddp", "gloo"):
+                print(f"# starting {world} torch.distributed ranks with backend {b}", flush=True)
+                try:
+                    self.runners[b] = TorchGroup(sys.executable, b, world, env,
+                                                 os.path.join(outdir, "logs"), args.timeout)
+                except RunError as e:
+                    self.skipped[b] = ("error", str(e))
+            elif b == "mpi":
+                if mpi_exe:
+                    self.runners[b] = MpiRunner(mpi_exe, world, args.timeout)
+                else:
+                    self.skipped[b] = ("skipped", "mpirun/mpicc not found (apt-get install "
+                                       "openmpi-bin libopenmpi-dev)")
+            elif b == "engine":
+                d = find_engine_dir(repo, args.engine_dir)
+                if d:
+                    self.runners[b] = EngineRunner(d, world, args.provider, args.factor,
+                                                   args.timeout)
+                else:
+                    self.skipped[b] = ("skipped", "engine perf tools not built (cmake --build "
+                                       "build, or --engine-dir)")
+
+    def close(self):
+        for r in self.runners.values():
+            if isinstance(r, TorchGroup):
+                r.close()
+
+
+def _cell(world, coll, dtype, backend, status="ok", reason=""):
+    return {"world": world, "collective": coll, "dtype": dtype, "backend": backend,
+            "status": status, "reason": reason, "rounds": [], "rows": [],
+            "oversubscribed": world > (os.cpu_count() or 1)}
+
+
+def _dtypes(args, coll):
+    """Barrier moves no data: it runs once, under the first dtype's name."""
+    return args.dtypes[:1] if coll == "barrier" else args.dtypes
+
+
+def run_world(args, world, sizes, bk, cells):
+    """All rounds for one world size; fills `cells` keyed by (world, coll, dtype, backend)."""
+    order = list(args.backends)
+    for coll in args.collectives:
+        for dtype in _dtypes(args, coll):
+            for b in order:
+                st = bk.skipped.get(b)
+                cells[(world, coll, dtype, b)] = _cell(world, coll, dtype, b, *(st or ()))
+    for rnd in range(args.rounds):
+        rot = order[rnd % len(order):] + order[:rnd % len(order)]
+        for coll in args.collectives:
+            for dtype in _dtypes(args, coll):
+                for b in rot:
+                    cell = cells[(world, coll, dtype, b)]
+                    if cell["status"] != "ok":
+                        continue
+                    t0 = time.monotonic()
+                    try:
+                        res = bk.runners[b].run(coll, dtype, sweep_sizes(coll, sizes),
+                                                args.iters, args.warmup)
+                    except RunError as e:
+                        cell.update(status="error", reason=str(e))
+                        print(f"# ERROR {b} {coll} {dtype} world {world}: {e}", flush=True)
+                        continue
+                    if "unsupported" in res:
+                        cell.update(status="n/a", reason=res["unsupported"])
+                        continue
+                    cell["rounds"].append(res["rows"])
+                    print(f"# round {rnd + 1}/{args.rounds} world {world} {coll:10s} "
+                          f"{dtype:8s} {b:6s} {time.monotonic() - t0:6.1f}s", flush=True)
+
+
+def _machine():
+    model = ""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+        model = next((ln.split(":", 1)[1].strip() for ln in out.splitlines()
+                      if ln.startswith("Model name")), "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / (1 << 30)
+    return {"cpu": model, "cores": os.cpu_count(), "memory_gib": round(mem, 1),
+            "host": platform.node(), "python": sys.executable,
+            "load_avg_start": os.getloadavg()}
+
+
+def print_tables(cells, args):
+    groups = {}
+    for c in cells:
+        groups.setdefault((c["world"], c["collective"], c["dtype"]), []).append(c)
+    md = []
+    for key in sorted(groups, key=lambda k: (k[0], args.collectives.index(k[1]),
+                                            args.dtypes.index(k[2]))):
+        group = groups[key]
+        print()
+        for c in group:
+            print(report.backend_table(c))
+        if any(c["backend"] == "smddp" and c["rows"] for c in group):
+            print(report.ratio_table(group))
+        md.append(report.markdown_group(group, args.backends))
+    return "\n".join(md)
+
+
+def main(argv, repo):
+    args = parse_args(argv)
+    out = os.path.abspath(args.out or os.path.join(repo, "build-compare"))
+    bindir = os.path.join(out, "bin")
+    os.makedirs(os.path.join(out, "logs"), exist_ok=True)
+    os.makedirs(bindir, exist_ok=True)
+    started = time.time()
+    sizes = size_ladder(args.min, args.max, args.factor)
+    meta = {"machine": _machine(), "arguments": argv, "sizes": sizes, "iters": args.iters,
+            "warmup": args.warmup, "rounds": args.rounds, "provider": args.provider}
+    print(f"# bench/compare {' '.join(argv)}\n# machine: {json.dumps(meta['machine'])}\n"
+          f"# sizes: {sizes}", flush=True)
+    lim = {"skipped": "--no-limits"} if args.no_limits else limits_mod.measure(bindir, args.quick)
+    if not args.no_limits:
+        print(limits_mod.format_limits(lim), flush=True)
+    memcpy = lim.get("memory", {}).get("memcpy_gbps")
+    mpi_exe = build_mpi(bindir) if "mpi" in args.backends else None
+    cells = {}
+    for world in args.worlds:
+        bk = Backends(args, repo, world, out, mpi_exe)
+        try:
+            run_world(args, world, sizes, bk, cells)
+        finally:
+            bk.close()
+    cells = [report.finalize(c, memcpy) for c in cells.values()]
+    md = print_tables(cells, args)
+    return finish(args, out, meta, lim, cells, md, started)
+
+
+def finish(args, out, meta, lim, cells, md, started):
+    skipped = sorted({(c["backend"], c["reason"]) for c in cells if c["status"] == "skipped"})
+    for b, why in skipped:
+        print(f"# SKIPPED backend {b}: {why}")
+    errors = [c for c in cells if c["status"] == "error"]
+    wrong = report.wrong_total(cells)
+    meta["machine"]["load_avg_end"] = os.getloadavg()
+    meta["seconds"] = round(time.time() - started, 1)
+    doc = {"meta": meta, "limits": lim, "cells": cells}
+    with open(os.path.join(out, "compare.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    with open(os.path.join(out, "summary.md"), "w") as f:
+        f.write(md)
+    try:
+        from . import plot  # matplotlib: only the picture depends on it
+
+        plot.write_png(os.path.join(out, "busbw.png"), cells, args.collectives, args.worlds,
+                       lim.get("memory", {}).get("memcpy_gbps"))
+    except Exception as e:  # a plotting problem must not hide the measurements
+        print(f"# WARNING: busbw.png not written: {e}")
+    print(f"# wrote {out}/compare.json, summary.md, busbw.png in {meta['seconds']} s")
+    print(f"# wrong elements: {wrong}; failed cells: {len(errors)}"
+          f"{' FAILED' if wrong or errors else ' OK'}")
+    return 1 if wrong or errors else 0

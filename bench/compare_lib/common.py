@@ -1,0 +1,77 @@
+"""Shared definitions for bench/compare: the size ladder, the busbw factors, element sizes and the
+closed-form data every backend is checked against.
+
+Invariant: the formulas here are the same as bench/mpi/mpi_coll_perf.c's and the smddp perf
+tools' conventions (row size = whole buffer, all_gather count per rank = size / (n * elemsize)),
+so rows of different backends describe the same amount of data.
+"""
+import statistics
+
+COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "barrier")
+BACKENDS = ("smddp", "gloo", "mpi", "engine")
+ELEM_SIZE = {"float32": 4, "bfloat16": 2}
+
+
+def size_ladder(min_bytes, max_bytes, factor):
+    """Sizes max/factor^k that are >= min_bytes, ascending. Anchored at the top so the default
+    sweep (8 B - 64 MiB, x4) has rows at 4 KiB, 1 MiB and 64 MiB."""
+    if factor < 2 or min_bytes < 1 or max_bytes < min_bytes:
+        raise ValueError(f"bad sweep: min {min_bytes}, max {max_bytes}, factor {factor}")
+    sizes = []
+    s = max_bytes
+    while s >= min_bytes:
+        sizes.append(s)
+        if s % factor:
+            break
+        s //= factor
+    return sorted(sizes)
+
+
+def sweep_sizes(collective, sizes):
+    """Barrier has one row (size 0); other collectives use the ladder."""
+    return [0] if collective == "barrier" else list(sizes)
+
+
+def element_count(collective, size, world, dtype):
+    if collective == "barrier":
+        return 0
+    per = ELEM_SIZE[dtype] * (world if collective == "all_gather" else 1)
+    return size // per
+
+
+def busbw_factor(collective, world):
+    if collective == "all_reduce":
+        return 2.0 * (world - 1) / world
+    if collective == "all_gather":
+        return (world - 1) / world
+    if collective == "broadcast":
+        return 1.0
+    return 0.0
+
+
+def algbw_gbps(size, time_us):
+    return size / 1e3 / time_us if time_us and time_us > 0 else 0.0
+
+
+def value(rank, index):
+    """Input element `index` of `rank`: small integers, exact in bfloat16 and in sums of <= 32."""
+    return (rank + index) % 8 + 1
+
+
+def median_row(rows):
+    """Median over rounds of one (backend, size) cell. `rows` are dicts with time_us and wrong;
+    wrong counts add up (any wrong element in any round fails the run)."""
+    times = [r["time_us"] for r in rows if r.get("time_us") is not None]
+    wrongs = [r["wrong"] for r in rows if r.get("wrong") is not None]
+    return {
+        "time_us": statistics.median(times) if times else None,
+        "time_us_rounds": times,
+        "wrong": sum(wrongs) if wrongs else None,
+    }
+
+
+def human_size(n):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= (1 << shift) and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} B"

@@ -1,0 +1,117 @@
+"""Physical limits measured in the same run as the comparison: single-core memcpy and fp32
+a += b bandwidth (bench/limits/mem_limits.c, compiled here), and libfabric's raw point-to-point
+bandwidth and latency for shm and tcp (fi_pingpong from libfabric-bin, server and client on
+127.0.0.1, RDM endpoints, tagged messages).
+
+Invariant: a missing tool gives {"skipped": reason}, never an exception; every process started
+here is waited for or killed.
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# (label, bytes, iterations): latency from the small message, bandwidth from the large ones.
+PINGPONG_SIZES = (("latency", 8, 20000), ("bw_1MiB", 1 << 20, 400), ("bw_16MiB", 16 << 20, 40))
+
+
+def memory_limits(bindir, mib, quick):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        return {"skipped": "no C compiler"}
+    src = os.path.join(os.path.dirname(HERE), "limits", "mem_limits.c")
+    exe = os.path.join(bindir, "mem_limits")
+    subprocess.run([cc, "-O3", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-o", exe, src],
+                   check=True, timeout=120)
+    out = subprocess.run([exe, "-m", str(mib), "-r", "2" if quick else "5"], check=True,
+                         capture_output=True, text=True, timeout=300).stdout
+    return json.loads(out)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _parse_pingpong(text):
+    """Last data row of fi_pingpong: bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec."""
+    rows = [ln.split() for ln in text.splitlines() if ln[:1].isdigit()]
+    if not rows or len(rows[-1]) < 7:
+        raise ValueError("no result row in fi_pingpong output:\n" + text[-500:])
+    return {"mb_per_s": float(rows[-1][5]), "usec_per_xfer": float(rows[-1][6])}
+
+
+def _pingpong_once(provider, size, iters, timeout):
+    port = _free_port()
+    base = ["fi_pingpong", "-p", provider, "-e", "rdm", "-m", "tagged", "-S", str(size),
+            "-I", str(iters)]
+    server = subprocess.Popen(base + ["-B", str(port)], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(0.3)  # the server must listen on its control port first
+        client = subprocess.run(base + ["-P", str(port), "127.0.0.1"], capture_output=True,
+                                text=True, timeout=timeout)
+        if client.returncode != 0:
+            raise RuntimeError(f"fi_pingpong -p {provider} -S {size}: exit {client.returncode}: "
+                               f"{(client.stderr or client.stdout)[-300:]}")
+        return _parse_pingpong(client.stdout)
+    finally:
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(5)
+
+
+def pingpong_limits(quick):
+    """{provider: {label: {...}}}; MB/sec is one direction (fi_pingpong counts every transfer)."""
+    if not shutil.which("fi_pingpong"):
+        return {"skipped": "fi_pingpong not found (apt-get install libfabric-bin)"}
+    result = {}
+    for provider in ("shm", "tcp"):
+        result[provider] = {}
+        for label, size, iters in PINGPONG_SIZES:
+            iters = max(iters // 10, 10) if quick else iters
+            try:
+                r = _pingpong_once(provider, size, iters, 120)
+                r.update(bytes=size, iterations=iters)
+            except (RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
+                r = {"error": str(e), "bytes": size}
+            result[provider][label] = r
+    return result
+
+
+def measure(bindir, quick):
+    return {"memory": memory_limits(bindir, 64 if quick else 256, quick),
+            "libfabric": pingpong_limits(quick)}
+
+
+def format_limits(lim):
+    lines = ["# Limits (measured in this run)"]
+    mem = lim["memory"]
+    if "skipped" in mem:
+        lines.append(f"#   memory: skipped ({mem['skipped']})")
+    else:
+        lines.append(f"#   single-core memcpy {mem['memcpy_gbps']:.2f} GB/s, fp32 a+=b "
+                     f"{mem['add_f32_gbps']:.2f} GB/s ({mem['buffer_mib']} MiB buffers, best of "
+                     f"{mem['repetitions']})")
+    fab = lim["libfabric"]
+    if "skipped" in fab:
+        lines.append(f"#   libfabric: skipped ({fab['skipped']})")
+        return "\n".join(lines)
+    for provider, rows in fab.items():
+        parts = []
+        for label, r in rows.items():
+            if "error" in r:
+                parts.append(f"{label}: error")
+            elif label == "latency":
+                parts.append(f"{r['bytes']} B latency {r['usec_per_xfer']:.2f} us")
+            else:
+                parts.append(f"{label[3:]} {r['mb_per_s'] / 1e3:.2f} GB/s")
+        lines.append(f"#   fi_pingpong {provider:3s}: " + ", ".join(parts))
+    return "\n".join(lines)

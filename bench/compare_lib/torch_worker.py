@@ -1,0 +1,126 @@
+"""One rank of a persistent torch.distributed process group driven by bench/compare.
+
+Usage: torch_worker.py BACKEND RANK WORLD INIT_METHOD. After init_process_group it reads one JSON
+command per line on stdin ({"coll", "dtype", "sizes", "iters", "warmup"} or {"quit": true}), runs
+that sweep and answers with one line on stdout starting with "@@": rank 0 sends the rows
+(time = max over ranks of the mean of `iters` barrier-aligned calls; wrong = sum over ranks of the
+elements that differ from the closed-form values after a separate checked call), other ranks "ok".
+A dtype the backend rejects (gloo + bfloat16 on torch 1.13) answers {"unsupported": message}.
+Invariant: stdout carries only "@@" lines; everything else goes to stderr.
+"""
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from compare_lib.common import element_count  # noqa: E402
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def pattern(rank, count, dtype):
+    return ((torch.arange(count, dtype=torch.int64) + rank) % 8 + 1).to(dtype)
+
+
+class Case:
+    """Buffers and the single call of one collective at one size."""
+
+    def __init__(self, coll, count, dtype, rank, world):
+        self.coll, self.count, self.dtype, self.rank, self.world = coll, count, dtype, rank, world
+        self.buf = torch.zeros(count, dtype=dtype)
+        self.outs = [torch.zeros(count, dtype=dtype) for _ in range(world)]
+
+    def call(self):
+        if self.coll == "all_reduce":
+            dist.all_reduce(self.buf)
+        elif self.coll == "broadcast":
+            dist.broadcast(self.buf, src=0)
+        elif self.coll == "all_gather":
+            dist.all_gather(self.outs, self.buf)
+        else:
+            dist.barrier()
+
+    def check(self):
+        """Refills closed-form inputs, runs once, counts wrong elements on this rank."""
+        if self.coll == "barrier":
+            self.call()
+            return 0
+        if self.coll == "broadcast" and self.rank != 0:
+            self.buf.fill_(-1)
+        else:
+            self.buf.copy_(pattern(self.rank, self.count, self.dtype))
+        self.call()
+        if self.coll == "all_gather":
+            got = torch.cat(self.outs)
+            want = torch.cat([pattern(r, self.count, self.dtype) for r in range(self.world)])
+        elif self.coll == "broadcast":
+            got, want = self.buf, pattern(0, self.count, self.dtype)
+        else:
+            got = self.buf
+            want = sum(pattern(r, self.count, torch.float64) for r in range(self.world))
+            want = want.to(self.dtype)
+        return int((got.float() != want.float()).sum())
+
+
+def probe(coll, dtype, rank, world):
+    """Runs the collective once on one element; returns an error text if the backend rejects
+    the dtype. Type checks happen locally before any message, so every rank agrees."""
+    try:
+        Case(coll, 1, dtype, rank, world).call()
+        return None
+    except (RuntimeError, ValueError, TypeError) as e:
+        return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
+def sweep(cmd, rank, world):
+    dtype = DTYPES[cmd["dtype"]]
+    err = probe(cmd["coll"], dtype, rank, world)
+    if err is not None:
+        return {"unsupported": err}
+    sizes, iters, warmup = cmd["sizes"], cmd["iters"], cmd["warmup"]
+    times = torch.zeros(len(sizes), dtype=torch.float64)
+    wrong = torch.zeros(len(sizes), dtype=torch.float64)
+    for k, size in enumerate(sizes):
+        count = element_count(cmd["coll"], size, world, cmd["dtype"])
+        case = Case(cmd["coll"], count, dtype, rank, world)
+        for _ in range(warmup):
+            case.call()
+        dist.barrier()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            case.call()
+        times[k] = (time.perf_counter() - t0) * 1e6 / iters
+        wrong[k] = case.check()
+    dist.all_reduce(times, op=dist.ReduceOp.MAX)
+    dist.all_reduce(wrong, op=dist.ReduceOp.SUM)
+    rows = []
+    for k, size in enumerate(sizes):
+        count = element_count(cmd["coll"], size, world, cmd["dtype"])
+        rows.append({"size": size, "count": count, "time_us": float(times[k]),
+                     "wrong": int(wrong[k])})
+    return {"rows": rows}
+
+
+def main():
+    backend, rank, world, init = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    if backend == "smddp":
+        import torch_smddp  # noqa: F401  (registers the backend)
+    torch.set_num_threads(1)
+    dist.init_process_group(backend, init_method=init, rank=rank, world_size=world)
+    print("@@" + json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        if cmd.get("quit"):
+            break
+        result = sweep(cmd, rank, world)
+        print("@@" + json.dumps(result if rank == 0 or "unsupported" in result else {"ok": True}),
+              flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

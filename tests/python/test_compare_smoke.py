@@ -1,0 +1,53 @@
+"""Smoke test of bench/compare --quick (the CI run): it must finish in bounded time, exit 0 (every
+result checked, nothing wrong) and write compare.json with rows for every backend available here.
+MPI may be absent on a machine: then its cells must say "skipped" (and the output say why), not
+vanish. Invariant: bounded by the subprocess timeout; leaves nothing outside tmp_path.
+"""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPT = os.path.join(REPO, "bench", "compare")
+
+
+def _engine_built():
+    names = ("all_reduce_perf", "broadcast_perf", "all_gather_perf", "barrier_perf")
+    return any(all(os.access(os.path.join(d, n), os.X_OK) for n in names)
+               for d in glob.glob(os.path.join(REPO, "build*", "bench")))
+
+
+def test_compare_quick(tmp_path):
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, SCRIPT, "--quick", "--out", str(out)],
+                         capture_output=True, text=True, timeout=240, cwd=REPO)
+    tail = (res.stdout + res.stderr)[-4000:]
+    assert res.returncode == 0, tail
+    doc = json.loads((out / "compare.json").read_text())
+    assert (out / "busbw.png").stat().st_size > 0
+    cells = doc["cells"]
+    by = {}
+    for c in cells:
+        by.setdefault(c["backend"], []).append(c)
+    expect_present = {"smddp": True, "gloo": True,
+                      "mpi": shutil.which("mpirun") is not None,
+                      "engine": _engine_built()}
+    for backend, present in expect_present.items():
+        assert backend in by, f"no cells for {backend}"
+        if present:
+            ok = [c for c in by[backend] if c["status"] == "ok" and c["rows"]]
+            assert ok, f"{backend}: no rows: {[(c['status'], c['reason']) for c in by[backend]]}"
+            for c in ok:
+                assert all(r["wrong"] == 0 for r in c["rows"]), c
+        else:
+            assert all(c["status"] == "skipped" for c in by[backend])
+            assert f"SKIPPED backend {backend}" in res.stdout
+    # every (collective, float32) cell of torch smddp ran; gloo bfloat16 is reported, not dropped
+    colls = {c["collective"] for c in by["smddp"] if c["status"] == "ok"}
+    assert colls == {"all_reduce", "broadcast", "all_gather", "barrier"}
+    gloo_bf16 = [c for c in by["gloo"] if c["dtype"] == "bfloat16"]
+    assert gloo_bf16 and all(c["status"] in ("ok", "n/a") for c in gloo_bf16)
+    assert "memcpy_gbps" in doc["limits"]["memory"]
