@@ -137,13 +137,13 @@ void Exec::sendRecv(int sendPeer, uint64_t sendSlot, const void* sendBuf, size_t
 }
 
 bool Exec::cancelAll() {
-  bool ok = true;
+  std::vector<Op*> pending;
   for (Handle h = firstLive_; h < posted_; ++h) {
     Op& op = resources_.op(h);
-    if (op.state == OpState::kPending && !transport_.cancel(op)) ok = false;
+    if (op.state == OpState::kPending) pending.push_back(&op);
   }
   firstLive_ = posted_;
-  return ok;
+  return pending.empty() || transport_.cancel(pending);
 }
 
 std::string Exec::where(int peer) const {

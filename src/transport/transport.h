@@ -66,6 +66,13 @@ class Transport {
   // completed instead). Returns false if the op could not be withdrawn in time; the transport is
   // then unusable and must be destroyed before the op's memory is reused.
   virtual bool cancel(Op& op) = 0;
+  // Withdraws several ops with one shared deadline (a provider that cannot cancel a send makes
+  // each single cancel() wait its full bound). Returns false if any op could not be withdrawn.
+  virtual bool cancel(const std::vector<Op*>& ops) {
+    bool ok = true;
+    for (Op* op : ops) ok = cancel(*op) && ok;
+    return ok;
+  }
   // A peer we know is gone (connection reset, process exit), or -1. Cleared by nothing.
   virtual int deadPeer() const { return -1; }
 };

@@ -40,7 +40,7 @@ inline uint16_t encode16(double x, Format f) {
   uint16_t sign = std::signbit(x) ? 0x8000 : 0;
   double a = std::fabs(x);
   if (a == 0) return sign;
-  int e2;
+  int e2 = 0;
   std::frexp(a, &e2);
   int exp = e2 - 1;                        // a in [2^exp, 2^(exp+1))
   if (exp < 1 - f.bias) exp = 1 - f.bias;  // subnormal range shares the minimum quantum

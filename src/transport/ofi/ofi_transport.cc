@@ -199,25 +199,40 @@ void OfiTransport::notePeerGone(int peer, const std::string& why) {
   SMDDP_WARN(rank_, "peer rank " << peer << " (" << peers_[peer].host << ") is gone: " << why);
 }
 
-bool OfiTransport::cancel(Op& op) {
-  if (op.state != OpState::kPending) return true;
-  std::deque<Op*>& queue = op.kind == OpKind::kSend ? retrySends_ : retryRecvs_;
-  auto queued = std::find(queue.begin(), queue.end(), &op);
-  if (queued != queue.end()) {  // never reached the provider
-    queue.erase(queued);
-    op.state = OpState::kError;
-    op.error = describe(op) + ": cancelled";
-    ++finishedOutsideProgress_;
-    return true;
+bool OfiTransport::cancel(Op& op) { return cancel(std::vector<Op*>{&op}); }
+
+// Every cancel is issued first, then the completion queue is drained once, so N ops that the
+// provider cannot withdraw (sends, mostly) cost one bound, not N.
+bool OfiTransport::cancel(const std::vector<Op*>& ops) {
+  bool anyPending = false;
+  for (Op* op : ops) {
+    if (op->state != OpState::kPending) continue;
+    std::deque<Op*>& queue = op->kind == OpKind::kSend ? retrySends_ : retryRecvs_;
+    auto queued = std::find(queue.begin(), queue.end(), op);
+    if (queued != queue.end()) {  // never reached the provider
+      queue.erase(queued);
+      op->state = OpState::kError;
+      op->error = describe(*op) + ": cancelled";
+      ++finishedOutsideProgress_;
+      continue;
+    }
+    // An op that already finished in the provider is not cancellable; its completion comes anyway.
+    (void)fi_cancel(&endpoint_->ep->fid, contextOf(*op));
+    anyPending = true;
   }
-  // An op that already finished in the provider is not cancellable; its completion comes anyway.
-  (void)fi_cancel(&endpoint_->ep->fid, contextOf(op));
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-  while (op.state == OpState::kPending && std::chrono::steady_clock::now() < deadline) {
+  if (!anyPending) return true;
+  auto pending = [&ops] {
+    for (const Op* op : ops) {
+      if (op->state == OpState::kPending) return true;
+    }
+    return false;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (pending() && std::chrono::steady_clock::now() < deadline) {
     finishedOutsideProgress_ += pollCq();
-    if (op.state == OpState::kPending) std::this_thread::yield();
+    if (pending()) std::this_thread::yield();
   }
-  return op.state != OpState::kPending;
+  return !pending();
 }
 
 }  // namespace smddp::transport::ofi

@@ -35,6 +35,7 @@ class OfiTransport : public Transport {
   void post(Op& op) override;
   int progress() override;
   bool cancel(Op& op) override;
+  bool cancel(const std::vector<Op*>& ops) override;
   int deadPeer() const override { return deadPeer_; }
 
  private:
