@@ -66,6 +66,12 @@ void WorkState::finish() {
     }
   }
   staging.release();
+  // The Future first: a waiter woken by `finished` may read the Future's value at once.
+  if (failure) {
+    future->setError(failure);
+  } else {
+    future->markCompleted(value);
+  }
   std::vector<Request> drop;  // breaks the cycle request -> callback -> state -> request
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -74,11 +80,6 @@ void WorkState::finish() {
     drop.swap(requests);
   }
   cv.notify_all();
-  if (failure) {
-    future->setError(failure);
-  } else {
-    future->markCompleted(value);
-  }
 }
 
 SmddpWork::SmddpWork(int rank, ::c10d::OpType opType, std::vector<Request> requests,

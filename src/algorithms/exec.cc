@@ -17,6 +17,9 @@ using transport::OpKind;
 using transport::OpState;
 using Clock = std::chrono::steady_clock;
 
+// How long a rank that finds a peer gone waits for that peer's announced error, if any.
+constexpr std::chrono::milliseconds kVerdictGrace{1000};
+
 transport::Op& ExecResources::op(size_t index) {
   while (ops_.size() <= index) ops_.emplace_back();
   return ops_[index];
@@ -99,6 +102,9 @@ void Exec::wait(Handle handle) {
     }
     const int dead = transport_.deadPeer();
     if (dead >= 0) {
+      if (settings_.monitor != nullptr && settings_.monitor->awaitVerdict(kVerdictGrace)) {
+        settings_.monitor->raise(desc_);
+      }
       throw Error(ErrorCode::kPeerFailure,
                   "smddp: " + where(-1) + ": peer " + where(dead) + " is gone (process exited or "
                   "connection lost)");
@@ -158,6 +164,14 @@ std::string Exec::where(int peer) const {
 }
 
 void Exec::checkFailure(const Op& op) const {
+  if (op.done() && op.kind == OpKind::kRecv && op.received != op.bytes) {
+    // Only a peer in another collective (or a different size of this one) sends a different size.
+    throw Error(ErrorCode::kMismatch,
+                "smddp: " + where(-1) + ": received " + std::to_string(op.received) +
+                    " bytes from " + where(op.peer) + " where " + std::to_string(op.bytes) +
+                    " were expected (slot " + std::to_string(tag::slotOf(op.tag)) +
+                    "): the ranks called collectives of different sizes");
+  }
   if (!op.failed()) return;
   const bool send = op.kind == OpKind::kSend;
   const int dead = transport_.deadPeer();

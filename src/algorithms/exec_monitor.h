@@ -4,6 +4,7 @@
 // Invariant: failed() turns true at most once and stays true; raise() then always throws.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include "algorithms/collective.h"
@@ -21,6 +22,10 @@ class ExecMonitor {
   // Words appended to a timeout message: which ranks have not entered `desc`, and the last
   // collective each completed. Bounded (short store reads); "" when nothing is known.
   virtual std::string laggards(const CollectiveDesc& desc) const = 0;
+  // A peer was found gone: gives a failure it announced before exiting (say, a mismatch it
+  // detected) up to `bound` to arrive, so the peer's own error is reported rather than its death.
+  // True when failed() is then true.
+  virtual bool awaitVerdict(std::chrono::milliseconds bound) const = 0;
 };
 
 }  // namespace smddp::algo

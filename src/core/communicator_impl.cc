@@ -92,13 +92,13 @@ void CommunicatorImpl::run(RequestState& request) {
   std::exception_ptr error;
   try {
     if (aborted_.load()) {
-      throw Error(ErrorCode::kAborted, "smddp: rank " + std::to_string(rank_) + ": " +
-                                           request.desc.describe() + " not run: aborted");
+      throw Error(ErrorCode::kAborted, "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
+                                           "): " + request.desc.describe() + " not run: aborted");
     }
     const std::string reason = brokenReason();
     if (!reason.empty()) {
-      throw Error(ErrorCode::kBroken, "smddp: rank " + std::to_string(rank_) + ": " +
-                                          request.desc.describe() +
+      throw Error(ErrorCode::kBroken, "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
+                                          "): " + request.desc.describe() +
                                           " not run: the communicator is broken by an earlier "
                                           "error: " + reason);
     }
@@ -121,8 +121,11 @@ void CommunicatorImpl::run(RequestState& request) {
     watch_->finished(request.desc, nullptr);
   } catch (const Error& e) {
     watch_->finished(request.desc, &e);
+    // Only the error that breaks the communicator is logged: the requests queued behind it fail
+    // with kBroken/kAborted too, and a non-blocking loop can queue thousands of them.
+    const bool first = brokenReason().empty();
     if (e.code() != ErrorCode::kBroken) markBroken(e.what());
-    SMDDP_WARN(rank_, e.what());
+    if (first) SMDDP_WARN(rank_, e.what());
     error = std::current_exception();
   } catch (const std::exception& e) {
     markBroken(e.what());

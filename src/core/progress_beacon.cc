@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 #include "common/logging.h"
 
@@ -60,6 +61,7 @@ void ProgressBeacon::threadMain() {
   while (!stop_) {
     lock.unlock();
     try {
+      flushAnnouncement();
       publish();
       checkRemoteFailure();
       checkPeers();
@@ -67,7 +69,15 @@ void ProgressBeacon::threadMain() {
       SMDDP_WARN(rank_, "progress beacon: " << e.what());
     }
     lock.lock();
-    wake_.wait_for(lock, settings_.period, [&] { return stop_; });
+    wake_.wait_for(lock, settings_.period, [&] { return stop_ || announceRequested_.load(); });
+  }
+  lock.unlock();
+  // A failure raised just before the communicator was destroyed (the process is exiting with it)
+  // must still reach the peers: they would otherwise report this rank's death instead of its error.
+  try {
+    flushAnnouncement();
+  } catch (const std::exception& e) {
+    SMDDP_WARN(rank_, "progress beacon: " << e.what());
   }
 }
 
@@ -171,8 +181,48 @@ void ProgressBeacon::setVerdict(ErrorCode code, const std::string& message, bool
   if (announce) this->announce(code, "smddp: " + who(rank_) + ": " + message);
 }
 
+// Called on the thread whose collective failed: the store writes happen on the monitor thread, so
+// an unreachable store host cannot delay the error this thread is about to raise.
 void ProgressBeacon::publishFailure(ErrorCode code, const std::string& message) {
   if (failed()) return;  // known from elsewhere, or found (and announced) by this thread
+  {
+    std::lock_guard<std::mutex> lock(verdictMutex_);
+    if (published_ || announcePending_) return;
+    announcePending_ = true;
+    pendingCode_ = code;
+    pendingMessage_ = message;
+  }
+  {
+    std::lock_guard<std::mutex> lock(wakeMutex_);
+    announceRequested_.store(true);
+  }
+  wake_.notify_all();
+}
+
+bool ProgressBeacon::awaitVerdict(std::chrono::milliseconds bound) const {
+  {
+    std::lock_guard<std::mutex> lock(wakeMutex_);
+    announceRequested_.store(true);  // run a round now: read the peers' announcements
+  }
+  wake_.notify_all();
+  const auto deadline = Clock::now() + bound;
+  while (!failed() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return failed();
+}
+
+void ProgressBeacon::flushAnnouncement() {
+  announceRequested_.store(false);
+  ErrorCode code;
+  std::string message;
+  {
+    std::lock_guard<std::mutex> lock(verdictMutex_);
+    if (!announcePending_) return;
+    announcePending_ = false;
+    code = pendingCode_;
+    message = std::move(pendingMessage_);
+  }
   announce(code, message);
 }
 

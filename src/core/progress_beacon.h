@@ -71,6 +71,7 @@ class ProgressBeacon : public algo::ExecMonitor {
   bool failed() const override { return failed_.load(std::memory_order_acquire); }
   [[noreturn]] void raise(const algo::CollectiveDesc& desc) const override;
   std::string laggards(const algo::CollectiveDesc& desc) const override;
+  bool awaitVerdict(std::chrono::milliseconds bound) const override;
   // Every peer's beacon as read now, one line each (for the failure dump).
   std::string peersText() const;
   std::string who(int rank) const;  // "rank 3 (host)"
@@ -83,6 +84,7 @@ class ProgressBeacon : public algo::ExecMonitor {
   void checkPeer(int peer, const PeerProgress& p, uint64_t seq, const std::string* mine);
   void setVerdict(ErrorCode code, const std::string& message, bool announce);
   void announce(ErrorCode code, const std::string& message);  // store writes, at most once
+  void flushAnnouncement();  // monitor thread: performs a pending publishFailure()
   PeerProgress read(int peer) const;
   std::string key(const std::string& what) const { return prefix_ + "/" + what; }
 
@@ -102,6 +104,10 @@ class ProgressBeacon : public algo::ExecMonitor {
   ErrorCode verdictCode_ = ErrorCode::kInternal;
   std::string verdictMessage_;
   bool published_ = false;
+  bool announcePending_ = false;  // publishFailure() left the store writes to the monitor thread
+  mutable std::atomic<bool> announceRequested_{false};  // wakes the monitor thread early
+  ErrorCode pendingCode_ = ErrorCode::kInternal;
+  std::string pendingMessage_;
 
   // Monitor thread only.
   uint64_t heartbeat_ = 0;
@@ -111,8 +117,8 @@ class ProgressBeacon : public algo::ExecMonitor {
   std::vector<uint64_t> lastHeartbeat_;
   std::vector<std::chrono::steady_clock::time_point> heartbeatChanged_;
 
-  std::mutex wakeMutex_;
-  std::condition_variable wake_;
+  mutable std::mutex wakeMutex_;
+  mutable std::condition_variable wake_;
   bool stop_ = false;
   std::thread thread_;
 };

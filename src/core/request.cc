@@ -12,7 +12,8 @@ Request::Request(std::shared_ptr<core::RequestState> state) : state_(std::move(s
 
 bool Request::completed() const { return state_->done(); }
 
-std::exception_ptr Request::error() const { return state_->done() ? state_->error() : nullptr; }
+// The error is stored before completion callbacks run (and before done()), so a callback sees it.
+std::exception_ptr Request::error() const { return state_->error(); }
 
 uint64_t Request::sequence() const { return state_->desc.seq; }
 

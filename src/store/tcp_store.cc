@@ -78,9 +78,12 @@ class TcpStore : public Store {
                       std::to_string(key.size()) + " B or value of " +
                       std::to_string(value.size()) + " B exceeds the protocol limits");
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    // Every step, the wait for another thread's request included, ends by `deadline`: a store
+    // host that became unreachable must not hold a failing collective far past its own bound.
+    std::unique_lock<std::timed_mutex> lock(mu_, deadline);
     std::string what = where() + ": " + name + "('" + key + "')";
-    if (fd_ < 0) fd_ = connectWithRetry(host_, port_, Clock::now() + connectTimeout_);
+    if (!lock.owns_lock()) throw Error(ErrorCode::kStore, what + ": store busy past the deadline");
+    if (fd_ < 0) fd_ = connectWithRetry(host_, port_, std::min(Clock::now() + connectTimeout_, deadline));
     try {
       char header[kReplyHeader];
       bool ok = sendAll(fd_, encodeRequest(op, key, value, arg), deadline, what) &&
@@ -103,7 +106,7 @@ class TcpStore : public Store {
   int port_;
   std::chrono::milliseconds connectTimeout_;
   std::unique_ptr<TcpStoreServer> server_;
-  std::mutex mu_;
+  std::timed_mutex mu_;
   int fd_ = -1;
 };
 

@@ -1,7 +1,7 @@
 // Provider facts (libfabric 1.17, checked with fi_info and the mp tests; see docs in the report):
 //  - shm: mem_tag_format 0xaaaaaaaaaaaaaaaa (64 usable bits), inject_size 4096, tx/rx size 1024,
 //    mr_mode FI_MR_VIRT_ADDR (RMA only: tagged host buffers need no registration), addresses are
-//    strings "fi_shm://<pid>". More than 1024 posted receives: fi_trecv fails with -FI_ENOMEM
+//    strings "fi_shm://<name>" (we name each endpoint uniquely: see bindAddress). More than 1024 posted receives: fi_trecv fails with -FI_ENOMEM
 //    (not EAGAIN); posted receives and unexpected messages share that pool, and when it is empty shm
 //    stops reading its queue (deadlock). Truncation comes as err = -FI_ETRUNC (negative!) with
 //    len = olen = 0; truncating a message > 4096 B (CMA/SAR protocol) hangs inside fi_cq_read. It never reports a dead peer: sends to it are copied into its
@@ -19,9 +19,13 @@
 #include "transport/ofi/provider_profile.h"
 
 #include <rdma/fi_errno.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <random>
 
 #include "smddp/error.h"
 
@@ -91,6 +95,17 @@ InfoPtr makeHints(const ProviderProfile& profile) {
 }
 
 std::string bindAddress(const ProviderProfile& profile, const Config& config, bool sameHost) {
+  if (profile.name == "shm") {
+    // shm names its shared-memory region after the endpoint's source name, by default the pid.
+    // A rank killed with SIGKILL leaves its region in /dev/shm, and a later process given the
+    // same pid then fails fi_enable with EBUSY: name every endpoint uniquely instead.
+    static std::atomic<uint64_t> counter{0};
+    std::random_device entropy;
+    char name[64];
+    std::snprintf(name, sizeof(name), "smddp-%d-%llu-%08x", static_cast<int>(getpid()),
+                  static_cast<unsigned long long>(counter.fetch_add(1)), entropy());
+    return name;
+  }
   if (!profile.bindsIp) return "";
   if (!config.fabricAddr.empty()) return config.fabricAddr;
   // Every rank on this host: loopback keeps the traffic off the network (and tests on 127.0.0.1).

@@ -35,8 +35,8 @@ std::string chooseProvider(const Config& config, const std::string& providerOver
 // per-message fi_context2, and the profile's mr_mode.
 InfoPtr makeHints(const ProviderProfile& profile);
 
-// The IP address the tcp provider binds to ("" = libfabric's choice), per SMDDP_FABRIC_ADDR and
-// topology.
+// shm: a unique endpoint name. tcp: the IP address it binds to ("" = libfabric's choice), per
+// SMDDP_FABRIC_ADDR and the topology.
 std::string bindAddress(const ProviderProfile& profile, const Config& config, bool sameHost);
 
 // Tag bits the provider leaves to us (from ep_attr->mem_tag_format).
