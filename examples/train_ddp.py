@@ -4,15 +4,27 @@ learnable data; rank 0 prints the loss and throughput of every epoch.
     torchrun --standalone --nproc_per_node=4 --redirects 1 --tee 1 examples/train_ddp.py
     torchrun ... examples/train_ddp.py --backend gloo --epochs 5 --steps 20 --batch 32
 
+Elastic runs (torchrun --max_restarts / --nnodes=MIN:MAX): with --checkpoint PATH rank 0 saves the
+model, the optimizer and the epoch to PATH (atomically) after every epoch, and every rank resumes
+from it at start when it exists; PATH must be on storage every node sees. At the end rank 0 prints
+a sha256 of the final parameters and buffers, so runs can be compared bit for bit. For fault
+tests, --fail-once-at-epoch K --fail-marker FILE makes rank --fail-rank (1) exit(1) in the middle
+of epoch K unless FILE exists (it creates FILE first), i.e. once per job.
+
 On torch 1.13 + Python 3.11 torchrun needs --redirects/--tee set to 1 or 2: with 0 (the default)
 or 3 its Std.from_str returns None (Python 3.11's IntFlag iteration skips NONE and ALL) and the
 agent crashes with "'NoneType' object has no attribute 'get'". Newer torch needs neither flag.
-Invariant: the data and the initial weights depend only on --seed (and the rank for the data
-shard), so runs are repeatable and the smddp and gloo runs are comparable.
+Invariant: the initial weights depend only on --seed and each batch only on (seed, epoch, step,
+rank), never on how many batches were drawn before, so runs are repeatable, the smddp and gloo
+runs are comparable, and a run resumed from a checkpoint ends bit-identical to an uninterrupted one
+(same world size).
 """
 import argparse
+import hashlib
 import os
+import sys
 import time
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -53,12 +65,14 @@ class SyntheticImages:
     def __init__(self, seed, rank, classes=10, size=16):
         g = torch.Generator().manual_seed(seed)
         self.templates = torch.randn(classes, 3, size, size, generator=g)
-        self.gen = torch.Generator().manual_seed(seed * 1000 + rank + 1)
-        self.classes = classes
+        self.seed, self.rank, self.classes = seed, rank, classes
 
-    def batch(self, n):
-        labels = torch.randint(0, self.classes, (n,), generator=self.gen)
-        noise = torch.randn(n, *self.templates.shape[1:], generator=self.gen)
+    def batch(self, epoch, step, n):
+        # A fresh generator per (seed, epoch, step, rank): resuming at any epoch sees the same data.
+        key = (((self.seed * 1_000_003 + epoch) * 1_000_003 + step) * 1_009 + self.rank + 1)
+        gen = torch.Generator().manual_seed(key % (1 << 62))
+        labels = torch.randint(0, self.classes, (n,), generator=gen)
+        noise = torch.randn(n, *self.templates.shape[1:], generator=gen)
         return self.templates[labels] * 0.5 + noise, labels
 
 
@@ -70,7 +84,54 @@ def parse_args():
     p.add_argument("--batch", type=int, default=32, help="per-rank batch size")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
-    return p.parse_args()
+    p.add_argument("--timeout", type=float, default=None,
+                   help="process group timeout in seconds (default: torch's)")
+    p.add_argument("--checkpoint", default=None,
+                   help="save after every epoch (rank 0) and resume from this file when present")
+    p.add_argument("--fail-once-at-epoch", type=int, default=None, metavar="K",
+                   help="fault injection: rank --fail-rank exits(1) mid epoch K (1-based) once")
+    p.add_argument("--fail-marker", default=None,
+                   help="file marking that the injected failure already happened")
+    p.add_argument("--fail-rank", type=int, default=1)
+    args = p.parse_args()
+    if args.fail_once_at_epoch is not None and not args.fail_marker:
+        p.error("--fail-once-at-epoch needs --fail-marker")
+    return args
+
+
+def save_checkpoint(path, model, opt, epochs_done):
+    state = {"epoch": epochs_done, "model": model.state_dict(), "optimizer": opt.state_dict()}
+    tmp = f"{path}.tmp.{os.getpid()}"
+    torch.save(state, tmp)
+    os.replace(tmp, path)  # atomic: a restart never sees half a checkpoint
+
+
+def load_checkpoint(path, model, opt):
+    """Restores model and optimizer from `path` if it exists; returns the epochs already done."""
+    if not path or not os.path.exists(path):
+        return 0
+    state = torch.load(path, map_location="cpu")
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["optimizer"])
+    return int(state["epoch"])
+
+
+def maybe_fail(args, rank, epoch, step):
+    if (args.fail_once_at_epoch != epoch + 1 or rank != args.fail_rank
+            or step != args.steps // 2 or os.path.exists(args.fail_marker)):
+        return
+    open(args.fail_marker, "w").close()
+    print(f"rank {rank}: injected failure at epoch {epoch + 1} step {step}", file=sys.stderr,
+          flush=True)
+    os._exit(1)
+
+
+def state_sha256(module):
+    h = hashlib.sha256()
+    for name, tensor in sorted(module.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().contiguous().numpy().tobytes())
+    return h.hexdigest()
 
 
 def main():
@@ -78,21 +139,30 @@ def main():
     if args.backend == "smddp":
         import torch_smddp  # noqa: F401  (registers the backend)
     torch.set_num_threads(1)  # several ranks share the host's cores
-    dist.init_process_group(backend=args.backend)
+    kwargs = {} if args.timeout is None else {"timeout": timedelta(seconds=args.timeout)}
+    dist.init_process_group(backend=args.backend, **kwargs)
     rank, world = dist.get_rank(), dist.get_world_size()
 
     torch.manual_seed(args.seed)
-    model = DDP(SmallResNet())
-    opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    net = SmallResNet()
+    opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=0.9)
+    first = load_checkpoint(args.checkpoint, net, opt)  # before DDP: it broadcasts rank 0's state
+    model = DDP(net)
     data = SyntheticImages(args.seed, rank)
     if rank == 0:
         print(f"backend={args.backend} world={world} epochs={args.epochs} steps={args.steps} "
               f"batch={args.batch}/rank", flush=True)
+        if first:
+            restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+            print(f"resumed from {args.checkpoint} after epoch {first} (restart {restart})",
+                  flush=True)
 
-    for epoch in range(args.epochs):
+    for epoch in range(first, args.epochs):
         start, total = time.perf_counter(), torch.zeros(1)
-        for _ in range(args.steps):
-            x, y = data.batch(args.batch)
+        for step in range(args.steps):
+            if args.fail_once_at_epoch is not None:
+                maybe_fail(args, rank, epoch, step)
+            x, y = data.batch(epoch, step, args.batch)
             loss = F.cross_entropy(model(x), y)
             opt.zero_grad()
             loss.backward()
@@ -105,6 +175,10 @@ def main():
             rate = world * args.steps * args.batch / elapsed
             print(f"epoch {epoch + 1}/{args.epochs} loss {mean:.4f} samples/s {rate:.1f}",
                   flush=True)
+            if args.checkpoint:
+                save_checkpoint(args.checkpoint, net, opt, epoch + 1)
+    if rank == 0:
+        print(f"final state sha256 {state_sha256(net)}", flush=True)
     dist.destroy_process_group()
 
 

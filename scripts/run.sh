@@ -13,7 +13,8 @@ PY=/usr/bin/python3   # Debian's interpreter: it sees python3-torch
 
 PACKAGES=(build-essential cmake pkg-config libfabric-dev libfabric-bin libgtest-dev libgmock-dev
           libbenchmark-dev pybind11-dev python3-pytest python3-torch libtorch-dev python3-venv
-          python3-pip openmpi-bin libopenmpi-dev python3-matplotlib iproute2 iptables)
+          python3-pip openmpi-bin libopenmpi-dev python3-matplotlib iproute2 iptables
+          etcd-server etcd-client python3-etcd)
 
 install_packages() {
   local missing=()

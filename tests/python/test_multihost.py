@@ -1,0 +1,174 @@
+"""The engine across two "hosts" (network namespaces nodea/nodeb made by tests/netns/hosts.sh),
+2 ranks each, over tcp;ofi_rxm, driven through the C++ perf tools (no torch):
+
+- every collective (all_reduce, broadcast from every root, all_gather, barrier) is correct:
+  exit 0 and #wrong 0 on every row;
+- cutting nodeb's link in the middle of a long all_reduce run with SMDDP_TIMEOUT_MS=5000 makes
+  every rank exit non-zero (nodea, the surviving side, within a few timeouts; nodeb, cut off
+  from the store too, within 90 s) with a timeout error
+  naming the peers it did not hear from (on each side at least one rank names a peer across the
+  cut); nothing hangs.
+
+Invariant: bounded (every process has a deadline, its whole process group is killed past it) and
+clean (the namespaces are deleted in a finally, also on failure). Skips when not root or when
+`ip`/`unshare` or the perf tools are missing.
+"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HOSTS_SH = os.path.join(REPO, "tests", "netns", "hosts.sh")
+BENCH = os.path.join(REPO, os.environ.get("BUILD_DIR", "build"), "bench")
+ADDR = {"a": "192.0.2.101", "b": "192.0.2.102"}
+HOST_OF_RANK = ["a", "a", "b", "b"]  # 2 hosts x 2 ranks
+
+
+def _skip_reason():
+    if os.geteuid() != 0:
+        return "needs root (ip netns)"
+    for tool in ("ip", "unshare"):
+        if shutil.which(tool) is None:
+            return f"needs '{tool}' (apt-get install iproute2 util-linux)"
+    if not os.path.exists(os.path.join(BENCH, "all_reduce_perf")):
+        return f"perf tools not built in {BENCH}"
+    return None
+
+
+pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+
+
+@pytest.fixture
+def hosts():
+    tag = f"mh{os.getpid() % 100000}"
+    try:
+        subprocess.run([HOSTS_SH, "up", tag], check=True, timeout=30, capture_output=True)
+        yield tag
+    finally:
+        subprocess.run([HOSTS_SH, "down", tag], timeout=60, capture_output=True)
+
+
+def _kill_group(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def start_ranks(tag, tool, args, port, tmp_path, timeout_ms):
+    """Starts 4 ranks of `tool` (2 per host); returns [(proc, log_path)]."""
+    ranks = []
+    for rank, host in enumerate(HOST_OF_RANK):
+        env = dict(os.environ, SMDDP_RANK=str(rank), SMDDP_WORLD_SIZE="4",
+                   SMDDP_STORE=f"tcp:{ADDR['a']}:{port}", SMDDP_FABRIC_ADDR=ADDR[host],
+                   SMDDP_TIMEOUT_MS=str(timeout_ms), SMDDP_DEBUG="WARN")
+        log = tmp_path / f"{tool}.rank{rank}.log"
+        with open(log, "w") as out:
+            proc = subprocess.Popen([HOSTS_SH, "exec", tag, host, os.path.join(BENCH, tool)] + args,
+                                    env=env, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+        ranks.append((proc, log))
+    return ranks
+
+
+def wait_all(ranks, deadline):
+    """Waits for every rank until `deadline` (monotonic); kills the stragglers. -> exit codes."""
+    codes = []
+    for proc, _ in ranks:
+        try:
+            codes.append(proc.wait(timeout=max(0.1, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            codes.append(None)
+    for proc, _ in ranks:
+        _kill_group(proc)
+        proc.wait(5)
+    return codes
+
+
+def logs(ranks):
+    return {r: open(log).read() for r, (_, log) in enumerate(ranks)}
+
+
+def wrong_counts(text):
+    """#wrong of every data row (out-of-place and in-place columns) of a perf tool's output."""
+    counts = []
+    for line in text.splitlines():
+        fields = line.split()
+        if line.startswith("#") or len(fields) < 13 or not fields[0].isdigit():
+            continue
+        counts += [int(fields[8]), int(fields[12])]
+    return counts
+
+
+TOOLS = [
+    ("all_reduce_perf", ["-o", "all", "-d", "float"]),
+    ("broadcast_perf", ["-r", "-1"]),
+    ("all_gather_perf", []),
+    ("barrier_perf", []),
+]
+
+
+def test_collectives_across_two_hosts(hosts, tmp_path):
+    base_port = 29700 + os.getpid() % 200
+    for i, (tool, extra) in enumerate(TOOLS):
+        args = ["-b", "8", "-e", "1M", "-f", "64", "-n", "2", "-w", "1", "-c", "1"] + extra
+        ranks = start_ranks(hosts, tool, args, base_port + i, tmp_path, timeout_ms=20000)
+        codes = wait_all(ranks, time.monotonic() + 60)
+        out = logs(ranks)
+        for r, code in enumerate(codes):
+            assert code == 0, f"{tool} rank {r} on node{HOST_OF_RANK[r]}: exit {code}\n{out[r][-3000:]}"
+        assert "provider: tcp;ofi_rxm" in out[0], out[0][-3000:]
+        assert "on nodeb" in out[0], out[0][-3000:]
+        counts = wrong_counts(out[0])
+        if tool != "barrier_perf":
+            assert counts and set(counts) == {0}, f"{tool}: #wrong {counts}\n{out[0]}"
+            assert "Out of bounds values : 0 OK" in out[0], out[0]
+
+
+def test_link_cut_fails_every_rank_in_bounded_time(hosts, tmp_path):
+    timeout_ms = 5000
+    # -z 1: one collective at a time, as a training loop does; far more iterations than fit.
+    args = ["-b", "64K", "-e", "64K", "-n", "1000000", "-w", "1", "-c", "0", "-z", "1"]
+    ranks = start_ranks(hosts, "all_reduce_perf", args, 29690, tmp_path, timeout_ms)
+    try:
+        deadline = time.monotonic() + 30
+        while "#       size" not in open(ranks[0][1]).read():  # the header: rendezvous is done
+            assert time.monotonic() < deadline, f"no start:\n{logs(ranks)}"
+            assert all(p.poll() is None for p, _ in ranks), f"a rank exited early:\n{logs(ranks)}"
+            time.sleep(0.2)
+        time.sleep(1.0)
+        assert all(p.poll() is None for p, _ in ranks), f"a rank exited early:\n{logs(ranks)}"
+        cut = time.monotonic()
+        subprocess.run([HOSTS_SH, "link", hosts, "b", "down"], check=True, timeout=10)
+        # The surviving side (nodea, which also serves the store) must fail within a few
+        # timeouts. The cut-off side (nodeb) can only fail after its store calls to nodea time
+        # out too (the engine announces failures and reads beacons through the store): seen
+        # ~60 s; bounded more loosely.
+        codes = wait_all(ranks[:2], cut + 6 * timeout_ms / 1000)
+        took = time.monotonic() - cut
+        codes += wait_all(ranks[2:], cut + 90)
+        took_b = time.monotonic() - cut
+    finally:
+        for proc, _ in ranks:
+            _kill_group(proc)
+    out = logs(ranks)
+    last_error = {}
+    for r, code in enumerate(codes):
+        assert code is not None, (f"rank {r} still running {took if r < 2 else took_b:.0f} s "
+                                  f"after the cut:\n{out[r][-2000:]}")
+        assert code != 0, f"rank {r} exited 0 after the link was cut:\n{out[r][-2000:]}"
+        errors = [l for l in out[r].splitlines() if "error:" in l]
+        assert errors, f"rank {r}: no error line:\n{out[r][-2000:]}"
+        last_error[r] = errors[-1]
+        assert f"timed out after {timeout_ms} ms" in errors[-1] and re.search(
+            r"rank \d+ \(node[ab]\)", errors[-1]), f"rank {r}: unexpected error: {errors[-1]}"
+    # A rank blocked on a same-host peer that is itself stuck names that (healthy) peer: only the
+    # ranks whose own partner is across the cut name it. At least one rank per side must.
+    for host, other in (("a", "nodeb"), ("b", "nodea")):
+        named = [r for r in last_error if HOST_OF_RANK[r] == host and f"({other})" in last_error[r]]
+        assert named, f"no rank on node{host} names a peer on {other}: {last_error}"
