@@ -113,7 +113,7 @@ Config Config::fromMap(const std::map<std::string, std::string>& env) {
   }
   if (c.timeoutMs <= 0) bad("SMDDP_TIMEOUT_MS", std::to_string(c.timeoutMs), "a positive count");
   if (c.segmentBytes < 64) bad("SMDDP_SEGMENT_BYTES", std::to_string(c.segmentBytes), "at least 64");
-  if (c.spinUs < 0) bad("SMDDP_SPIN_US", std::to_string(c.spinUs), "a count >= 0");
+  if (c.spinUs < -1) bad("SMDDP_SPIN_US", std::to_string(c.spinUs), "a count >= 0, or -1 (auto)");
   return c;
 }
 

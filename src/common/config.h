@@ -33,9 +33,9 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
   X(segmentBytes, "SMDDP_SEGMENT_BYTES", Bytes, 1048576,                                         \
     "Pipelining segment size of the bandwidth algorithms (ring, chain), in bytes (K/M/G "       \
     "suffixes accepted).")                                                                       \
-  X(spinUs, "SMDDP_SPIN_US", Int, 20,                                                            \
+  X(spinUs, "SMDDP_SPIN_US", Int, -1,                                                            \
     "How long a waiting rank busy-polls before it starts yielding the core, in microseconds. "  \
-    "Keep it small when ranks outnumber cores.")                                                 \
+    "-1 (auto): 20, or 0 when this host runs more ranks than it has cores.")                     \
   X(debug, "SMDDP_DEBUG", Level, "WARN",                                                         \
     "Log level: NONE, WARN, INFO (version, provider, layout, algorithm choices) or TRACE.")      \
   X(store, "SMDDP_STORE", String, "",                                                            \

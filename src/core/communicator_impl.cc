@@ -4,6 +4,7 @@
 #include "core/communicator_impl.h"
 
 #include <cstring>
+#include <thread>
 
 #include "common/logging.h"
 #include "reduce/reducer.h"
@@ -13,6 +14,12 @@
 namespace smddp::core {
 
 using Clock = std::chrono::steady_clock;
+
+int64_t spinForHost(int ranksOnHost, unsigned cores) {
+  // Measured with 4 ranks on 2 cores: 8 B - 4 KiB all_reduce 37-56 us without spinning, 65-90 us
+  // with 20 us of spinning; with a core per rank, spinning keeps small collectives at 1-3 us.
+  return cores > 0 && ranksOnHost > static_cast<int>(cores) ? 0 : 20;
+}
 
 Settings resolveSettings(const Options& options, const Config& config) {
   Settings s;
@@ -44,6 +51,15 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   for (const auto& p : transport_->peers()) hosts.insert(p.host);
   topology_.ranks = size_;
   topology_.hosts = hosts.empty() ? 1 : static_cast<int>(hosts.size());
+  if (settings_.spinUs < 0) {
+    const auto& peers = transport_->peers();
+    const std::string& me = static_cast<size_t>(rank_) < peers.size() ? peers[rank_].host : "";
+    int local = 0;
+    for (const auto& p : peers) local += p.host == me ? 1 : 0;
+    settings_.spinUs = spinForHost(local, std::thread::hardware_concurrency());
+    SMDDP_INFO(rank_, local << " rank(s) on this host with " << std::thread::hardware_concurrency()
+                            << " core(s): waiters spin " << settings_.spinUs << " us");
+  }
   if (rank_ == 0) {
     SMDDP_INFO(rank_, "smddp " << versionString() << ": " << size_ << " ranks on "
                                << topology_.hosts << " host(s), transport " << transport_->name()

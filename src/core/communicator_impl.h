@@ -24,11 +24,15 @@ namespace smddp::core {
 struct Settings {
   std::chrono::milliseconds timeout{300000};
   size_t segmentBytes = 1048576;
-  int64_t spinUs = 20;
+  int64_t spinUs = -1;  // -1: automatic (see spinForHost)
   algo::AlgorithmOverrides overrides;
   WatchSettings watch;  // beacon, heartbeat, mismatch check, dump (collective_watch.h)
 };
 Settings resolveSettings(const Options& options, const Config& config);
+
+// The busy-poll budget for SMDDP_SPIN_US=-1: spinning only pays when every rank of this host has
+// a core; oversubscribed, it burns the time slice of the very peer being waited for.
+int64_t spinForHost(int ranksOnHost, unsigned cores);
 
 class CommunicatorImpl {
  public:

@@ -122,3 +122,17 @@ INSTANTIATE_TEST_SUITE_P(Ranks, CoreApi, ::testing::Values(1, 2, 3, 5, 8));
 
 }  // namespace
 }  // namespace smddp
+
+namespace smddp {
+namespace {
+
+TEST(CoreSettings, SpinIsOffOnlyWhenRanksOutnumberCores) {
+  EXPECT_EQ(core::spinForHost(2, 2), 20);
+  EXPECT_EQ(core::spinForHost(1, 64), 20);
+  EXPECT_EQ(core::spinForHost(3, 2), 0);
+  EXPECT_EQ(core::spinForHost(16, 8), 0);
+  EXPECT_EQ(core::spinForHost(4, 0), 20) << "unknown core count: keep the default";
+}
+
+}  // namespace
+}  // namespace smddp

@@ -52,7 +52,7 @@ TEST(Config, LauncherRanksAreUsedWhenSmddpOnesAreAbsent) {
 TEST(Config, BadValuesNameTheVariable) {
   for (auto [name, value] : {std::pair{"SMDDP_TIMEOUT_MS", "soon"}, std::pair{"SMDDP_TIMEOUT_MS", "0"},
                              std::pair{"SMDDP_SEGMENT_BYTES", "12Q"}, std::pair{"SMDDP_SEGMENT_BYTES", "8"},
-                             std::pair{"SMDDP_DEBUG", "LOUD"}, std::pair{"SMDDP_SPIN_US", "-1"}}) {
+                             std::pair{"SMDDP_DEBUG", "LOUD"}, std::pair{"SMDDP_SPIN_US", "-2"}}) {
     try {
       Config::fromMap({{name, value}});
       ADD_FAILURE() << name << "=" << value << " was accepted";
