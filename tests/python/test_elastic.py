@@ -159,7 +159,9 @@ def test_node_killed_agent_continues_alone(tmp_path):
             cmd = [HOSTS_SH, "exec", tag, host] + TORCHRUN + [
                 "--nnodes=1:2", "--nproc_per_node=1", "--max_restarts=3",
                 "--rdzv_backend=c10d", f"--rdzv_endpoint={addr['a']}:29400",
-                f"--rdzv_id=nk{os.getpid()}", "--rdzv_conf", "last_call_timeout=1",
+                # 5 s, not 1: both agents must make the first round (world 2) even when the
+                # second one starts late on a loaded machine (seen in CI: nodea ran alone).
+                f"--rdzv_id=nk{os.getpid()}", "--rdzv_conf", "last_call_timeout=5",
                 TRAIN, "--epochs", "8", "--steps", "30", "--batch", "16",
                 "--checkpoint", str(tmp_path / "ckpt.pt"), "--timeout", "10"]
             log = tmp_path / f"node{host}.log"
