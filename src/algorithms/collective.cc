@@ -42,7 +42,7 @@ std::string CollectiveDesc::describe() const {
        formatBytes(count * dataTypeSize(dtype));
   if (kind == CollectiveKind::kAllReduce) s += ", " + std::string(toString(op));
   if (kind == CollectiveKind::kBroadcast) s += ", root " + std::to_string(root);
-  if (!algorithm.empty()) s += ", " + algorithm;
+  if (algorithm != nullptr) s += std::string(", ") + algorithm;
   return s + ")";
 }
 

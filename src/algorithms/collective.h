@@ -37,7 +37,7 @@ struct CollectiveDesc {
   size_t count = 0;
   ReduceOp op = ReduceOp::kSum;
   int root = -1;
-  std::string algorithm;
+  const char* algorithm = nullptr;  // the registry's static name; nullptr when run locally
   // Hash of (kind, dtype, count, op, root, algorithm) that goes into the tags (core/mismatch.h);
   // 0 when mismatch checks are off.
   uint16_t signature = 0;

@@ -31,8 +31,8 @@ CollectiveWatch::CollectiveWatch(std::shared_ptr<Store> store, const std::string
                                              recorder_, bs);
 }
 
-uint16_t CollectiveWatch::posted(const algo::CollectiveDesc& desc, const char* algorithm) {
-  const Signature sig = Signature::of(desc, algorithm);
+uint16_t CollectiveWatch::posted(const algo::CollectiveDesc& desc) {
+  const Signature sig = Signature::of(desc);
   recorder_.posted(desc.seq, sig);
   if (beacon_) beacon_->noteCalled(desc.seq);
   return settings_.checkMismatch ? signatureHash(sig) : 0;

@@ -36,7 +36,7 @@ class CollectiveWatch {
                   const std::vector<transport::PeerInfo>& peers, const WatchSettings& settings);
 
   // Caller's thread, in sequence order: records the call; returns the tag signature hash.
-  uint16_t posted(const algo::CollectiveDesc& desc, const char* algorithm);
+  uint16_t posted(const algo::CollectiveDesc& desc);
   // Engine: the collective starts. Throws a failure already learnt from the peers.
   void started(const algo::CollectiveDesc& desc);
   // Engine: the collective ended (error == nullptr: success). A failure this rank found itself

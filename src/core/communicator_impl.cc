@@ -98,7 +98,7 @@ Request CommunicatorImpl::post(algo::CollectiveArgs args) {
     std::lock_guard<std::mutex> lock(stateMutex_);
     state->desc.seq = nextSeq_++;
     state->desc.signature =
-        watch_->posted(state->desc, state->algorithm ? state->algorithm->name : nullptr);
+        watch_->posted(state->desc);
   }
   engine_->submit(state);
   return Request(state);
@@ -189,7 +189,7 @@ std::string CommunicatorImpl::brokenReason() const {
 void CommunicatorImpl::abort() {
   aborted_.store(true);
   markBroken("smddp: rank " + std::to_string(rank_) + ": communicator aborted by the application");
-  engine_->notifyAll();
+  engine_->announce();
 }
 
 }  // namespace smddp::core

@@ -69,8 +69,6 @@ void Engine::announce() {
   cv_.notify_all();
 }
 
-void Engine::notifyAll() { announce(); }
-
 bool Engine::mayDrive(std::chrono::steady_clock::time_point deadline) const {
   return deadline - std::chrono::steady_clock::now() >= collectiveTimeout_;
 }

@@ -30,13 +30,12 @@ class Engine : public std::enable_shared_from_this<Engine> {
   void submit(std::shared_ptr<RequestState> request);
   // Blocks until request is done or deadline passes; returns request->done().
   bool waitFor(RequestState& request, std::chrono::steady_clock::time_point deadline);
-  // Wakes every waiter (after a state change such as abort).
-  void notifyAll();
   size_t pending() const;
   // Runs what is queued (bounded by each request's own deadline), then joins the engine thread.
   void stop();
 
-  // Completion is announced through the engine so that waiters can sleep on one condition.
+  // Wakes every waiter: after a completion (waiters sleep on one condition) or a state change such
+  // as abort.
   void announce();
 
  private:

@@ -50,18 +50,27 @@ bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
   return aBytes > 0 && bBytes > 0 && x < y + bBytes && y < x + aBytes;
 }
 
-}  // namespace
-
-algo::CollectiveArgs checkAllReduce(const CallSite& at, const Buffer& send, const Buffer& recv,
-                                    ReduceOp op) {
-  const auto kind = CollectiveKind::kAllReduce;
+// One input and one output of the same shape: in place (same pointer) or disjoint.
+void checkSendRecvPair(const CallSite& at, CollectiveKind kind, const Buffer& send,
+                       const Buffer& recv) {
   checkBuffer(at, kind, "send", send);
-  checkBuffer(at, kind, "recv", recv);
   checkSameType(at, kind, send, recv);
   if (send.count != recv.count) {
     fail(at, kind, ErrorCode::kInvalidArgument,
          describe("send", send) + " and " + describe("recv", recv) + " differ in size");
   }
+  if (send.data != recv.data && overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
+    fail(at, kind, ErrorCode::kInvalidArgument, "send and recv overlap without being the same buffer");
+  }
+}
+
+}  // namespace
+
+algo::CollectiveArgs checkAllReduce(const CallSite& at, const Buffer& send, const Buffer& recv,
+                                    ReduceOp op) {
+  const auto kind = CollectiveKind::kAllReduce;
+  checkSendRecvPair(at, kind, send, recv);
+  checkBuffer(at, kind, "recv", recv);
   if (static_cast<int>(op) >= kNumReduceOps) {
     fail(at, kind, ErrorCode::kInvalidArgument, "invalid reduction op");
   }
@@ -69,9 +78,6 @@ algo::CollectiveArgs checkAllReduce(const CallSite& at, const Buffer& send, cons
     fail(at, kind, ErrorCode::kUnsupported,
          std::string("op ") + toString(op) + " is not supported for " + toString(send.dtype) +
              (op == ReduceOp::kAvg ? " (avg needs a floating-point type)" : ""));
-  }
-  if (send.data != recv.data && overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
-    fail(at, kind, ErrorCode::kInvalidArgument, "send and recv overlap without being the same buffer");
   }
   algo::CollectiveArgs args;
   args.kind = kind;
@@ -91,17 +97,7 @@ algo::CollectiveArgs checkBroadcast(const CallSite& at, const Buffer& send, cons
          "root " + std::to_string(root) + " is out of range [0, " + std::to_string(at.size) + ")");
   }
   checkBuffer(at, kind, "recv", recv);
-  if (at.rank == root) {
-    checkBuffer(at, kind, "send", send);
-    checkSameType(at, kind, send, recv);
-    if (send.count != recv.count) {
-      fail(at, kind, ErrorCode::kInvalidArgument,
-           describe("send", send) + " and " + describe("recv", recv) + " differ in size");
-    }
-    if (send.data != recv.data && overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
-      fail(at, kind, ErrorCode::kInvalidArgument, "send and recv overlap without being the same buffer");
-    }
-  }
+  if (at.rank == root) checkSendRecvPair(at, kind, send, recv);
   algo::CollectiveArgs args;
   args.kind = kind;
   args.send = at.rank == root ? send.data : recv.data;

@@ -24,6 +24,7 @@
 #endif
 
 #include "reduce/convert.h"
+#include "reduce/element_ops.h"
 #include "reduce/kernel_table.h"
 
 #if defined(__clang__)
@@ -36,48 +37,6 @@
 
 namespace smddp::reduce {
 namespace {
-
-struct SumOp {
-  template <class C>
-  static C apply(C a, C b) {
-    if constexpr (std::is_integral_v<C>) {
-      using U = std::make_unsigned_t<C>;
-      return C(U(U(a) + U(b)));
-    } else {
-      return a + b;
-    }
-  }
-};
-
-struct ProdOp {
-  template <class C>
-  static C apply(C a, C b) {
-    if constexpr (std::is_integral_v<C>) {
-      // Promote narrow types to unsigned int, not int: uint16 * uint16 in int could overflow.
-      using U =
-          std::conditional_t<(sizeof(C) < sizeof(unsigned)), unsigned, std::make_unsigned_t<C>>;
-      return C(
-          std::make_unsigned_t<C>(U(std::make_unsigned_t<C>(a)) * U(std::make_unsigned_t<C>(b))));
-    } else {
-      return a * b;
-    }
-  }
-};
-
-struct MinOp {
-  template <class C>
-  static C apply(C a, C b) {
-    // a != a: a is NaN (never, for integers). A NaN b fails a < b, so b is picked.
-    return (a < b || a != a) ? a : b;
-  }
-};
-
-struct MaxOp {
-  template <class C>
-  static C apply(C a, C b) {
-    return (a > b || a != a) ? a : b;
-  }
-};
 
 // Storage types. Native types compute as themselves; Half and BFloat16 compute in float32.
 struct Half {

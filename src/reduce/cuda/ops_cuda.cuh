@@ -1,6 +1,6 @@
-// Device-side element operations for the CUDA reduction kernels: the four reduce ops and the
-// storage <-> compute conversions. They mirror src/reduce/kernels.h expression for expression,
-// which is what makes the GPU results equal the CPU reducer's.
+// Device-side element operations for the CUDA reduction kernels: the CPU reducer's four reduce
+// ops (shared, reduce/element_ops.h) and the storage <-> compute conversions, which mirror
+// src/reduce/convert.h, so the GPU results equal the CPU reducer's.
 // Invariants: float16/bfloat16 compute in float32 and round to nearest even (the cvt.rn
 // conversions; exact for widening); integer SUM/PROD wrap through the unsigned type (no UB);
 // MIN/MAX use the CPU's select, so a NaN in either input gives NaN and (+0, -0) picks the same
@@ -13,51 +13,17 @@
 #include <cstdint>
 #include <type_traits>
 
-// Host and device: the host copies let a CPU test (tests/unit/reduce_cuda_ops_test.cu) check these
-// very expressions against the CPU reducer without a GPU (cuda_fp16/bf16 have host conversions).
-#define SMDDP_HD __host__ __device__
+// SMDDP_HD (reduce/element_ops.h) is host and device here: the host copies let a CPU test
+// (tests/unit/reduce_cuda_ops_test.cu) check these very expressions against the CPU reducer.
+#include "reduce/element_ops.h"
 
 namespace smddp::reduce::cudak {
 
-struct SumOp {
-  template <class C>
-  SMDDP_HD static C apply(C a, C b) {
-    if constexpr (std::is_integral_v<C>) {
-      using U = std::make_unsigned_t<C>;
-      return C(U(U(a) + U(b)));
-    } else {
-      return a + b;
-    }
-  }
-};
-
-struct ProdOp {
-  template <class C>
-  SMDDP_HD static C apply(C a, C b) {
-    if constexpr (std::is_integral_v<C>) {
-      // Narrow types multiply as unsigned int, not int, which could overflow (UB).
-      using UC = std::make_unsigned_t<C>;
-      using U = std::conditional_t<(sizeof(C) < sizeof(unsigned)), unsigned, UC>;
-      return C(UC(U(UC(a)) * U(UC(b))));
-    } else {
-      return a * b;
-    }
-  }
-};
-
-struct MinOp {
-  template <class C>
-  SMDDP_HD static C apply(C a, C b) {
-    return (a < b || a != a) ? a : b;
-  }
-};
-
-struct MaxOp {
-  template <class C>
-  SMDDP_HD static C apply(C a, C b) {
-    return (a > b || a != a) ? a : b;
-  }
-};
+// The ops themselves are the CPU reducer's (reduce/element_ops.h).
+using ::smddp::reduce::MaxOp;
+using ::smddp::reduce::MinOp;
+using ::smddp::reduce::ProdOp;
+using ::smddp::reduce::SumOp;
 
 // 16-bit float storage: raw bits, so the kernels never depend on __half's operators.
 struct Half {
