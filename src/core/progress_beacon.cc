@@ -161,10 +161,19 @@ void ProgressBeacon::checkPeer(int peer, const PeerProgress& p, uint64_t seq,
              true);
 }
 
-PeerProgress ProgressBeacon::read(int peer) const {
+PeerProgress ProgressBeacon::read(int peer, std::string* storeError) const {
+  const auto start = Clock::now();
   try {
     return PeerProgress::decode(store_->get(key("progress/" + std::to_string(peer)), readTimeout_));
-  } catch (const std::exception&) {
+  } catch (const std::exception& e) {
+    // A key that is not there answers within readTimeout_ with a "not set" / timeout error; an
+    // answer much later, or any other error, means the store itself is unreachable.
+    const std::string what = e.what();
+    const bool missingKey = what.find("not set") != std::string::npos ||
+                            what.find("imeout") != std::string::npos ||
+                            what.find("timed out") != std::string::npos;
+    const bool late = Clock::now() - start > readTimeout_ + std::chrono::seconds(1);
+    if (storeError != nullptr && (late || !missingKey)) *storeError = what;
     return PeerProgress();
   }
 }
@@ -251,7 +260,14 @@ std::string ProgressBeacon::laggards(const algo::CollectiveDesc& desc) const {
   size_t named = 0, more = 0;
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) continue;
-    const PeerProgress p = read(peer);
+    std::string storeError;
+    const PeerProgress p = read(peer, &storeError);
+    if (!storeError.empty()) {
+      // The store itself did not answer (say, this host is cut off): the other beacons cannot be
+      // read either, and each try would delay this error by another store timeout.
+      return out + "; the progress of the other ranks is unknown: the store did not answer (" +
+             storeError + ")";
+    }
     if (p.present && p.called > desc.seq) continue;
     if (named == kMaxLaggardsNamed) {
       ++more;

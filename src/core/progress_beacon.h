@@ -85,7 +85,8 @@ class ProgressBeacon : public algo::ExecMonitor {
   void setVerdict(ErrorCode code, const std::string& message, bool announce);
   void announce(ErrorCode code, const std::string& message);  // store writes, at most once
   void flushAnnouncement();  // monitor thread: performs a pending publishFailure()
-  PeerProgress read(int peer) const;
+  // storeError (optional) is set when the store itself failed, not just the key was missing.
+  PeerProgress read(int peer, std::string* storeError = nullptr) const;
   std::string key(const std::string& what) const { return prefix_ + "/" + what; }
 
   std::shared_ptr<Store> store_;

@@ -44,7 +44,7 @@ class TcpStore : public Store {
 
   std::string get(const std::string& key, std::chrono::milliseconds timeout) override {
     auto [status, payload] = request(WireOp::kGet, key, "", std::max<int64_t>(timeout.count(), 0),
-                                     Clock::now() + timeout + kIoGrace, "get");
+                                     Clock::now() + timeout + kGetGrace, "get");
     if (status == WireStatus::kNotFound) {
       throw Error(ErrorCode::kStore, where() + ": key '" + key + "' not set after " +
                                          std::to_string(timeout.count()) + " ms");
@@ -64,6 +64,10 @@ class TcpStore : public Store {
 
  private:
   static constexpr std::chrono::seconds kIoGrace{30};
+  // A get is bounded by its caller's timeout: the server answers by then (with the value or "not
+  // found"), so only transit time is added. A longer grace let a failing collective's diagnostics
+  // hang on a store host cut off by the network.
+  static constexpr std::chrono::seconds kGetGrace{2};
 
   std::string where() const {
     return "tcp store " + host_ + ":" + std::to_string(port_);
