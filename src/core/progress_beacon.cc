@@ -60,13 +60,17 @@ void ProgressBeacon::threadMain() {
   std::unique_lock<std::mutex> lock(wakeMutex_);
   while (!stop_) {
     lock.unlock();
-    try {
-      flushAnnouncement();
-      publish();
-      checkRemoteFailure();
-      checkPeers();
-    } catch (const std::exception& e) {
-      SMDDP_WARN(rank_, "progress beacon: " << e.what());
+    // Each step on its own: a store call that fails (or times out) must not skip the liveness
+    // check of the peers, which is what notices a hung rank.
+    for (void (ProgressBeacon::*step)() : {&ProgressBeacon::flushAnnouncement,
+                                           &ProgressBeacon::publish,
+                                           &ProgressBeacon::checkRemoteFailure,
+                                           &ProgressBeacon::checkPeers}) {
+      try {
+        (this->*step)();
+      } catch (const std::exception& e) {
+        SMDDP_WARN(rank_, "progress beacon: " << e.what());
+      }
     }
     lock.lock();
     wake_.wait_for(lock, settings_.period, [&] { return stop_ || announceRequested_.load(); });

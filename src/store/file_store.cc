@@ -8,9 +8,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <thread>
 #include <cstring>
 #include <string>
 
@@ -22,6 +24,7 @@ namespace smddp {
 namespace {
 
 constexpr size_t kMaxEncodedKey = 240;  // file names are limited to 255 bytes
+constexpr std::chrono::milliseconds kLockWait{2000};  // longest wait for another add()
 
 std::string sysError(const std::string& what, const std::string& path) {
   return "file store: " + what + " '" + path + "' failed: " + std::strerror(errno);
@@ -127,11 +130,20 @@ class FileStore : public Store {
     std::string lockPath = dir_ + "/.lock." + name;
     int fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) throw Error(ErrorCode::kStore, sysError("open lock", lockPath));
-    while (::flock(fd, LOCK_EX) != 0) {
-      if (errno != EINTR) {
+    // Bounded: a process stopped (SIGSTOP, debugger) while holding the lock must not block the
+    // others' stores forever; they fail this add instead, and their callers go on.
+    const auto deadline = std::chrono::steady_clock::now() + kLockWait;
+    while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      if ((err != EWOULDBLOCK && err != EINTR) || std::chrono::steady_clock::now() >= deadline) {
         ::close(fd);
-        throw Error(ErrorCode::kStore, sysError("flock", lockPath));
+        throw Error(ErrorCode::kStore,
+                    err == EWOULDBLOCK ? "file store " + dir_ + ": add('" + key + "'): lock " +
+                                             lockPath + " held by another process for " +
+                                             std::to_string(kLockWait.count()) + " ms"
+                                       : sysError("flock", lockPath));
       }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     int64_t result = 0;
     try {
