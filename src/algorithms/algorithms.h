@@ -27,6 +27,13 @@ void allGatherRing(Exec& exec, const CollectiveArgs& args);   // large messages
 // barrier
 void barrierDissemination(Exec& exec, const CollectiveArgs& args);
 
+// Through the host's shared-memory arena (exec.arena(); every rank on one host).
+void allReduceShmDirect(Exec& exec, const CollectiveArgs& args);  // small messages
+void allReduceShmSplit(Exec& exec, const CollectiveArgs& args);   // large messages
+void broadcastShm(Exec& exec, const CollectiveArgs& args);
+void allGatherShm(Exec& exec, const CollectiveArgs& args);
+void barrierShm(Exec& exec, const CollectiveArgs& args);
+
 // Throws Error(kInvalidArgument) before any message is posted when an algorithm would need more
 // message slots per peer pair than the tag layout has (tag::kMaxSlot + 1); the message names the
 // collective and suggests a larger SMDDP_SEGMENT_BYTES.

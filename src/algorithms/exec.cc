@@ -15,10 +15,12 @@ namespace smddp::algo {
 using transport::Op;
 using transport::OpKind;
 using transport::OpState;
-using Clock = std::chrono::steady_clock;
-
 // How long a rank that finds a peer gone waits for that peer's announced error, if any.
 constexpr std::chrono::milliseconds kVerdictGrace{1000};
+
+// How long a rank that found a peer in another collective (arena identity check) waits for the
+// progress beacons to name both calls.
+constexpr std::chrono::milliseconds kMismatchGrace{3000};
 
 // After this long without progress a waiter also sleeps now and then (20 us every 8th idle poll)
 // so that a long wait does not keep a core busy. Shorter than this it only yields: a sleeping
@@ -99,33 +101,69 @@ void Exec::wait(Handle handle) {
       idlePolls = 0;
       continue;
     }
-    if (now >= settings_.deadline) throwTimeout();
-    if (settings_.abortFlag != nullptr && settings_.abortFlag->load(std::memory_order_relaxed)) {
-      throw Error(ErrorCode::kAborted, "smddp: " + where(-1) + ": aborted by the application");
-    }
-    if (settings_.monitor != nullptr && settings_.monitor->failed()) {
-      settings_.monitor->raise(desc_);
-    }
-    const int dead = transport_.deadPeer();
-    if (dead >= 0) {
-      if (settings_.monitor != nullptr && settings_.monitor->awaitVerdict(kVerdictGrace)) {
-        settings_.monitor->raise(desc_);
-      }
-      throw Error(ErrorCode::kPeerFailure,
-                  "smddp: " + where(-1) + ": peer " + where(dead) + " is gone (process exited or "
-                  "connection lost)");
-    }
-    const auto idle = now - lastProgress;
-    if (idle < std::chrono::microseconds(settings_.spinUs)) continue;
-    if (idle < kYieldOnlyFor || (++idlePolls & 7) != 0) {
-      sched_yield();
-    } else {
-      const timespec pause{0, 20000};  // 20 us: yields the core even to same-priority peers
-      nanosleep(&pause, nullptr);
-    }
+    idle(now, lastProgress, idlePolls, "");
   }
   checkFailure(op);
   while (firstLive_ < posted_ && resources_.op(firstLive_).finished()) ++firstLive_;
+}
+
+void Exec::waitWord(const std::atomic<uint64_t>& word, uint64_t atLeast, int peer,
+                    const char* what) {
+  if (word.load(std::memory_order_acquire) >= atLeast) return;
+  const auto start = Clock::now();
+  int idlePolls = 0;
+  while (word.load(std::memory_order_acquire) < atLeast) {
+    const auto now = Clock::now();
+    if (now - start < std::chrono::microseconds(settings_.spinUs) &&
+        now < settings_.deadline) {
+      continue;  // the hot path: no bookkeeping while spinning
+    }
+    transport_.progress();  // no messages in flight; it runs the transport's liveness checks
+    idle(now, start, idlePolls, where(peer) + " to " + what + " (shared memory)");
+  }
+}
+
+void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idlePolls,
+                const std::string& waitingFor) {
+  if (now >= settings_.deadline) throwTimeout(waitingFor);
+  if (settings_.abortFlag != nullptr && settings_.abortFlag->load(std::memory_order_relaxed)) {
+    throw Error(ErrorCode::kAborted, "smddp: " + where(-1) + ": aborted by the application");
+  }
+  if (settings_.monitor != nullptr && settings_.monitor->failed()) {
+    settings_.monitor->raise(desc_);
+  }
+  const int dead = transport_.deadPeer();
+  if (dead >= 0) {
+    if (settings_.monitor != nullptr && settings_.monitor->awaitVerdict(kVerdictGrace)) {
+      settings_.monitor->raise(desc_);
+    }
+    throw Error(ErrorCode::kPeerFailure,
+                "smddp: " + where(-1) + ": peer " + where(dead) + " is gone (process exited or "
+                "connection lost)");
+  }
+  const auto idleFor = now - lastProgress;
+  if (idleFor < std::chrono::microseconds(settings_.spinUs)) return;
+  if (idleFor < kYieldOnlyFor || (++idlePolls & 7) != 0) {
+    sched_yield();
+  } else {
+    const timespec pause{0, 20000};  // 20 us: yields the core even to same-priority peers
+    nanosleep(&pause, nullptr);
+  }
+}
+
+void Exec::throwMismatch(int peer, uint64_t peerSeq) const {
+  // The beacons name both calls ("rank 0 called X but rank 2 called Y"); give them a moment.
+  if (settings_.monitor != nullptr && settings_.monitor->awaitVerdict(kMismatchGrace)) {
+    settings_.monitor->raise(desc_);
+  }
+  const std::string what =
+      peerSeq == desc_.seq
+          ? "called collective #" + std::to_string(peerSeq) +
+                " with a different kind, size, dtype, op, root or algorithm"
+          : "is in collective #" + std::to_string(peerSeq);
+  throw Error(ErrorCode::kMismatch, "smddp: " + where(-1) + ": " + where(peer) + " " + what +
+                                        " (seen in shared memory): the ranks called different "
+                                        "collectives or different sizes");
 }
 
 bool Exec::test(Handle handle) {
@@ -188,7 +226,7 @@ void Exec::checkFailure(const Op& op) const {
                         ": " + op.error);
 }
 
-void Exec::throwTimeout() const {
+void Exec::throwTimeout(const std::string& waitingFor) const {
   std::string recvFrom, sendTo;
   std::vector<bool> seenRecv(static_cast<size_t>(size_)), seenSend(static_cast<size_t>(size_));
   for (Handle h = firstLive_; h < posted_; ++h) {
@@ -204,6 +242,7 @@ void Exec::throwTimeout() const {
                     std::to_string(settings_.timeout.count()) + " ms";
   if (!recvFrom.empty()) msg += "; waiting for data from " + recvFrom;
   if (!sendTo.empty()) msg += "; sends not yet taken by " + sendTo;
+  if (!waitingFor.empty()) msg += "; waiting for " + waitingFor;
   if (settings_.monitor != nullptr) msg += settings_.monitor->laggards(desc_);
   throw Error(ErrorCode::kTimeout, msg);
 }

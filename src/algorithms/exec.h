@@ -17,6 +17,7 @@
 
 #include "algorithms/collective.h"
 #include "algorithms/exec_monitor.h"
+#include "transport/shm/arena.h"
 #include "transport/transport.h"
 
 namespace smddp::algo {
@@ -40,11 +41,13 @@ struct ExecSettings {
   int64_t spinUs = 20;
   const std::atomic<bool>* abortFlag = nullptr;
   const ExecMonitor* monitor = nullptr;  // peers' progress and failures; may be null
+  transport::SharedArena* arena = nullptr;  // intra-host shared memory; null when unavailable
 };
 
 class Exec {
  public:
   using Handle = size_t;
+  using Clock = std::chrono::steady_clock;
 
   Exec(transport::Transport& transport, ExecResources& resources, const CollectiveDesc& desc,
        const ExecSettings& settings);
@@ -70,6 +73,15 @@ class Exec {
   void sendRecv(int sendPeer, uint64_t sendSlot, const void* sendBuf, size_t sendBytes,
                 int recvPeer, uint64_t recvSlot, void* recvBuf, size_t recvBytes);
 
+  // The shared-memory arena of this host's ranks, or null (algorithms/shm_*.cc need it).
+  transport::SharedArena* arena() const { return settings_.arena; }
+  // Waits, with the same bounds and back-off as wait(), until `word` >= atLeast; `word` belongs
+  // to `peer`, and `what` says what it is waiting for (timeout messages).
+  void waitWord(const std::atomic<uint64_t>& word, uint64_t atLeast, int peer, const char* what);
+  // Throws Error(kMismatch) naming `peer`, whose arena data belongs to collective #peerSeq (or to
+  // this one with a different shape when peerSeq is ours).
+  [[noreturn]] void throwMismatch(int peer, uint64_t peerSeq) const;
+
   // Per-communicator scratch memory; index selects one of several independent areas.
   void* scratch(size_t bytes, int index = 0) { return resources_.scratch(index, bytes); }
 
@@ -78,9 +90,11 @@ class Exec {
 
  private:
   Handle post(transport::OpKind kind, int peer, uint64_t slot, void* buffer, size_t bytes);
-  void progressOnce(bool& idle);
+  // One idle poll: bounds (deadline, abort, peer failure), then spin, yield or sleep.
+  void idle(Clock::time_point now, Clock::time_point lastProgress, int& idlePolls,
+            const std::string& waitingFor);
   void checkFailure(const transport::Op& op) const;
-  [[noreturn]] void throwTimeout() const;
+  [[noreturn]] void throwTimeout(const std::string& waitingFor) const;
   std::string where(int peer) const;
 
   transport::Transport& transport_;

@@ -77,6 +77,17 @@ const std::vector<Algorithm>& registry() {
        allGatherRing},
       {K::kBarrier, "dissemination", "ceil(log2 n) rounds of zero-byte messages",
        barrierDissemination},
+      {K::kAllReduce, "shm_direct",
+       "shared memory, one host: every rank reduces all n inputs; for small messages",
+       allReduceShmDirect, true},
+      {K::kAllReduce, "shm_split",
+       "shared memory, one host: rank r reduces slice r of every input, all copy all slices",
+       allReduceShmSplit, true},
+      {K::kBroadcast, "shm", "shared memory, one host: root copies in, the others copy out",
+       broadcastShm, true},
+      {K::kAllGather, "shm", "shared memory, one host: each copies its block in, all the rest out",
+       allGatherShm, true},
+      {K::kBarrier, "shm", "shared memory, one host: one flag per rank", barrierShm, true},
   };
   return algorithms;
 }

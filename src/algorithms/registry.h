@@ -18,6 +18,7 @@ struct Algorithm {
   const char* name;         // as used in SMDDP_ALGO
   const char* description;  // steps and cost, one line
   AlgorithmFn run;
+  bool needsArena = false;  // runs only with the intra-host shared-memory arena
 };
 
 // Every algorithm, in a fixed order.
@@ -32,6 +33,7 @@ AlgorithmOverrides parseAlgorithmOverrides(const std::string& spec);
 struct Topology {
   int ranks = 1;
   int hosts = 1;
+  bool arena = false;  // every rank maps the shared-memory arena (transport/shm/arena.h)
 };
 
 const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topology& topology,

@@ -12,7 +12,12 @@
 //     chain above: log2(n) whole-buffer hops against (n - 2 + segments) segment hops.
 //   all_gather: bruck while the gathered size (bytes x ranks) is at most 64 KiB: log2(n) messages
 //     plus one local copy; ring above, which writes straight into the output.
-//   barrier: dissemination (the only one).
+//   barrier: dissemination.
+// With the shared-memory arena (every rank on one host, topology.arena), the arena algorithms
+// win at every size (bench/ and docs/PERF.md): no message, no matching, one copy in and out:
+//   all_reduce: shm_direct up to 16 KiB (one synchronisation, every rank reduces everything),
+//     shm_split above (reduction split n ways, two synchronisations per chunk);
+//   broadcast, all_gather, barrier: shm.
 // topology.hosts is not used yet: it is where a hierarchical all_reduce will be chosen.
 #include "algorithms/registry.h"
 #include "smddp/error.h"
@@ -23,9 +28,16 @@ namespace {
 constexpr size_t kAllReduceSmallBytes = 64 * 1024;
 constexpr size_t kBroadcastSmallBytes = 64 * 1024;
 constexpr size_t kAllGatherSmallTotalBytes = 64 * 1024;
+constexpr size_t kShmDirectBytes = 16 * 1024;
 
 const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topology) {
   const size_t ranks = topology.ranks > 0 ? static_cast<size_t>(topology.ranks) : 1;
+  if (topology.arena) {
+    if (kind == CollectiveKind::kAllReduce) {
+      return bytes <= kShmDirectBytes ? "shm_direct" : "shm_split";
+    }
+    return "shm";
+  }
   switch (kind) {
     case CollectiveKind::kAllReduce:
       return bytes <= kAllReduceSmallBytes ? "recursive_doubling" : "ring";
@@ -53,6 +65,12 @@ const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topolo
   if (algorithm == nullptr) {
     throw Error(ErrorCode::kInvalidArgument,
                 "smddp: no " + std::string(toString(kind)) + " algorithm named \"" + name + "\"");
+  }
+  if (algorithm->needsArena && !topology.arena) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "smddp: " + std::string(toString(kind)) + " algorithm \"" + name +
+                    "\" needs the shared-memory arena, which this communicator does not have "
+                    "(ranks on several hosts, SMDDP_SHM=0, or a provider other than shm)");
   }
   return *algorithm;
 }

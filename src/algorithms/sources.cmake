@@ -12,6 +12,8 @@ smddp_layer(smddp_algorithms
   algorithms/all_gather_bruck.cc
   algorithms/all_gather_ring.cc
   algorithms/barrier_dissemination.cc
+  algorithms/shm_all_reduce.cc
+  algorithms/shm_collectives.cc
   algorithms/registry.cc
   algorithms/selector.cc)
 target_link_libraries(smddp_algorithms PUBLIC smddp_transport smddp_reduce smddp_common)

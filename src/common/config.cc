@@ -113,6 +113,10 @@ Config Config::fromMap(const std::map<std::string, std::string>& env) {
   }
   if (c.timeoutMs <= 0) bad("SMDDP_TIMEOUT_MS", std::to_string(c.timeoutMs), "a positive count");
   if (c.segmentBytes < 64) bad("SMDDP_SEGMENT_BYTES", std::to_string(c.segmentBytes), "at least 64");
+  if (c.shm != 0 && c.shm != 1) bad("SMDDP_SHM", std::to_string(c.shm), "0 or 1");
+  if (c.shmSlotBytes < 4096 || c.shmSlotBytes > (int64_t{1} << 30)) {
+    bad("SMDDP_SHM_SLOT_BYTES", std::to_string(c.shmSlotBytes), "between 4K and 1G");
+  }
   if (c.spinUs < -1) bad("SMDDP_SPIN_US", std::to_string(c.spinUs), "a count >= 0, or -1 (auto)");
   return c;
 }

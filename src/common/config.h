@@ -33,6 +33,13 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
   X(segmentBytes, "SMDDP_SEGMENT_BYTES", Bytes, 1048576,                                         \
     "Pipelining segment size of the bandwidth algorithms (ring, chain), in bytes (K/M/G "       \
     "suffixes accepted).")                                                                       \
+  X(shm, "SMDDP_SHM", Int, 1,                                                                    \
+    "1: when every rank of a communicator is on one host and the provider is shm, collectives "  \
+    "run through a shared-memory arena mapped by all of them (no messages). 0: everything goes " \
+    "through libfabric.")                                                                        \
+  X(shmSlotBytes, "SMDDP_SHM_SLOT_BYTES", Bytes, 1048576,                                        \
+    "Size of each of the two data slots every rank has in the shared-memory arena: the chunk "   \
+    "the arena collectives pipeline (also capped by SMDDP_SEGMENT_BYTES).")                      \
   X(spinUs, "SMDDP_SPIN_US", Int, -1,                                                            \
     "How long a waiting rank busy-polls before it starts yielding the core, in microseconds. "  \
     "-1 (auto): 20, or 0 when this host runs more ranks than it has cores.")                     \
@@ -68,6 +75,8 @@ struct Config {
   std::string fabricAddr;
   std::string algorithms;
   int64_t segmentBytes;
+  int64_t shm;
+  int64_t shmSlotBytes;
   int64_t spinUs;
   LogLevel debug;
   std::string store;

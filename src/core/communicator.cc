@@ -8,6 +8,31 @@
 #include "smddp/error.h"
 
 namespace smddp {
+namespace {
+
+// The intra-host shared-memory arena, when every rank is on this host and talks over shm (every
+// rank decides the same from the same facts). A failure to set it up only costs speed.
+std::unique_ptr<transport::SharedArena> createArena(Store& store, const std::string& prefix,
+                                                    const transport::Transport& transport,
+                                                    const Config& config, const Options& options,
+                                                    const core::Settings& settings) {
+  const bool wanted = options.sharedMemory.value_or(config.shm != 0);
+  if (!wanted || transport.size() < 2 || transport.name() != "shm") return nullptr;
+  for (const auto& peer : transport.peers()) {
+    if (peer.host != transport.peers()[0].host) return nullptr;
+  }
+  std::string why;
+  auto arena = transport::createSharedArena(store, prefix, transport.rank(), transport.size(),
+                                            static_cast<size_t>(config.shmSlotBytes),
+                                            settings.timeout, why);
+  if (!arena) {
+    SMDDP_WARN(transport.rank(), "no shared-memory arena (" << why
+                                                            << "): collectives use libfabric");
+  }
+  return arena;
+}
+
+}  // namespace
 
 std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<Store> store, int rank, int size,
                                                    const Options& options) {
@@ -25,8 +50,9 @@ std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<Store> store,
   const std::string prefix = options.name + "/" + std::to_string(incarnation);
   auto transport = transport::createOfiTransport(*store, prefix, rank, size, config,
                                                  options.provider.value_or(""));
-  return std::make_shared<Communicator>(
-      std::make_unique<core::CommunicatorImpl>(std::move(transport), settings, store, prefix));
+  auto arena = createArena(*store, prefix, *transport, config, options, settings);
+  return std::make_shared<Communicator>(std::make_unique<core::CommunicatorImpl>(
+      std::move(transport), settings, store, prefix, std::move(arena)));
 }
 
 Communicator::Communicator(std::unique_ptr<core::CommunicatorImpl> impl) : impl_(std::move(impl)) {}

@@ -42,8 +42,10 @@ Settings resolveSettings(const Options& options, const Config& config) {
 
 CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transport,
                                    const Settings& settings, std::shared_ptr<Store> store,
-                                   const std::string& prefix)
+                                   const std::string& prefix,
+                                   std::unique_ptr<transport::SharedArena> arena)
     : transport_(std::move(transport)),
+      arena_(std::move(arena)),
       settings_(settings),
       rank_(transport_->rank()),
       size_(transport_->size()) {
@@ -51,6 +53,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   for (const auto& p : transport_->peers()) hosts.insert(p.host);
   topology_.ranks = size_;
   topology_.hosts = hosts.empty() ? 1 : static_cast<int>(hosts.size());
+  topology_.arena = arena_ != nullptr;
   if (settings_.spinUs < 0) {
     const auto& peers = transport_->peers();
     const std::string& me = static_cast<size_t>(rank_) < peers.size() ? peers[rank_].host : "";
@@ -63,6 +66,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   if (rank_ == 0) {
     SMDDP_INFO(rank_, "smddp " << versionString() << ": " << size_ << " ranks on "
                                << topology_.hosts << " host(s), transport " << transport_->name()
+                               << (arena_ ? " + shared-memory arena" : "")
                                << ", reduction kernels " << reduce::isaName() << ", timeout "
                                << settings_.timeout.count() << " ms");
   }
@@ -130,6 +134,7 @@ void CommunicatorImpl::run(RequestState& request) {
       es.spinUs = settings_.spinUs;
       es.abortFlag = &aborted_;
       es.monitor = watch_->monitor();
+      es.arena = arena_.get();
       algo::Exec exec(*transport_, resources_, request.desc, es);
       request.algorithm->run(exec, request.args);
       exec.waitAll();

@@ -16,6 +16,7 @@
 #include "core/collective_watch.h"
 #include "core/engine.h"
 #include "smddp/communicator.h"
+#include "transport/shm/arena.h"
 #include "transport/transport.h"
 
 namespace smddp::core {
@@ -36,9 +37,11 @@ int64_t spinForHost(int ranksOnHost, unsigned cores);
 
 class CommunicatorImpl {
  public:
-  // store and prefix (optional) carry the progress beacons (core/progress_beacon.h).
+  // store and prefix (optional) carry the progress beacons (core/progress_beacon.h); arena
+  // (optional) enables the shared-memory algorithms (every rank on one host).
   CommunicatorImpl(std::unique_ptr<transport::Transport> transport, const Settings& settings,
-                   std::shared_ptr<Store> store = nullptr, const std::string& prefix = "");
+                   std::shared_ptr<Store> store = nullptr, const std::string& prefix = "",
+                   std::unique_ptr<transport::SharedArena> arena = nullptr);
   ~CommunicatorImpl();
 
   int rank() const { return rank_; }
@@ -62,6 +65,7 @@ class CommunicatorImpl {
   void logChoice(const algo::CollectiveDesc& desc);
 
   std::unique_ptr<transport::Transport> transport_;
+  std::unique_ptr<transport::SharedArena> arena_;
   Settings settings_;
   int rank_;
   int size_;

@@ -1,4 +1,4 @@
-// all_gather algorithms (bruck, ring) and the dissemination barrier over the loopback transport.
+// all_gather algorithms (bruck, ring, shm) and the barriers (dissemination, shm) over the loopback transport.
 // all_gather: ranks {2,3,4,5,7,8,16} x per-rank counts {1, 13, 5n+1, 301 in 64 B segments} x all
 // dtypes x outputs {contiguous, separate blocks in reverse memory order, in place}; rank r's
 // element i is a small integer of (r, i). Barrier: no rank may leave before all have arrived.
@@ -29,17 +29,17 @@ TEST_P(AllGather, Matrix) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, AllGather,
-                         ::testing::Combine(::testing::Values("bruck", "ring"),
+                         ::testing::Combine(::testing::Values("bruck", "ring", "shm"),
                                             ::testing::Values(2, 3, 4, 5, 7, 8, 16)));
 
 // Each rank arrives late by a rank-dependent delay and counts itself in before the barrier; after
 // the barrier every rank must see all n arrivals of that round.
-class Barrier : public ::testing::TestWithParam<int> {};
+class Barrier : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
 
 TEST_P(Barrier, NoRankLeavesEarly) {
-  const int n = GetParam();
+  const int n = std::get<1>(GetParam());
   constexpr int kRounds = 6;
-  const Algorithm& a = algorithm(CollectiveKind::kBarrier, "dissemination");
+  const Algorithm& a = algorithm(CollectiveKind::kBarrier, std::get<0>(GetParam()));
   std::vector<std::atomic<int>> arrived(kRounds);
   for (auto& x : arrived) x = 0;
   runRanks(n, [&](RankContext& ctx) {
@@ -52,7 +52,7 @@ TEST_P(Barrier, NoRankLeavesEarly) {
       ctx.run(a, args, 262144);
       const int seen = arrived[static_cast<size_t>(round)].load();
       if (seen != n) {
-        ctx.fail("barrier dissemination n=" + std::to_string(n) + " round " +
+        ctx.fail(std::string("barrier ") + a.name + " n=" + std::to_string(n) + " round " +
                  std::to_string(round) + ": left after " + std::to_string(seen) + " of " +
                  std::to_string(n) + " arrived");
       }
@@ -60,7 +60,9 @@ TEST_P(Barrier, NoRankLeavesEarly) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, Barrier, ::testing::Values(2, 3, 4, 5, 7, 8, 16));
+INSTANTIATE_TEST_SUITE_P(Algorithms, Barrier,
+                         ::testing::Combine(::testing::Values("dissemination", "shm"),
+                                            ::testing::Values(2, 3, 4, 5, 7, 8, 16)));
 
 }  // namespace
 }  // namespace smddp::algo::testing

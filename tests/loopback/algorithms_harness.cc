@@ -143,6 +143,7 @@ void RankContext::run(const Algorithm& a, const CollectiveArgs& args, size_t seg
   settings.deadline = std::chrono::steady_clock::now() + settings.timeout;
   settings.segmentBytes = segmentBytes;
   settings.spinUs = 5;
+  settings.arena = arena;
   Exec exec(transport, resources, desc, settings);
   a.run(exec, args);
 }
@@ -157,11 +158,14 @@ void runRanks(int n, const RankBody& body) {
   std::vector<ExecResources> resources(static_cast<size_t>(n));
   std::vector<std::vector<std::string>> failures(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) endpoints.push_back(fabric->endpoint(r));
+  transport::HeapArenaGroup arenaGroup(n, 4096);
+  std::vector<std::unique_ptr<transport::SharedArena>> arenas;
+  for (int r = 0; r < n; ++r) arenas.push_back(arenaGroup.view(r));
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       const auto i = static_cast<size_t>(r);
-      RankContext ctx{r, n, *endpoints[i], resources[i], 0, {}};
+      RankContext ctx{r, n, *endpoints[i], resources[i], arenas[i].get(), 0, {}};
       try {
         body(ctx);
       } catch (const std::exception& e) {

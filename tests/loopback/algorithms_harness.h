@@ -13,6 +13,7 @@
 #include "algorithms/collective.h"
 #include "algorithms/exec.h"
 #include "algorithms/registry.h"
+#include "transport/shm/arena.h"
 #include "transport/transport.h"
 
 namespace smddp::algo::testing {
@@ -57,6 +58,7 @@ struct RankContext {
   int size;
   transport::Transport& transport;
   ExecResources& resources;
+  transport::SharedArena* arena;  // this rank's view of the group's heap arena (4 KiB slots)
   uint64_t seq = 0;
   std::vector<std::string> failures;
 
@@ -67,7 +69,9 @@ struct RankContext {
 
 using RankBody = std::function<void(RankContext&)>;
 
-// Runs body on n threads; reports every rank's failures and exceptions through gtest.
+// Runs body on n threads, with a shared heap arena of 4 KiB slots (the arena algorithms chunk by
+// min(slot, segment), so every multi-KiB case runs several chunks); reports every rank's failures
+// and exceptions through gtest.
 void runRanks(int n, const RankBody& body);
 
 const Algorithm& algorithm(CollectiveKind kind, const char* name);

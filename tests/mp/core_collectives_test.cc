@@ -1,5 +1,5 @@
 // The four collectives through the public API in separate processes over real libfabric (shm and
-// tcp on 127.0.0.1), 2-4 ranks, sizes up to a few MiB, in place and out of place; and 1000
+// tcp on 127.0.0.1; shm with the shared-memory arena and without it, "_messages"), 2-4 ranks, sizes up to a few MiB, in place and out of place; and 1000
 // back-to-back mixed collectives with no mix-up. Children report the first wrong element (rank,
 // collective, index, got, expected) on stderr and exit non-zero.
 #include <gtest/gtest.h>
@@ -19,15 +19,16 @@ using namespace std::chrono_literals;
 struct Case {
   std::string provider;
   int ranks;
+  bool arena = true;  // shm only: the shared-memory arena (false: libfabric shm messages)
 };
 
-std::shared_ptr<Communicator> join(const std::string& dir, const std::string& provider, int rank,
-                                   int n) {
+std::shared_ptr<Communicator> join(const std::string& dir, const Case& p, int rank) {
   Options opts;
-  opts.provider = provider;
+  opts.provider = p.provider;
+  opts.sharedMemory = p.arena;
   opts.timeout = 60s;
   opts.segmentBytes = 64 * 1024;  // several segments per chunk at the larger sizes
-  return Communicator::create(makeFileStore(dir), rank, n, opts);
+  return Communicator::create(makeFileStore(dir), rank, p.ranks, opts);
 }
 
 // Input of rank r at index i: small integers, so every sum is exact in float32.
@@ -115,7 +116,7 @@ TEST_P(MpCollectives, AllFourCollectivesGiveExactResults) {
   const Case p = GetParam();
   const std::string dir = test::makeTempDir("smddp-mp");
   const std::string report = test::forkRanks(p.ranks, 120s, [&](int rank) {
-    auto comm = join(dir, p.provider, rank, p.ranks);
+    auto comm = join(dir, p, rank);
     return checkAll(*comm, rank, p.ranks);
   });
   test::removeTree(dir);
@@ -127,7 +128,7 @@ TEST_P(MpCollectives, ThousandMixedCollectivesBackToBack) {
   if (p.ranks != 3) GTEST_SKIP() << "run with 3 ranks only, to keep the suite short";
   const std::string dir = test::makeTempDir("smddp-mp");
   const std::string report = test::forkRanks(p.ranks, 120s, [&](int rank) {
-    auto comm = join(dir, p.provider, rank, p.ranks);
+    auto comm = join(dir, p, rank);
     return mixed(*comm, rank, p.ranks);
   });
   test::removeTree(dir);
@@ -136,9 +137,13 @@ TEST_P(MpCollectives, ThousandMixedCollectivesBackToBack) {
 
 INSTANTIATE_TEST_SUITE_P(Providers, MpCollectives,
                          ::testing::Values(Case{"shm", 2}, Case{"shm", 3}, Case{"shm", 4},
+                                           Case{"shm", 2, false}, Case{"shm", 3, false},
                                            Case{"tcp", 2}, Case{"tcp", 3}, Case{"tcp", 4}),
                          [](const auto& info) {
-                           return info.param.provider + std::to_string(info.param.ranks);
+                           return info.param.provider + std::to_string(info.param.ranks) +
+                                  (info.param.provider == "shm" && !info.param.arena
+                                       ? "_messages"
+                                       : "");
                          });
 
 }  // namespace

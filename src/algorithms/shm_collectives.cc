@@ -1,0 +1,76 @@
+// broadcast, all_gather and barrier through the host's shared-memory arena (shm_step.h).
+//
+// broadcast (shm), per chunk of one slot: the root copies the chunk into its slot and publishes;
+//   every other rank waits for it, copies it out and releases. On the first chunk the others
+//   also publish their identity and the root checks it, so ranks that disagree on the root fail
+//   (kMismatch) instead of the root returning alone. Slots alternate, so the root fills
+//   chunk k+1 while the others copy chunk k: each byte is copied twice (in once, out once per
+//   reader), in parallel, through cache.
+// all_gather (shm), per chunk of one slot of every rank's block: each rank copies its chunk in
+//   and publishes; each copies every peer's chunk out and releases. Bytes copied per rank: its
+//   block once in, the n-1 others out.
+// barrier (shm): publish, wait for every rank's publication, release: one cache-line write per
+//   rank and n-1 reads; no data.
+#include <cstring>
+
+#include "algorithms/algorithms.h"
+#include "algorithms/shm_step.h"
+
+namespace smddp::algo {
+
+void broadcastShm(Exec& exec, const CollectiveArgs& args) {
+  const bool root = exec.rank() == args.root;
+  const size_t chunk = ArenaStep::chunkBytes(exec, args.elementSize());
+  const auto* in = static_cast<const unsigned char*>(args.send);
+  auto* out = static_cast<unsigned char*>(args.recv);
+  const bool stream = args.bytes() >= kStreamOutputBytes;
+  for (size_t off = 0; off < args.bytes(); off += chunk) {
+    const size_t bytes = std::min(chunk, args.bytes() - off);
+    ArenaStep step(exec);
+    step.acquire();
+    if (root) {
+      std::memcpy(step.mine(), in + off, bytes);
+      step.publish(1);
+      if (out != in) copyOut(out + off, in + off, bytes, stream);
+      if (off == 0) step.awaitAll(1);  // every rank entered the same broadcast (same root)
+    } else {
+      if (off == 0) step.publish(1);  // our identity only, for the root's check
+      step.await(args.root, 1);
+      copyOut(out + off, step.slotOf(args.root), bytes, stream);
+    }
+    step.release();
+  }
+}
+
+void allGatherShm(Exec& exec, const CollectiveArgs& args) {
+  const int n = exec.size();
+  const size_t chunk = ArenaStep::chunkBytes(exec, args.elementSize());
+  const auto* in = static_cast<const unsigned char*>(args.send);
+  const bool stream = args.bytes() * static_cast<size_t>(n) >= kStreamOutputBytes;
+  for (size_t off = 0; off < args.bytes(); off += chunk) {
+    const size_t bytes = std::min(chunk, args.bytes() - off);
+    ArenaStep step(exec);
+    step.acquire();
+    std::memcpy(step.mine(), in + off, bytes);
+    step.publish(1);
+    auto* own = static_cast<unsigned char*>(args.blocks[static_cast<size_t>(exec.rank())]);
+    if (own != in) copyOut(own + off, in + off, bytes, stream);
+    for (int i = 1; i < n; ++i) {
+      const int q = (exec.rank() + i) % n;  // staggered: ranks do not all read one slot first
+      step.await(q, 1);
+      copyOut(static_cast<unsigned char*>(args.blocks[static_cast<size_t>(q)]) + off,
+              step.slotOf(q), bytes, stream);
+    }
+    step.release();
+  }
+}
+
+void barrierShm(Exec& exec, const CollectiveArgs& /*args*/) {
+  ArenaStep step(exec);
+  step.acquire();
+  step.publish(1);
+  step.awaitAll(1);
+  step.release();
+}
+
+}  // namespace smddp::algo

@@ -1,0 +1,118 @@
+// ArenaStep: one use of the shared-memory arena by this rank, following the protocol documented
+// in transport/shm/arena.h (free slot -> write -> publish -> read peers -> release). The arena
+// collectives (shm_all_reduce.cc, shm_collectives.cc) are written in these steps only, so the
+// ordering rules live here once.
+//
+// Identity check: every published use carries its collective's sequence number and a hash of its
+// shape (kind, dtype, count, op, root, algorithm); a reader compares the writer's with its own
+// before it touches the writer's data, so ranks in different collectives (or different sizes of
+// one) fail with kMismatch instead of mixing data. Always on: it costs two words per use.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "algorithms/exec.h"
+#include "reduce/stream_copy.h"
+#include "smddp/error.h"
+
+namespace smddp::algo {
+
+// A collective whose output is at least this large writes it with streaming stores: it will not
+// fit in cache anyway, and skipping the read-for-ownership saves a third of the memory traffic.
+constexpr size_t kStreamOutputBytes = size_t{8} << 20;
+
+inline void copyOut(void* dst, const void* src, size_t bytes, bool stream) {
+  if (stream) {
+    reduce::streamCopy(dst, src, bytes);
+  } else {
+    std::memcpy(dst, src, bytes);
+  }
+}
+
+class ArenaStep {
+ public:
+  explicit ArenaStep(Exec& exec) : exec_(exec), arena_(requireArena(exec)) {
+    use_ = arena_.takeUse();
+    shape_ = shapeOf(exec.desc());
+  }
+
+  // Bytes per use: the arena slot, capped by the pipelining segment, whole elements, >= 1 element.
+  static size_t chunkBytes(const Exec& exec, size_t elementSize) {
+    const size_t cap = std::min(requireArena(exec).slotBytes(), exec.segmentBytes());
+    return std::max(elementSize, cap / elementSize * elementSize);
+  }
+
+  unsigned char* mine() { return arena_.slot(exec_.rank(), use_); }
+  const unsigned char* slotOf(int r) { return arena_.slot(r, use_); }
+
+  // Waits until every peer is done with this slot's previous use; then the slot may be written.
+  void acquire() {
+    if (use_ < 2) return;
+    for (int r = 0; r < exec_.size(); ++r) {
+      if (r != exec_.rank()) exec_.waitWord(arena_.consumed(r), use_ - 1, r, "release a slot");
+    }
+  }
+  // Publishes phase 1 (data written, identity set) or phase 2 of this use. Call acquire() first.
+  void publish(int phase) {
+    if (phase == 1) {
+      arena_.identSeq(exec_.rank(), use_).store(exec_.desc().seq, std::memory_order_relaxed);
+      arena_.identShape(exec_.rank(), use_).store(shape_, std::memory_order_relaxed);
+    }
+    arena_.posted(exec_.rank()).store(2 * use_ + static_cast<uint64_t>(phase),
+                                      std::memory_order_release);
+  }
+  // Waits for `peer`'s phase; on phase 1 also checks that it is in the same collective.
+  void await(int peer, int phase) {
+    exec_.waitWord(arena_.posted(peer), 2 * use_ + static_cast<uint64_t>(phase), peer,
+                   phase == 1 ? "publish its data" : "publish its reduced part");
+    if (phase == 1) {
+      const uint64_t seq = arena_.identSeq(peer, use_).load(std::memory_order_relaxed);
+      const uint64_t shape = arena_.identShape(peer, use_).load(std::memory_order_relaxed);
+      if (seq != exec_.desc().seq || shape != shape_) exec_.throwMismatch(peer, seq);
+    }
+  }
+  void awaitAll(int phase) {
+    for (int r = 0; r < exec_.size(); ++r) {
+      if (r != exec_.rank()) await(r, phase);
+    }
+  }
+  // This rank reads no slot of this use any more.
+  void release() { arena_.consumed(exec_.rank()).store(use_ + 1, std::memory_order_release); }
+
+ private:
+  // FNV-1a over the fields every rank must agree on.
+  static uint64_t shapeOf(const CollectiveDesc& d) {
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](uint64_t v) {
+      for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xFF)) * 1099511628211ull;
+    };
+    mix(static_cast<uint64_t>(d.kind));
+    mix(static_cast<uint64_t>(d.dtype));
+    mix(d.count);
+    mix(static_cast<uint64_t>(d.op));
+    mix(static_cast<uint64_t>(static_cast<int64_t>(d.root)));
+    for (const char* c = d.algorithm; c != nullptr && *c != 0; ++c) mix(static_cast<uint8_t>(*c));
+    return h;
+  }
+
+  static transport::SharedArena& requireArena(const Exec& exec) {
+    if (exec.arena() == nullptr) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() +
+                      ": this algorithm needs the shared-memory arena, which this communicator "
+                      "does not have (ranks on several hosts, SMDDP_SHM=0, or a provider other "
+                      "than shm)");
+    }
+    return *exec.arena();
+  }
+
+  Exec& exec_;
+  transport::SharedArena& arena_;
+  uint64_t use_;
+  uint64_t shape_;
+};
+
+}  // namespace smddp::algo

@@ -1,0 +1,156 @@
+// SharedArena: layout, heap backing for thread-ranks, and the POSIX shared-memory bootstrap.
+#include "transport/shm/arena.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "smddp/error.h"
+#include "smddp/store.h"
+#include "store/backoff.h"
+
+namespace smddp::transport {
+namespace {
+
+constexpr size_t kPage = 4096;
+constexpr int64_t kFailed = int64_t{1} << 20;  // added to the join counter by a rank that failed
+
+// One mapping of the whole arena; unmapped when the last view goes.
+struct Mapping {
+  void* address = MAP_FAILED;
+  size_t bytes = 0;
+  ~Mapping() {
+    if (address != MAP_FAILED) munmap(address, bytes);
+  }
+};
+
+std::string sysError(const char* what, int err) {
+  return std::string(what) + ": " + std::strerror(err);
+}
+
+// Rank 0: creates, sizes and maps the object; "" on success, else the reason.
+std::string createObject(const std::string& name, size_t bytes, Mapping& map) {
+  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) return sysError(("shm_open " + name).c_str(), errno);
+  std::string why;
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    why = sysError("ftruncate", errno);
+  } else if (const int rc = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); rc != 0) {
+    why = sysError(("reserving " + std::to_string(bytes) + " bytes in /dev/shm").c_str(), rc);
+  } else {
+    map.address = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map.address == MAP_FAILED) why = sysError("mmap", errno);
+    map.bytes = bytes;
+  }
+  close(fd);
+  if (!why.empty()) shm_unlink(name.c_str());
+  return why;
+}
+
+std::string openObject(const std::string& name, size_t bytes, Mapping& map) {
+  const int fd = shm_open(name.c_str(), O_RDWR, 0);
+  if (fd < 0) return sysError(("shm_open " + name).c_str(), errno);
+  std::string why;
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != bytes) {
+    why = "shared object " + name + " has an unexpected size";
+  } else {
+    map.address = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map.address == MAP_FAILED) why = sysError("mmap", errno);
+    map.bytes = bytes;
+  }
+  close(fd);
+  return why;
+}
+
+std::string objectName(const std::string& prefix) {
+  static std::atomic<unsigned> counter{0};
+  std::string name = "/smddp-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + "-";
+  for (char c : prefix) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return name.substr(0, 200);
+}
+
+}  // namespace
+
+size_t SharedArena::roundSlot(size_t slotBytes) {
+  return (std::max<size_t>(slotBytes, 64) + kPage - 1) / kPage * kPage;
+}
+
+size_t SharedArena::regionBytes(size_t slotBytes) { return kControlBytes + 2 * roundSlot(slotBytes); }
+
+SharedArena::SharedArena(std::shared_ptr<void> memory, unsigned char* base, int rank, int size,
+                         size_t slotBytes)
+    : memory_(std::move(memory)),
+      base_(base),
+      rank_(rank),
+      size_(size),
+      slotBytes_(roundSlot(slotBytes)),
+      regionBytes_(regionBytes(slotBytes)) {}
+
+HeapArenaGroup::HeapArenaGroup(int size, size_t slotBytes) : size_(size), slotBytes_(slotBytes) {
+  const size_t bytes = SharedArena::regionBytes(slotBytes) * static_cast<size_t>(size);
+  void* p = std::aligned_alloc(kPage, bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0, bytes);
+  memory_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+
+std::unique_ptr<SharedArena> HeapArenaGroup::view(int rank) const {
+  return std::make_unique<SharedArena>(memory_, static_cast<unsigned char*>(memory_.get()), rank,
+                                       size_, slotBytes_);
+}
+
+std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& prefix, int rank,
+                                               int size, size_t slotBytes,
+                                               std::chrono::milliseconds timeout,
+                                               std::string& why) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const size_t bytes = SharedArena::regionBytes(slotBytes) * static_cast<size_t>(size);
+  auto map = std::make_shared<Mapping>();
+  std::string name;
+  if (rank == 0) {
+    name = objectName(prefix);
+    why = createObject(name, bytes, *map);
+    store.set(prefix + "/arena/name", why.empty() ? name : "!" + why);
+  } else {
+    const std::string value = store.get(prefix + "/arena/name", timeout);
+    if (!value.empty() && value[0] == '!') {
+      why = "rank 0: " + value.substr(1);
+    } else {
+      name = value;
+      why = openObject(name, bytes, *map);
+    }
+  }
+  // Everyone reports; the object is unlinked once all ranks mapped it (or gave up).
+  store.add(prefix + "/arena/joined", why.empty() ? 1 : 1 + kFailed);
+  store::Backoff backoff(std::chrono::microseconds(50), std::chrono::milliseconds(10));
+  int64_t joined = 0;
+  while (((joined = store.add(prefix + "/arena/joined", 0)) % kFailed) < size) {
+    if (!backoff.sleepUntil(deadline)) {
+      if (rank == 0 && !name.empty()) shm_unlink(name.c_str());
+      throw Error(ErrorCode::kStore, "smddp: rank " + std::to_string(rank) + ": only " +
+                                         std::to_string(joined % kFailed) + " of " +
+                                         std::to_string(size) +
+                                         " ranks mapped the shared-memory arena in time");
+    }
+  }
+  if (rank == 0 && !name.empty()) shm_unlink(name.c_str());
+  if (joined >= kFailed) {
+    if (why.empty()) why = "another rank could not map the shared-memory arena";
+    return nullptr;
+  }
+  auto* base = static_cast<unsigned char*>(map->address);
+  return std::make_unique<SharedArena>(std::shared_ptr<void>(map, base), base, rank, size,
+                                       slotBytes);
+}
+
+}  // namespace smddp::transport

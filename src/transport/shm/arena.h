@@ -1,0 +1,107 @@
+// SharedArena: memory that every rank of one host maps, for the intra-host collectives
+// (algorithms/shm_*.cc). Each rank owns one region: a control page of flag words, each on its own
+// cache line, and two data slots used alternately (double buffering). A rank writes only its own
+// region's data slots and flag words; everyone reads everyone's.
+//
+// The protocol over these words ("uses"): every collective of the arena path consumes uses
+// 0, 1, 2, ... of a per-rank counter that advances identically on every rank (same collectives,
+// same order, same sizes). Use u writes slot u % 2. For use u a rank:
+//   1. before writing its slot, waits until every peer's `consumed` >= u - 1 (use u-2 of that
+//      slot is read by all);
+//   2. writes data, then its identity for slot u % 2 (the collective's sequence number and a hash
+//      of its shape: kind, dtype, count, op, root, algorithm), then `posted` = 2u+1
+//      (release); an optional second phase of the same use publishes `posted` = 2u+2;
+//   3. reads peers' slots after their `posted` reached the phase it needs (acquire), checking
+//      their ident against its own (a mismatch is an error, never wrong data);
+//   4. stores `consumed` = u + 1 when it will not read any slot of use u again.
+// Counters only grow, so nothing is ever reset and a late reader never mistakes an old use.
+//
+// Backing: one POSIX shared-memory object for the communicator, created by rank 0, sized with
+// posix_fallocate (a full /dev/shm is an error at creation, never a SIGBUS later) and unlinked as
+// soon as every rank mapped it, so nothing is left behind even if ranks are killed. Tests use
+// heap memory shared by threads.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace smddp {
+class Store;
+}
+
+namespace smddp::transport {
+
+class SharedArena {
+ public:
+  // Rank `rank`'s view of the arena.
+  SharedArena(std::shared_ptr<void> memory, unsigned char* base, int rank, int size,
+              size_t slotBytes);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  size_t slotBytes() const { return slotBytes_; }
+
+  std::atomic<uint64_t>& posted(int r) { return control(r)->posted; }
+  std::atomic<uint64_t>& consumed(int r) { return control(r)->consumed; }
+  std::atomic<uint64_t>& identSeq(int r, uint64_t use) { return control(r)->seq[use & 1]; }
+  std::atomic<uint64_t>& identShape(int r, uint64_t use) { return control(r)->shape[use & 1]; }
+  unsigned char* slot(int r, uint64_t use) {
+    return region(r) + kControlBytes + (use & 1) * slotBytes_;
+  }
+
+  // This rank's next use index (not shared: every rank counts its own identically).
+  uint64_t takeUse() { return nextUse_++; }
+  uint64_t nextUse() const { return nextUse_; }
+
+  // Bytes of one rank's region for a slot size (slot rounded up to a page).
+  static size_t regionBytes(size_t slotBytes);
+  static size_t roundSlot(size_t slotBytes);
+
+ private:
+  static constexpr size_t kLine = 64;
+  static constexpr size_t kControlBytes = 4096;
+  struct Control {
+    alignas(kLine) std::atomic<uint64_t> posted;
+    alignas(kLine) std::atomic<uint64_t> consumed;
+    alignas(kLine) std::atomic<uint64_t> seq[2];
+    alignas(kLine) std::atomic<uint64_t> shape[2];
+  };
+  static_assert(sizeof(Control) <= kControlBytes, "control words exceed the control page");
+
+  unsigned char* region(int r) const { return base_ + static_cast<size_t>(r) * regionBytes_; }
+  Control* control(int r) const { return reinterpret_cast<Control*>(region(r)); }
+
+  std::shared_ptr<void> memory_;  // keeps the mapping alive
+  unsigned char* base_;
+  int rank_;
+  int size_;
+  size_t slotBytes_;
+  size_t regionBytes_;
+  uint64_t nextUse_ = 0;
+};
+
+// Heap-backed memory for `size` thread-ranks of one process; view(r) gives rank r its arena.
+class HeapArenaGroup {
+ public:
+  HeapArenaGroup(int size, size_t slotBytes);
+  std::unique_ptr<SharedArena> view(int rank) const;
+
+ private:
+  std::shared_ptr<void> memory_;
+  int size_;
+  size_t slotBytes_;
+};
+
+// Collective over the store: rank 0 creates and sizes the shared object, every rank maps it, and
+// all agree whether it worked. Returns null on every rank (with `why` set) when any rank could not
+// map it; throws Error(kStore) when the store itself fails or times out.
+std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& prefix, int rank,
+                                               int size, size_t slotBytes,
+                                               std::chrono::milliseconds timeout,
+                                               std::string& why);
+
+}  // namespace smddp::transport
