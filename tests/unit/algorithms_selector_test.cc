@@ -42,6 +42,37 @@ TEST(Selector, AllReduceThreshold) {
   }
 }
 
+TEST(Selector, ArenaAlgorithmsWhenEveryRankSharesTheHost) {
+  const AlgorithmOverrides none;
+  for (int ranks : {2, 3, 8}) {
+    const Topology t{ranks, 1, true};
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 8, t, none).name, "shm_direct");
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024, t, none).name, "shm_direct");
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024 + 4, t, none).name, "shm_split");
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 64 << 20, t, none).name, "shm_split");
+    for (K k : {K::kBroadcast, K::kAllGather, K::kBarrier}) {
+      for (size_t bytes : {size_t{0}, size_t{4}, size_t{64} << 20}) {
+        EXPECT_STREQ(selectAlgorithm(k, bytes, t, none).name, "shm") << toString(k);
+      }
+    }
+    // An override still wins over the arena.
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 8, t, {{K::kAllReduce, "ring"}}).name, "ring");
+  }
+}
+
+TEST(Selector, ArenaAlgorithmWithoutArenaIsAnError) {
+  for (const Algorithm& a : registry()) {
+    if (!a.needsArena) continue;
+    try {
+      selectAlgorithm(a.kind, 1024, Topology{2, 1, false}, {{a.kind, a.name}});
+      ADD_FAILURE() << a.name << " selected without an arena";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("shared-memory arena"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Selector, BroadcastThreshold) {
   EXPECT_EQ(pick(K::kBroadcast, 64 * 1024, 8), "binomial");
   EXPECT_EQ(pick(K::kBroadcast, 64 * 1024 + 1, 8), "chain");
