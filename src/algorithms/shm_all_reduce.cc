@@ -9,14 +9,14 @@
 //   Cost per rank: one copy in, (n-1) chunk reductions, one synchronisation: latency ~ one
 //   cache-line hand-off per peer, no message, no matching.
 // shm_split (large messages), per chunk, with the chunk cut into n element-aligned slices:
-//   1. copy the input chunk into this rank's slot; publish phase 1.
-//   2. reduce slice r over all n slots into this rank's own slot (its own input there is read by
-//      no one else); AVG divides; publish phase 2.
+//   1. copy the input chunk, except slice r, into this rank's slot; publish phase 1.
+//   2. reduce slice r of the own input with slice r of every peer's slot into the own slot
+//      (slice r of it is read by no one before phase 2); AVG divides; publish phase 2.
 //   3. wait for every rank's phase 2; copy every slice from its owner's slot into the output;
 //      release.
-//   Cost per rank: copy in (bytes), reduce (bytes/n x (n-1) reads), copy out (bytes): memory
-//   traffic ~2 copies per byte with the intermediate data cache-resident, and the reduction work
-//   is split n ways.
+//   Cost per rank: copy in ((n-1)/n bytes), reduce ((n-1) slices), copy out (bytes): from memory
+//   each input byte is read once and each output byte written once, as in a memcpy; the
+//   intermediate data stays in cache, and the reduction work is split n ways.
 #include <cstring>
 
 #include "algorithms/algorithms.h"
@@ -62,21 +62,24 @@ void allReduceShmSplit(Exec& exec, const CollectiveArgs& args) {
   const size_t chunk = ArenaStep::chunkBytes(exec, es);
   const auto* in = static_cast<const unsigned char*>(args.send);
   auto* out = static_cast<unsigned char*>(args.recv);
-  const bool stream = args.bytes() >= kStreamOutputBytes;
   for (size_t off = 0; off < args.bytes(); off += chunk) {
     const size_t count = std::min(chunk, args.bytes() - off) / es;
     ArenaStep step(exec);
-    step.acquire();
-    std::memcpy(step.mine(), in + off, count * es);
-    step.publish(1);
-    step.awaitAll(1);
     const size_t first = sliceStart(count, n, rank);
     const size_t mineCount = sliceStart(count, n, rank + 1) - first;
+    // Peers read every slice of our slot but ours: ours is reduced straight from the input.
+    step.acquire();
+    std::memcpy(step.mine(), in + off, first * es);
+    std::memcpy(step.mine() + (first + mineCount) * es, in + off + (first + mineCount) * es,
+                (count - first - mineCount) * es);
+    step.publish(1);
+    step.awaitAll(1);
     unsigned char* acc = step.mine() + first * es;
-    for (int q = 0; q < n && mineCount > 0; ++q) {
-      if (q != rank) {
-        reduce::reduce(args.dtype, args.op, acc, acc, step.slotOf(q) + first * es, mineCount);
-      }
+    const unsigned char* partial = in + off + first * es;
+    for (int i = 1; i < n && mineCount > 0; ++i) {
+      const int q = (rank + i) % n;
+      reduce::reduce(args.dtype, args.op, acc, partial, step.slotOf(q) + first * es, mineCount);
+      partial = acc;
     }
     if (args.op == ReduceOp::kAvg && mineCount > 0) {
       reduce::finishAverage(args.dtype, acc, mineCount, n);
@@ -87,7 +90,7 @@ void allReduceShmSplit(Exec& exec, const CollectiveArgs& args) {
       if (q != rank) step.await(q, 2);
       const size_t from = sliceStart(count, n, q);
       const size_t len = sliceStart(count, n, q + 1) - from;
-      if (len > 0) copyOut(out + off + from * es, step.slotOf(q) + from * es, len * es, stream);
+      if (len > 0) std::memcpy(out + off + from * es, step.slotOf(q) + from * es, len * es);
     }
     step.release();
   }

@@ -23,7 +23,6 @@ void broadcastShm(Exec& exec, const CollectiveArgs& args) {
   const size_t chunk = ArenaStep::chunkBytes(exec, args.elementSize());
   const auto* in = static_cast<const unsigned char*>(args.send);
   auto* out = static_cast<unsigned char*>(args.recv);
-  const bool stream = args.bytes() >= kStreamOutputBytes;
   for (size_t off = 0; off < args.bytes(); off += chunk) {
     const size_t bytes = std::min(chunk, args.bytes() - off);
     ArenaStep step(exec);
@@ -31,12 +30,12 @@ void broadcastShm(Exec& exec, const CollectiveArgs& args) {
     if (root) {
       std::memcpy(step.mine(), in + off, bytes);
       step.publish(1);
-      if (out != in) copyOut(out + off, in + off, bytes, stream);
+      if (out != in) std::memcpy(out + off, step.mine(), bytes);  // from cache, not memory
       if (off == 0) step.awaitAll(1);  // every rank entered the same broadcast (same root)
     } else {
       if (off == 0) step.publish(1);  // our identity only, for the root's check
       step.await(args.root, 1);
-      copyOut(out + off, step.slotOf(args.root), bytes, stream);
+      std::memcpy(out + off, step.slotOf(args.root), bytes);
     }
     step.release();
   }
@@ -46,7 +45,6 @@ void allGatherShm(Exec& exec, const CollectiveArgs& args) {
   const int n = exec.size();
   const size_t chunk = ArenaStep::chunkBytes(exec, args.elementSize());
   const auto* in = static_cast<const unsigned char*>(args.send);
-  const bool stream = args.bytes() * static_cast<size_t>(n) >= kStreamOutputBytes;
   for (size_t off = 0; off < args.bytes(); off += chunk) {
     const size_t bytes = std::min(chunk, args.bytes() - off);
     ArenaStep step(exec);
@@ -54,12 +52,12 @@ void allGatherShm(Exec& exec, const CollectiveArgs& args) {
     std::memcpy(step.mine(), in + off, bytes);
     step.publish(1);
     auto* own = static_cast<unsigned char*>(args.blocks[static_cast<size_t>(exec.rank())]);
-    if (own != in) copyOut(own + off, in + off, bytes, stream);
+    if (own != in) std::memcpy(own + off, in + off, bytes);
     for (int i = 1; i < n; ++i) {
       const int q = (exec.rank() + i) % n;  // staggered: ranks do not all read one slot first
       step.await(q, 1);
-      copyOut(static_cast<unsigned char*>(args.blocks[static_cast<size_t>(q)]) + off,
-              step.slotOf(q), bytes, stream);
+      std::memcpy(static_cast<unsigned char*>(args.blocks[static_cast<size_t>(q)]) + off,
+              step.slotOf(q), bytes);
     }
     step.release();
   }

@@ -15,22 +15,9 @@
 #include <cstring>
 
 #include "algorithms/exec.h"
-#include "reduce/stream_copy.h"
 #include "smddp/error.h"
 
 namespace smddp::algo {
-
-// A collective whose output is at least this large writes it with streaming stores: it will not
-// fit in cache anyway, and skipping the read-for-ownership saves a third of the memory traffic.
-constexpr size_t kStreamOutputBytes = size_t{8} << 20;
-
-inline void copyOut(void* dst, const void* src, size_t bytes, bool stream) {
-  if (stream) {
-    reduce::streamCopy(dst, src, bytes);
-  } else {
-    std::memcpy(dst, src, bytes);
-  }
-}
 
 class ArenaStep {
  public:

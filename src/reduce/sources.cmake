@@ -7,7 +7,7 @@
 include(CheckCXXCompilerFlag)
 set(_smddp_kernel_flags -O3 -fno-trapping-math)
 
-set(_smddp_reduce_sources reduce/reducer.cc reduce/stream_copy.cc reduce/kernels_baseline.cc)
+set(_smddp_reduce_sources reduce/reducer.cc reduce/kernels_baseline.cc)
 set(_smddp_reduce_defs "")
 set_source_files_properties(reduce/kernels_baseline.cc PROPERTIES
   COMPILE_OPTIONS "${_smddp_kernel_flags}")
