@@ -162,6 +162,7 @@ int benchMain(int argc, char** argv, const CollectiveSpec& spec) {
     LaunchLimits limits;
     limits.bound = std::chrono::seconds(o.launchTimeoutSec);
     limits.explainedStatus = kExitWrongResults;
+    limits.bindCores = o.bind;
     const int n = o.localRanks > 0 ? o.localRanks : 1;
     return launchLocalRanks(
         n,

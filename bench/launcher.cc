@@ -4,6 +4,7 @@
 #include "launcher.h"
 
 #include <signal.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,8 +30,24 @@ std::string makeTempDir() {
   return pattern;
 }
 
-[[noreturn]] void runChild(int rank, const std::string& dir,
+// The rank-th CPU of the allowed set, or -1 when fewer than n are allowed.
+int cpuFor(int rank, int n) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < n) return -1;
+  for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed) && seen++ == rank) return cpu;
+  }
+  return -1;
+}
+
+[[noreturn]] void runChild(int rank, const std::string& dir, int cpu,
                            const std::function<int(int, const std::string&)>& child) {
+  if (cpu >= 0) {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    sched_setaffinity(0, sizeof one, &one);  // best effort: placement only affects speed
+  }
   // A rank must not outlive a launcher that was killed (it would wait for peers until timeout).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() == 1) _exit(1);  // the launcher died before prctl took effect
@@ -97,8 +114,9 @@ int launchLocalRanks(int n, const std::function<int(int rank, const std::string&
   std::vector<bool> done(n, false);
   int result = 0;
   for (int r = 0; r < n; ++r) {
+    const int cpu = limits.bindCores ? cpuFor(r, n) : -1;
     pids[r] = fork();
-    if (pids[r] == 0) runChild(r, dir, child);
+    if (pids[r] == 0) runChild(r, dir, cpu, child);
     if (pids[r] < 0) {
       err << "fork of rank " << r << " failed: " << std::strerror(errno) << "\n";
       done[r] = true;

@@ -17,6 +17,9 @@ struct LaunchLimits {
   // An exit status whose child has already said why (the perf tools' "wrong results"): it still
   // fails the launch but is not reported again.
   int explainedStatus = -1;
+  // Bind rank r to the r-th CPU this process may use, when there are at least n of them (what
+  // mpirun does by default); otherwise leave placement to the scheduler.
+  bool bindCores = false;
 };
 
 // Runs child(rank, storeDirectory) in each of n forked processes; the child's return value is its

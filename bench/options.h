@@ -27,6 +27,7 @@ struct BenchOptions {
   int warmupIters = 5;
   bool check = true;
   bool blocking = false;                // -z 1: wait for each collective before the next
+  bool bind = true;                     // -B: -np ranks bound to one core each when possible
   std::vector<DataType> dtypes{DataType::kFloat32};
   std::vector<ReduceOp> ops{ReduceOp::kSum};
   int root = 0;                         // -1: every root in turn

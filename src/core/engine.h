@@ -5,6 +5,12 @@
 // fast path with no thread hand-off. The engine thread stands back while a caller is driving.
 // A caller drives only while its own deadline leaves room for a whole collective (collectives
 // cannot change threads midway), so wait(short timeout) still returns on time.
+//
+// Wake-ups: the engine thread takes a request only after it waited kDriverGrace unclaimed. It is
+// not woken per request: while requests keep coming it polls every kDriverGrace, and only after
+// kIdleAfter without any does it block until the next submit wakes it. Completions wake callers
+// (callersCv_), never the engine thread (threadCv_). A synchronous loop thus costs no thread
+// hand-off and no context switch per collective, which matters most when ranks share cores.
 #pragma once
 
 #include <chrono>
@@ -49,8 +55,12 @@ class Engine : public std::enable_shared_from_this<Engine> {
   Runner runner_;
   std::chrono::milliseconds collectiveTimeout_;
   mutable std::mutex mutex_;
-  std::condition_variable cv_;
+  std::condition_variable callersCv_;  // completions, and a turn to drive
+  std::condition_variable threadCv_;   // the engine thread: work for it, or stop
   std::deque<std::shared_ptr<RequestState>> queue_;
+  std::chrono::steady_clock::time_point frontSince_;  // when queue_.front() became runnable
+  std::chrono::steady_clock::time_point lastSubmit_;
+  bool threadBlocked_ = false;  // the engine thread waits for a submit (no polling)
   bool busy_ = false;  // someone is running requests (owns the transport)
   int drivers_ = 0;    // callers inside waitFor whose deadline lets them drive
   bool stop_ = false;
