@@ -42,11 +42,16 @@ class TorchGroup:
         self.replies = queue.Queue()
         self.procs, self.logs = [], []
         worker = os.path.join(HERE, "torch_worker.py")
+        # One core per rank when there are enough, as mpirun and the engine tools (-B) do, so no
+        # backend is measured with two ranks sharing a core by chance.
+        cpus = sorted(os.sched_getaffinity(0))
         for rank in range(world):
             log = open(os.path.join(logdir, f"{backend}-w{world}-r{rank}.log"), "a")
             p = subprocess.Popen([python, worker, backend, str(rank), str(world), init],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                  text=True, env=env)
+            if world <= len(cpus):
+                os.sched_setaffinity(p.pid, {cpus[rank]})
             threading.Thread(target=_pump, args=(p, rank, self.replies), daemon=True).start()
             self.procs.append(p)
             self.logs.append(log)
