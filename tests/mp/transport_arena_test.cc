@@ -1,0 +1,105 @@
+// The shared-memory arena bootstrap (transport/shm/arena.h) with ranks as threads of one process:
+// each rank maps the object on its own (distinct addresses), so a word one writes must be seen by
+// the others through their own mapping; the object is unlinked once all mapped it (nothing left in
+// /dev/shm); and a size /dev/shm cannot hold fails on every rank with the reason, no SIGBUS.
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fork_ranks.h"
+#include "smddp/store.h"
+#include "transport/shm/arena.h"
+
+namespace smddp {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Names of this process's arena objects currently in /dev/shm.
+std::vector<std::string> ourObjects() {
+  std::vector<std::string> names;
+  const std::string mine = "smddp-" + std::to_string(getpid()) + "-";
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.rfind(mine, 0) == 0 && name.find(':') == std::string::npos) names.push_back(name);
+    }
+    closedir(d);
+  }
+  return names;
+}
+
+struct Joined {
+  std::unique_ptr<transport::SharedArena> arena;
+  std::string why;
+  std::string error;
+};
+
+std::vector<Joined> joinAll(int n, size_t slotBytes, const std::string& prefix) {
+  const std::string dir = test::makeTempDir("smddp-arena");
+  auto store = makeFileStore(dir);
+  std::vector<Joined> out(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      Joined& j = out[static_cast<size_t>(r)];
+      try {
+        j.arena = transport::createSharedArena(*store, prefix, r, n, slotBytes, 10s, j.why);
+      } catch (const std::exception& e) {
+        j.error = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  test::removeTree(dir);
+  return out;
+}
+
+TEST(SharedArena, EveryRankSeesEveryOthersWritesAndNothingIsLeftBehind) {
+  constexpr int kRanks = 3;
+  auto ranks = joinAll(kRanks, 4096, "ok");
+  for (int r = 0; r < kRanks; ++r) {
+    auto& j = ranks[static_cast<size_t>(r)];
+    ASSERT_TRUE(j.arena) << "rank " << r << ": " << j.why << j.error;
+    EXPECT_EQ(j.arena->rank(), r);
+    EXPECT_EQ(j.arena->size(), kRanks);
+    EXPECT_EQ(j.arena->slotBytes(), 4096u);
+  }
+  EXPECT_NE(ranks[0].arena->slot(0, 0), ranks[1].arena->slot(0, 0)) << "expected separate maps";
+  for (int w = 0; w < kRanks; ++w) {
+    auto& writer = *ranks[static_cast<size_t>(w)].arena;
+    writer.posted(w).store(100 + static_cast<uint64_t>(w));
+    writer.slot(w, 1)[4095] = static_cast<unsigned char>(7 + w);
+  }
+  for (int r = 0; r < kRanks; ++r) {
+    auto& reader = *ranks[static_cast<size_t>(r)].arena;
+    for (int w = 0; w < kRanks; ++w) {
+      EXPECT_EQ(reader.posted(w).load(), 100u + static_cast<uint64_t>(w)) << r << " reads " << w;
+      EXPECT_EQ(reader.slot(w, 1)[4095], 7 + w) << r << " reads " << w;
+      EXPECT_EQ(reader.consumed(w).load(), 0u);  // fresh memory starts at zero
+    }
+  }
+  EXPECT_TRUE(ourObjects().empty()) << "left in /dev/shm: " << ourObjects()[0];
+}
+
+TEST(SharedArena, ImpossibleSizeFailsOnEveryRankWithTheReason) {
+  auto ranks = joinAll(2, size_t{1} << 42, "huge");  // 2 x 16 TiB: far beyond /dev/shm
+  for (int r = 0; r < 2; ++r) {
+    auto& j = ranks[static_cast<size_t>(r)];
+    EXPECT_FALSE(j.arena) << "rank " << r;
+    EXPECT_TRUE(j.error.empty()) << j.error;
+    EXPECT_NE(j.why.find("/dev/shm"), std::string::npos) << "rank " << r << ": " << j.why;
+  }
+  EXPECT_NE(ranks[1].why.find("rank 0"), std::string::npos) << ranks[1].why;
+  EXPECT_TRUE(ourObjects().empty());
+}
+
+}  // namespace
+}  // namespace smddp
