@@ -28,7 +28,7 @@ void RequestState::complete(std::exception_ptr error) {
     callbacks.swap(callbacks_);
   }
   for (auto& fn : callbacks) fn();
-  done_.store(true, std::memory_order_release);
+  done_.store(true);  // seq_cst: see Engine::announce()
   if (engine) engine->announce();
 }
 
@@ -73,7 +73,11 @@ size_t Engine::pending() const {
 }
 
 void Engine::announce() {
-  // Taking the mutex orders the completion before any waiter's predicate check.
+  // A caller that drives its own request never sleeps, so most completions have nobody to wake.
+  // No lost wake-up: a sleeper increments sleepers_ and then reads done(), a completer stores done
+  // and then reads sleepers_, all seq_cst, so at least one of them sees the other. When a sleeper
+  // is counted, taking the mutex orders this completion before its next predicate check.
+  if (sleepers_.load() == 0) return;
   { std::lock_guard<std::mutex> lock(mutex_); }
   callersCv_.notify_all();
 }
@@ -90,7 +94,7 @@ void Engine::runQueued(RequestState* until, std::chrono::steady_clock::time_poin
       if (queue_.empty() || !mayDrive(deadline)) return;
       next = std::move(queue_.front());
       queue_.pop_front();
-      frontSince_ = Clock::now();
+      if (!queue_.empty()) frontSince_ = Clock::now();
     }
     runner_(*next);
     if (next.get() == until) return;
@@ -115,9 +119,11 @@ bool Engine::waitFor(RequestState& request, std::chrono::steady_clock::time_poin
       if (!queue_.empty()) callersCv_.notify_all();  // another caller may take over the rest
       continue;
     }
+    sleepers_.fetch_add(1);
     callersCv_.wait_until(lock, deadline, [&] {
       return request.done() || (driver && !busy_ && !queue_.empty());
     });
+    sleepers_.fetch_sub(1);
   }
   if (driver) --drivers_;
   return request.done();

@@ -13,6 +13,7 @@
 // hand-off and no context switch per collective, which matters most when ranks share cores.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -61,6 +62,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::chrono::steady_clock::time_point frontSince_;  // when queue_.front() became runnable
   std::chrono::steady_clock::time_point lastSubmit_;
   bool threadBlocked_ = false;  // the engine thread waits for a submit (no polling)
+  std::atomic<int> sleepers_{0};  // callers blocked on callersCv_ (read without the mutex)
   bool busy_ = false;  // someone is running requests (owns the transport)
   int drivers_ = 0;    // callers inside waitFor whose deadline lets them drive
   bool stop_ = false;

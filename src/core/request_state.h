@@ -26,7 +26,8 @@ class RequestState {
   std::shared_ptr<Engine> engine;
   std::chrono::milliseconds timeout{0};  // the communicator's collective timeout
 
-  bool done() const { return done_.load(std::memory_order_acquire); }
+  // seq_cst (a plain load on x86): pairs with Engine's sleeper count, see Engine::announce().
+  bool done() const { return done_.load(); }
   std::exception_ptr error() const;
   // Publishes the outcome (error may be null), wakes waiters, runs callbacks. Called once.
   void complete(std::exception_ptr error);
