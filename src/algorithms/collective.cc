@@ -35,6 +35,28 @@ std::string formatBytes(size_t bytes) {
   return buf;
 }
 
+// FNV-style, one multiply per field (not per byte): this runs once per collective at post.
+uint64_t shapeHash(CollectiveKind kind, DataType dtype, size_t count, ReduceOp op, int root,
+                   const char* algorithm) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](uint64_t value) {
+    h ^= value;
+    h *= 1099511628211ull;
+    h ^= h >> 29;
+  };
+  mix(static_cast<uint64_t>(kind));
+  if (kind != CollectiveKind::kBarrier) {
+    mix(static_cast<uint64_t>(dtype));
+    mix(count);
+  }
+  if (kind == CollectiveKind::kAllReduce) mix(static_cast<uint64_t>(op));
+  if (kind == CollectiveKind::kBroadcast) mix(static_cast<uint64_t>(root));
+  for (const char* c = algorithm; c != nullptr && *c != '\0'; ++c) {
+    mix(static_cast<unsigned char>(*c));
+  }
+  return h;
+}
+
 std::string CollectiveDesc::describe() const {
   std::string s = std::string(toString(kind)) + " #" + std::to_string(seq);
   if (kind == CollectiveKind::kBarrier) return s;

@@ -38,13 +38,24 @@ struct CollectiveDesc {
   ReduceOp op = ReduceOp::kSum;
   int root = -1;
   const char* algorithm = nullptr;  // the registry's static name; nullptr when run locally
-  // Hash of (kind, dtype, count, op, root, algorithm) that goes into the tags (core/mismatch.h);
-  // 0 when mismatch checks are off.
+  // shapeHash() of this collective, set when it is posted; the arena algorithms compare it across
+  // ranks (always), and the tags carry a 12-bit fold of it (core/mismatch.h).
+  uint64_t shape = 0;
+  // That fold, which goes into the tags; 0 when mismatch checks are off.
   uint16_t signature = 0;
 
   std::string describe() const;
 };
 
 std::string formatBytes(size_t bytes);
+
+// 64-bit hash of what every rank must agree on: the kind, and for data collectives the dtype and
+// count, the op (all_reduce), the root (broadcast), and the algorithm (nullptr: run locally).
+// Equal on every rank for equal arguments (no addresses, no per-process state).
+uint64_t shapeHash(CollectiveKind kind, DataType dtype, size_t count, ReduceOp op, int root,
+                   const char* algorithm);
+inline uint64_t shapeHash(const CollectiveDesc& d) {
+  return shapeHash(d.kind, d.dtype, d.count, d.op, d.root, d.algorithm);
+}
 
 }  // namespace smddp::algo

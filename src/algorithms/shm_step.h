@@ -3,16 +3,16 @@
 // collectives (shm_all_reduce.cc, shm_collectives.cc) are written in these steps only, so the
 // ordering rules live here once.
 //
-// Identity check: every published use carries its collective's sequence number and a hash of its
-// shape (kind, dtype, count, op, root, algorithm); a reader compares the writer's with its own
-// before it touches the writer's data, so ranks in different collectives (or different sizes of
-// one) fail with kMismatch instead of mixing data. Always on: it costs two words per use.
+// Identity check: every published use carries its collective's sequence number and shape hash
+// (CollectiveDesc::shape: kind, dtype, count, op, root, algorithm); a reader compares the
+// writer's with its own before it touches the writer's data, so ranks in different collectives
+// (or different sizes of one) fail with kMismatch instead of mixing data. Always on: it costs
+// two words per use, and the hash is computed once per collective when it is posted.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "algorithms/exec.h"
 #include "smddp/error.h"
@@ -23,7 +23,6 @@ class ArenaStep {
  public:
   explicit ArenaStep(Exec& exec) : exec_(exec), arena_(requireArena(exec)) {
     use_ = arena_.takeUse();
-    shape_ = shapeOf(exec.desc());
   }
 
   // Bytes per use: the arena slot, capped by the pipelining segment, whole elements, >= 1 element.
@@ -46,7 +45,7 @@ class ArenaStep {
   void publish(int phase) {
     if (phase == 1) {
       arena_.identSeq(exec_.rank(), use_).store(exec_.desc().seq, std::memory_order_relaxed);
-      arena_.identShape(exec_.rank(), use_).store(shape_, std::memory_order_relaxed);
+      arena_.identShape(exec_.rank(), use_).store(exec_.desc().shape, std::memory_order_relaxed);
     }
     arena_.posted(exec_.rank()).store(2 * use_ + static_cast<uint64_t>(phase),
                                       std::memory_order_release);
@@ -58,7 +57,7 @@ class ArenaStep {
     if (phase == 1) {
       const uint64_t seq = arena_.identSeq(peer, use_).load(std::memory_order_relaxed);
       const uint64_t shape = arena_.identShape(peer, use_).load(std::memory_order_relaxed);
-      if (seq != exec_.desc().seq || shape != shape_) exec_.throwMismatch(peer, seq);
+      if (seq != exec_.desc().seq || shape != exec_.desc().shape) exec_.throwMismatch(peer, seq);
     }
   }
   void awaitAll(int phase) {
@@ -70,21 +69,6 @@ class ArenaStep {
   void release() { arena_.consumed(exec_.rank()).store(use_ + 1, std::memory_order_release); }
 
  private:
-  // FNV-1a over the fields every rank must agree on.
-  static uint64_t shapeOf(const CollectiveDesc& d) {
-    uint64_t h = 1469598103934665603ull;
-    auto mix = [&h](uint64_t v) {
-      for (int i = 0; i < 8; ++i, v >>= 8) h = (h ^ (v & 0xFF)) * 1099511628211ull;
-    };
-    mix(static_cast<uint64_t>(d.kind));
-    mix(static_cast<uint64_t>(d.dtype));
-    mix(d.count);
-    mix(static_cast<uint64_t>(d.op));
-    mix(static_cast<uint64_t>(static_cast<int64_t>(d.root)));
-    for (const char* c = d.algorithm; c != nullptr && *c != 0; ++c) mix(static_cast<uint8_t>(*c));
-    return h;
-  }
-
   static transport::SharedArena& requireArena(const Exec& exec) {
     if (exec.arena() == nullptr) {
       throw Error(ErrorCode::kInvalidArgument,
@@ -99,7 +83,6 @@ class ArenaStep {
   Exec& exec_;
   transport::SharedArena& arena_;
   uint64_t use_;
-  uint64_t shape_;
 };
 
 }  // namespace smddp::algo

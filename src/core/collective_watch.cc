@@ -35,7 +35,7 @@ uint16_t CollectiveWatch::posted(const algo::CollectiveDesc& desc) {
   const Signature sig = Signature::of(desc);
   recorder_.posted(desc.seq, sig);
   if (beacon_) beacon_->noteCalled(desc.seq);
-  return settings_.checkMismatch ? signatureHash(sig) : 0;
+  return settings_.checkMismatch ? foldSignature(desc.shape) : 0;
 }
 
 void CollectiveWatch::started(const algo::CollectiveDesc& desc) {

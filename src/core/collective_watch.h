@@ -35,7 +35,8 @@ class CollectiveWatch {
   CollectiveWatch(std::shared_ptr<Store> store, const std::string& prefix, int rank,
                   const std::vector<transport::PeerInfo>& peers, const WatchSettings& settings);
 
-  // Caller's thread, in sequence order: records the call; returns the tag signature hash.
+  // Caller's thread, in sequence order: records the call; returns the tag signature hash (the
+  // fold of desc.shape, which must be set).
   uint16_t posted(const algo::CollectiveDesc& desc);
   // Engine: the collective starts. Throws a failure already learnt from the peers.
   void started(const algo::CollectiveDesc& desc);

@@ -98,11 +98,11 @@ Request CommunicatorImpl::post(algo::CollectiveArgs args) {
     state->desc.algorithm = state->algorithm->name;
   }
   state->args = std::move(args);
+  state->desc.shape = algo::shapeHash(state->desc);
   {
     std::lock_guard<std::mutex> lock(stateMutex_);
     state->desc.seq = nextSeq_++;
-    state->desc.signature =
-        watch_->posted(state->desc);
+    state->desc.signature = watch_->posted(state->desc);
   }
   engine_->submit(state);
   return Request(state);

@@ -1,23 +1,11 @@
-// Signature hashing and text (see mismatch.h). An FNV-style word hash of the fields, folded to the
-// tag's width.
+// Signature hashing and text (see mismatch.h): algo::shapeHash of the fields, folded to the tag's
+// width.
 #include "core/mismatch.h"
-
-#include <cstring>
 
 #include "common/tag.h"
 
 namespace smddp::core {
 namespace {
-
-constexpr uint64_t kFnvOffset = 1469598103934665603ull;
-constexpr uint64_t kFnvPrime = 1099511628211ull;
-
-// One multiply per field (not per byte): this runs once per collective on the caller's thread.
-void mix(uint64_t& h, uint64_t value) {
-  h ^= value;
-  h *= kFnvPrime;
-  h ^= h >> 29;
-}
 
 // Text without the trailing " [algorithm]" part.
 std::string callOf(const std::string& text) {
@@ -40,20 +28,14 @@ Signature Signature::of(const algo::CollectiveDesc& desc, const char* algorithm)
   return s;
 }
 
-uint16_t signatureHash(const Signature& sig) {
-  uint64_t h = kFnvOffset;
-  mix(h, static_cast<uint64_t>(sig.kind));
-  if (sig.kind != CollectiveKind::kBarrier) {
-    mix(h, static_cast<uint64_t>(sig.dtype));
-    mix(h, sig.count);
-  }
-  if (sig.kind == CollectiveKind::kAllReduce) mix(h, static_cast<uint64_t>(sig.op));
-  if (sig.kind == CollectiveKind::kBroadcast) mix(h, static_cast<uint64_t>(sig.root));
-  if (sig.algorithm != nullptr) {
-    for (const char* c = sig.algorithm; *c != '\0'; ++c) mix(h, static_cast<unsigned char>(*c));
-  }
-  const uint64_t folded = h ^ (h >> 12) ^ (h >> 24) ^ (h >> 36) ^ (h >> 48);
+uint16_t foldSignature(uint64_t shape) {
+  const uint64_t folded = shape ^ (shape >> 12) ^ (shape >> 24) ^ (shape >> 36) ^ (shape >> 48);
   return static_cast<uint16_t>(folded & tag::kSigMask);
+}
+
+uint16_t signatureHash(const Signature& sig) {
+  return foldSignature(
+      algo::shapeHash(sig.kind, sig.dtype, sig.count, sig.op, sig.root, sig.algorithm));
 }
 
 std::string signatureText(const Signature& sig) {

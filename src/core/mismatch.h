@@ -30,6 +30,8 @@ struct Signature {
 // 12-bit hash (tag::kSigBits) of every field, the algorithm name included: ranks configured with
 // different algorithms would exchange differently sized messages, which is as unsafe as a mismatch.
 uint16_t signatureHash(const Signature& sig);
+// The same from an already computed algo::shapeHash (CollectiveDesc::shape).
+uint16_t foldSignature(uint64_t shape);
 // "all_reduce(float32, 1024, sum)", "broadcast(float16, 512, root=1)", "barrier()".
 std::string signatureText(const Signature& sig);
 // signatureText plus " [algorithm]" (how beacons publish it).
