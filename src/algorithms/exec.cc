@@ -101,7 +101,7 @@ void Exec::wait(Handle handle) {
       idlePolls = 0;
       continue;
     }
-    idle(now, lastProgress, idlePolls, "");
+    idle(now, lastProgress, idlePolls, -1, nullptr);
   }
   checkFailure(op);
   while (firstLive_ < posted_ && resources_.op(firstLive_).finished()) ++firstLive_;
@@ -119,13 +119,16 @@ void Exec::waitWord(const std::atomic<uint64_t>& word, uint64_t atLeast, int pee
       continue;  // the hot path: no bookkeeping while spinning
     }
     transport_.progress();  // no messages in flight; it runs the transport's liveness checks
-    idle(now, start, idlePolls, where(peer) + " to " + what + " (shared memory)");
+    idle(now, start, idlePolls, peer, what);
   }
 }
 
 void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idlePolls,
-                const std::string& waitingFor) {
-  if (now >= settings_.deadline) throwTimeout(waitingFor);
+                int wordPeer, const char* wordWhat) {
+  if (now >= settings_.deadline) {
+    throwTimeout(wordWhat == nullptr ? std::string()
+                                     : where(wordPeer) + " to " + wordWhat + " (shared memory)");
+  }
   if (settings_.abortFlag != nullptr && settings_.abortFlag->load(std::memory_order_relaxed)) {
     throw Error(ErrorCode::kAborted, "smddp: " + where(-1) + ": aborted by the application");
   }

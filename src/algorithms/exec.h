@@ -90,9 +90,10 @@ class Exec {
 
  private:
   Handle post(transport::OpKind kind, int peer, uint64_t slot, void* buffer, size_t bytes);
-  // One idle poll: bounds (deadline, abort, peer failure), then spin, yield or sleep.
-  void idle(Clock::time_point now, Clock::time_point lastProgress, int& idlePolls,
-            const std::string& waitingFor);
+  // One idle poll: bounds (deadline, abort, peer failure), then spin, yield or sleep. wordWhat
+  // (with wordPeer) names a shared-memory word being waited for, for the timeout message only.
+  void idle(Clock::time_point now, Clock::time_point lastProgress, int& idlePolls, int wordPeer,
+            const char* wordWhat);
   void checkFailure(const transport::Op& op) const;
   [[noreturn]] void throwTimeout(const std::string& waitingFor) const;
   std::string where(int peer) const;

@@ -26,7 +26,7 @@ void broadcastShm(Exec& exec, const CollectiveArgs& args) {
   for (size_t off = 0; off < args.bytes(); off += chunk) {
     const size_t bytes = std::min(chunk, args.bytes() - off);
     ArenaStep step(exec);
-    step.acquire();
+    if (root || off == 0) step.acquire();  // later chunks: non-roots write nothing but `consumed`
     if (root) {
       std::memcpy(step.mine(), in + off, bytes);
       step.publish(1);

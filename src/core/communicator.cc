@@ -10,22 +10,24 @@
 namespace smddp {
 namespace {
 
-// The intra-host shared-memory arena, when every rank is on this host and talks over shm (every
-// rank decides the same from the same facts). A failure to set it up only costs speed.
+// The intra-host shared-memory arena, when every rank is on this host and talks over shm (facts
+// every rank shares) and every rank wants it. A failure to set it up only costs speed.
 std::unique_ptr<transport::SharedArena> createArena(Store& store, const std::string& prefix,
                                                     const transport::Transport& transport,
                                                     const Config& config, const Options& options,
                                                     const core::Settings& settings) {
-  const bool wanted = options.sharedMemory.value_or(config.shm != 0);
-  if (!wanted || transport.size() < 2 || transport.name() != "shm") return nullptr;
+  if (transport.size() < 2 || transport.name() != "shm") return nullptr;
   for (const auto& peer : transport.peers()) {
     if (peer.host != transport.peers()[0].host) return nullptr;
   }
+  // This rank's wish joins the collective set-up even when it is "no", so that ranks configured
+  // differently agree instead of waiting for each other.
+  const bool wanted = options.sharedMemory.value_or(config.shm != 0);
   std::string why;
   auto arena = transport::createSharedArena(store, prefix, transport.rank(), transport.size(),
                                             static_cast<size_t>(config.shmSlotBytes),
-                                            settings.timeout, why);
-  if (!arena) {
+                                            settings.timeout, wanted, why);
+  if (!arena && wanted) {
     SMDDP_WARN(transport.rank(), "no shared-memory arena (" << why
                                                             << "): collectives use libfabric");
   }

@@ -115,8 +115,8 @@ void CommunicatorImpl::run(RequestState& request) {
       throw Error(ErrorCode::kAborted, "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
                                            "): " + request.desc.describe() + " not run: aborted");
     }
-    const std::string reason = brokenReason();
-    if (!reason.empty()) {
+    if (broken_.load(std::memory_order_acquire)) {
+      const std::string reason = brokenReason();
       throw Error(ErrorCode::kBroken, "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
                                           "): " + request.desc.describe() +
                                           " not run: the communicator is broken by an earlier "
@@ -178,12 +178,15 @@ void CommunicatorImpl::logChoice(const algo::CollectiveDesc& desc) {
     if (!loggedChoices_.insert(key).second) return;
   }
   SMDDP_INFO(rank_, toString(desc.kind) << " uses algorithm " << desc.algorithm << " (first at #"
-                                        << desc.seq << ", " << algo::formatBytes(desc.count * dataTypeSize(desc.dtype)) << ")");
+                                        << desc.seq << ", "
+                                        << algo::formatBytes(desc.count * dataTypeSize(desc.dtype))
+                                        << ")");
 }
 
 void CommunicatorImpl::markBroken(const std::string& reason) {
   std::lock_guard<std::mutex> lock(stateMutex_);
   if (brokenReason_.empty()) brokenReason_ = reason;
+  broken_.store(true, std::memory_order_release);
 }
 
 std::string CommunicatorImpl::brokenReason() const {
@@ -194,7 +197,8 @@ std::string CommunicatorImpl::brokenReason() const {
 void CommunicatorImpl::abort() {
   aborted_.store(true);
   markBroken("smddp: rank " + std::to_string(rank_) + ": communicator aborted by the application");
-  engine_->announce();
+  // A running collective sees aborted_ in its next idle poll and fails; its completion wakes
+  // its waiters.
 }
 
 }  // namespace smddp::core

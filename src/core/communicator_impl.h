@@ -74,6 +74,7 @@ class CommunicatorImpl {
   std::atomic<bool> aborted_{false};
   mutable std::mutex stateMutex_;  // guards brokenReason_, loggedChoices_, nextSeq_
   std::string brokenReason_;
+  std::atomic<bool> broken_{false};  // brokenReason_ is set (read without the mutex per run)
   std::set<std::string> loggedChoices_;
   uint64_t nextSeq_ = 0;
   std::unique_ptr<CollectiveWatch> watch_;

@@ -26,7 +26,7 @@
 
 namespace smddp::core {
 
-class Engine : public std::enable_shared_from_this<Engine> {
+class Engine {
  public:
   using Runner = std::function<void(RequestState&)>;
   // runner executes one request and must call RequestState::complete() before returning.
@@ -41,8 +41,7 @@ class Engine : public std::enable_shared_from_this<Engine> {
   // Runs what is queued (bounded by each request's own deadline), then joins the engine thread.
   void stop();
 
-  // Wakes every waiter: after a completion (waiters sleep on one condition) or a state change such
-  // as abort.
+  // Wakes the callers sleeping in waitFor after a completion (RequestState::complete calls it).
   void announce();
 
  private:

@@ -1,6 +1,7 @@
 // RequestState: one posted collective, shared by the public Request handle, the engine queue and
-// whoever runs it. Completion is published under the engine's mutex and announced on its condition
-// variable, so waiters never miss it; callbacks run once, outside every lock, before done().
+// whoever runs it. Completion is a seq_cst store of done(), announced to sleeping waiters by
+// Engine::announce() (which says why none is missed); callbacks run once, outside every lock,
+// before done().
 #pragma once
 
 #include <atomic>

@@ -160,7 +160,8 @@ class FileStore : public Store {
   int64_t addLocked(const std::string& key, const std::string& path, int64_t delta) {
     std::string text;
     int64_t value = 0;
-    if (readFile(path, text)) {
+    const bool existed = readFile(path, text);
+    if (existed) {
       char* end = nullptr;
       errno = 0;
       value = std::strtoll(text.c_str(), &end, 10);
@@ -171,7 +172,7 @@ class FileStore : public Store {
       }
     }
     value += delta;
-    set(key, std::to_string(value));
+    if (delta != 0 || !existed) set(key, std::to_string(value));  // add(key, 0) is a polled read
     return value;
   }
 

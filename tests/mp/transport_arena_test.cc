@@ -1,13 +1,15 @@
 // The shared-memory arena bootstrap (transport/shm/arena.h) with ranks as threads of one process:
 // each rank maps the object on its own (distinct addresses), so a word one writes must be seen by
 // the others through their own mapping; the object is unlinked once all mapped it (nothing left in
-// /dev/shm); and a size /dev/shm cannot hold fails on every rank with the reason, no SIGBUS.
+// /dev/shm); a size /dev/shm cannot hold fails on every rank with the reason, no SIGBUS; and ranks
+// configured differently fall back together.
 #include <gtest/gtest.h>
 
 #include <dirent.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -42,7 +44,8 @@ struct Joined {
   std::string error;
 };
 
-std::vector<Joined> joinAll(int n, size_t slotBytes, const std::string& prefix) {
+std::vector<Joined> joinAll(int n, size_t slotBytes, const std::string& prefix,
+                            const std::function<bool(int)>& wanted = [](int) { return true; }) {
   const std::string dir = test::makeTempDir("smddp-arena");
   auto store = makeFileStore(dir);
   std::vector<Joined> out(static_cast<size_t>(n));
@@ -51,7 +54,8 @@ std::vector<Joined> joinAll(int n, size_t slotBytes, const std::string& prefix) 
     threads.emplace_back([&, r] {
       Joined& j = out[static_cast<size_t>(r)];
       try {
-        j.arena = transport::createSharedArena(*store, prefix, r, n, slotBytes, 10s, j.why);
+        j.arena = transport::createSharedArena(*store, prefix, r, n, slotBytes, 10s,
+                                                wanted(r), j.why);
       } catch (const std::exception& e) {
         j.error = e.what();
       }
@@ -99,6 +103,24 @@ TEST(SharedArena, ImpossibleSizeFailsOnEveryRankWithTheReason) {
   }
   EXPECT_NE(ranks[1].why.find("rank 0"), std::string::npos) << ranks[1].why;
   EXPECT_TRUE(ourObjects().empty());
+}
+
+// A rank configured without the arena (SMDDP_SHM=0 there only): nobody waits for anybody, every
+// rank returns quickly without an arena, and the others are told why.
+TEST(SharedArena, RanksThatDisagreeFallBackTogether) {
+  for (int off : {0, 2}) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto ranks = joinAll(3, 4096, "disagree" + std::to_string(off),
+                         [off](int r) { return r != off; });
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << "ranks waited for each other";
+    for (int r = 0; r < 3; ++r) {
+      auto& j = ranks[static_cast<size_t>(r)];
+      EXPECT_FALSE(j.arena) << "rank " << r << " (off: rank " << off << ")";
+      EXPECT_TRUE(j.error.empty()) << j.error;
+      EXPECT_FALSE(j.why.empty()) << "rank " << r;
+    }
+    EXPECT_TRUE(ourObjects().empty());
+  }
 }
 
 }  // namespace

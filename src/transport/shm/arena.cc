@@ -85,7 +85,9 @@ size_t SharedArena::roundSlot(size_t slotBytes) {
   return (std::max<size_t>(slotBytes, 64) + kPage - 1) / kPage * kPage;
 }
 
-size_t SharedArena::regionBytes(size_t slotBytes) { return kControlBytes + 2 * roundSlot(slotBytes); }
+size_t SharedArena::regionBytes(size_t slotBytes) {
+  return kControlBytes + 2 * roundSlot(slotBytes);
+}
 
 SharedArena::SharedArena(std::shared_ptr<void> memory, unsigned char* base, int rank, int size,
                          size_t slotBytes)
@@ -112,19 +114,25 @@ std::unique_ptr<SharedArena> HeapArenaGroup::view(int rank) const {
 std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& prefix, int rank,
                                                int size, size_t slotBytes,
                                                std::chrono::milliseconds timeout,
-                                               std::string& why) {
+                                               bool wanted, std::string& why) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   const size_t bytes = SharedArena::regionBytes(slotBytes) * static_cast<size_t>(size);
   auto map = std::make_shared<Mapping>();
   std::string name;
   if (rank == 0) {
-    name = objectName(prefix);
-    why = createObject(name, bytes, *map);
+    if (wanted) {
+      name = objectName(prefix);
+      why = createObject(name, bytes, *map);
+    } else {
+      why = "SMDDP_SHM=0";
+    }
     store.set(prefix + "/arena/name", why.empty() ? name : "!" + why);
   } else {
     const std::string value = store.get(prefix + "/arena/name", timeout);
     if (!value.empty() && value[0] == '!') {
       why = "rank 0: " + value.substr(1);
+    } else if (!wanted) {
+      why = "SMDDP_SHM=0";
     } else {
       name = value;
       why = openObject(name, bytes, *map);

@@ -55,7 +55,6 @@ class SharedArena {
 
   // This rank's next use index (not shared: every rank counts its own identically).
   uint64_t takeUse() { return nextUse_++; }
-  uint64_t nextUse() const { return nextUse_; }
 
   // Bytes of one rank's region for a slot size (slot rounded up to a page).
   static size_t regionBytes(size_t slotBytes);
@@ -98,10 +97,12 @@ class HeapArenaGroup {
 
 // Collective over the store: rank 0 creates and sizes the shared object, every rank maps it, and
 // all agree whether it worked. Returns null on every rank (with `why` set) when any rank could not
-// map it; throws Error(kStore) when the store itself fails or times out.
+// map it or did not want it (wanted = false, e.g. SMDDP_SHM=0 on that rank only): ranks whose
+// settings disagree fall back together instead of waiting for each other. Throws Error(kStore)
+// when the store itself fails or times out.
 std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& prefix, int rank,
                                                int size, size_t slotBytes,
-                                               std::chrono::milliseconds timeout,
+                                               std::chrono::milliseconds timeout, bool wanted,
                                                std::string& why);
 
 }  // namespace smddp::transport
