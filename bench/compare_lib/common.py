@@ -53,11 +53,6 @@ def algbw_gbps(size, time_us):
     return size / 1e3 / time_us if time_us and time_us > 0 else 0.0
 
 
-def value(rank, index):
-    """Input element `index` of `rank`: small integers, exact in bfloat16 and in sums of <= 32."""
-    return (rank + index) % 8 + 1
-
-
 def median_row(rows):
     """Median over rounds of one (backend, size) cell. `rows` are dicts with time_us and wrong;
     wrong counts add up (any wrong element in any round fails the run)."""

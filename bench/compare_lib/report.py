@@ -7,6 +7,8 @@ A cell is one (world, collective, dtype, backend): {"status": "ok" | "n/a" | "sk
 smddp / X (< 1: smddp is faster).
 Invariant: a cell's median rows are computed once (finalize) and everything printed reads them.
 """
+import os
+
 from .common import algbw_gbps, busbw_factor, human_size, median_row
 
 # Targets from the issue: torch-level smddp vs the engine's own perf tool.
@@ -95,8 +97,9 @@ def markdown_group(group, backends):
     """One markdown table: per size, each backend's time and busbw, then the ratios."""
     c0 = group[0]
     by = {c["backend"]: c for c in group}
-    title = (f"**{c0['collective']}, {c0['dtype']}, world {c0['world']}**"
-             f"{' (4 ranks on 2 cores: oversubscribed)' if c0.get('oversubscribed') else ''}")
+    over = (f" ({c0['world']} ranks on {os.cpu_count()} cores: oversubscribed)"
+            if c0.get("oversubscribed") else "")
+    title = f"**{c0['collective']}, {c0['dtype']}, world {c0['world']}**{over}"
     barrier = c0["collective"] == "barrier"
     cols = [f"{b} us" for b in backends] + ([] if barrier else [f"{b} GB/s" for b in backends])
     cols += ["smddp/gloo time", "smddp/mpi time", "smddp/engine time"]

@@ -47,6 +47,12 @@ void ProcessGroupSmddp::shutdown() {
   }
 }
 
+Communicator& ProcessGroupSmddp::comm() const {
+  TORCH_CHECK(comm_ != nullptr, "smddp: rank ", rank_,
+              ": this process group was shut down (destroy_process_group); create a new one");
+  return *comm_;
+}
+
 void ProcessGroupSmddp::abort() {
   if (comm_) {
     comm_->abort();
@@ -92,7 +98,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::broadcast(
   bool isRoot = opts.rootRank == rank_;
   at::Tensor work = state->staging.stage(tensors[0], /*copyIn=*/isRoot, /*copyBack=*/!isRoot);
   Buffer buffer = toBuffer(work, "broadcast");
-  Request request = comm_->broadcast(buffer, buffer, static_cast<int>(opts.rootRank));
+  Request request = comm().broadcast(buffer, buffer, static_cast<int>(opts.rootRank));
   return finish(OpType::BROADCAST, {request}, std::move(state), opts.timeout);
 }
 
@@ -106,7 +112,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce(
   auto state = tensorListState(tensors);
   at::Tensor work = state->staging.stage(tensors[0], /*copyIn=*/true, /*copyBack=*/true);
   Buffer buffer = toBuffer(work, "allreduce");
-  Request request = comm_->allReduce(buffer, buffer, op);
+  Request request = comm().allReduce(buffer, buffer, op);
   return finish(OpType::ALLREDUCE, {request}, std::move(state), opts.timeout);
 }
 
@@ -139,12 +145,12 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce_coalesced(
     }
     state->staging.keepAlive(buffer);
     Buffer b = toBuffer(buffer, "allreduce_coalesced");
-    requests.push_back(comm_->allReduce(b, b, op));
+    requests.push_back(comm().allReduce(b, b, op));
   } else {
     for (const auto& t : tensors) {
       at::Tensor work = state->staging.stage(t, /*copyIn=*/true, /*copyBack=*/true);
       Buffer b = toBuffer(work, "allreduce_coalesced");
-      requests.push_back(comm_->allReduce(b, b, op));
+      requests.push_back(comm().allReduce(b, b, op));
     }
   }
   return finish(OpType::ALLREDUCE_COALESCED, std::move(requests), std::move(state), opts.timeout);
@@ -173,7 +179,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allgather(
   for (const auto& out : outs) {
     recvs.push_back(toBuffer(state->staging.stage(out, false, true), "allgather"));
   }
-  Request request = comm_->allGather(toBuffer(send, "allgather"), recvs);
+  Request request = comm().allGather(toBuffer(send, "allgather"), recvs);
   return finish(OpType::ALLGATHER, {request}, std::move(state), opts.timeout);
 }
 
@@ -191,7 +197,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::_allgather_base(
   at::Tensor send = state->staging.stage(input, /*copyIn=*/true, /*copyBack=*/false);
   state->staging.keepAlive(input);
   at::Tensor recv = state->staging.stage(output, /*copyIn=*/false, /*copyBack=*/true);
-  Request request = comm_->allGather(toBuffer(send, "all_gather_into_tensor"),
+  Request request = comm().allGather(toBuffer(send, "all_gather_into_tensor"),
                                      toBuffer(recv, "all_gather_into_tensor"));
   return finish(OpType::_ALLGATHER_BASE, {request}, std::move(state), opts.timeout);
 }
@@ -199,7 +205,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::_allgather_base(
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::barrier(const ::c10d::BarrierOptions& opts) {
   // device_ids name CUDA devices to synchronize; CPU-only, so there is nothing to add to them.
   auto state = tensorListState({});
-  Request request = comm_->barrier();
+  Request request = comm().barrier();
   return finish(OpType::BARRIER, {request}, std::move(state), opts.timeout);
 }
 

@@ -25,7 +25,7 @@ class ProcessGroupSmddp : public compat::BackendBase {
   ~ProcessGroupSmddp() override;
 
   const std::string getBackendName() const override { return "smddp"; }
-  std::string provider() const { return comm_->provider(); }
+  std::string provider() const { return comm().provider(); }
   std::chrono::milliseconds timeout() const { return timeout_; }
   const std::string& name() const { return name_; }
 
@@ -80,6 +80,8 @@ class ProcessGroupSmddp : public compat::BackendBase {
                                   std::chrono::milliseconds perOpTimeout);
   [[noreturn]] void unsupported(const char* op) const;
 
+  // The communicator; a RuntimeError (not a crash) once shutdown() released it.
+  Communicator& comm() const;
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<CompletionQueue> completions_;
   std::chrono::milliseconds timeout_;

@@ -19,11 +19,7 @@ def _locate():
         return None
     except ImportError:
         pass
-    src = os.path.join(REPO, "python")
-    sys.path.insert(0, src)
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [src] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    )
+    sys.path.insert(0, os.path.join(REPO, "python"))  # PYTHONPATH for the workers: below
     try:
         import torch_smddp  # noqa: F401
 

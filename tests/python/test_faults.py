@@ -9,16 +9,9 @@
   timeout 60 s) naming it, and destroy_process_group of the broken group returns promptly.
 """
 import pytest
-import torch_smddp
 
 import harness
 import workers_faults
-
-
-def _engine_checks_mismatch():
-    """Whether the installed engine has in-band mismatch detection (SMDDP_CHECK_MISMATCH)."""
-    with open(torch_smddp._C.__file__, "rb") as f:
-        return b"SMDDP_CHECK_MISMATCH" in f.read()
 
 
 @pytest.mark.parametrize("world", [2, 3])
@@ -26,11 +19,7 @@ def test_bad_input_raises_at_once_and_group_stays_usable(world):
     harness.run(workers_faults.bad_input, world, init="file", timeout=120)
 
 
-# Without in-band detection a mismatch can complete silently with wrong data on one rank (seen:
-# the rank with the larger buffer, or rank 0 of all_reduce-vs-broadcast); with it, it must raise
-# everywhere. The marker goes away by itself once the installed engine has the knob.
-@pytest.mark.xfail(not _engine_checks_mismatch(), strict=False,
-                   reason="engine without SMDDP_CHECK_MISMATCH: mismatches may pass silently")
+# A mismatch (size, dtype or kind) must raise on every rank, never complete with wrong data.
 @pytest.mark.parametrize("kind", ["size", "dtype", "collective"])
 def test_mismatched_collective_raises_on_every_rank(kind):
     harness.run(workers_faults.mismatch, 2, init="file", timeout=60, args=(kind,))
