@@ -36,8 +36,17 @@ std::string formatBytes(size_t bytes) {
 }
 
 // FNV-style, one multiply per field (not per byte): this runs once per collective at post.
+uint64_t algorithmNameHash(const char* algorithm) {
+  if (algorithm == nullptr) return 0;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (const char* c = algorithm; *c != '\0'; ++c) {
+    h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
+  }
+  return h;
+}
+
 uint64_t shapeHash(CollectiveKind kind, DataType dtype, size_t count, ReduceOp op, int root,
-                   const char* algorithm) {
+                   uint64_t algorithmHash) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&h](uint64_t value) {
     h ^= value;
@@ -51,9 +60,7 @@ uint64_t shapeHash(CollectiveKind kind, DataType dtype, size_t count, ReduceOp o
   }
   if (kind == CollectiveKind::kAllReduce) mix(static_cast<uint64_t>(op));
   if (kind == CollectiveKind::kBroadcast) mix(static_cast<uint64_t>(root));
-  for (const char* c = algorithm; c != nullptr && *c != '\0'; ++c) {
-    mix(static_cast<unsigned char>(*c));
-  }
+  mix(algorithmHash);
   return h;
 }
 

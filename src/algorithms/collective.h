@@ -52,10 +52,11 @@ std::string formatBytes(size_t bytes);
 // 64-bit hash of what every rank must agree on: the kind, and for data collectives the dtype and
 // count, the op (all_reduce), the root (broadcast), and the algorithm (nullptr: run locally).
 // Equal on every rank for equal arguments (no addresses, no per-process state).
+uint64_t algorithmNameHash(const char* algorithm);  // 0 for nullptr
 uint64_t shapeHash(CollectiveKind kind, DataType dtype, size_t count, ReduceOp op, int root,
-                   const char* algorithm);
+                   uint64_t algorithmHash);
 inline uint64_t shapeHash(const CollectiveDesc& d) {
-  return shapeHash(d.kind, d.dtype, d.count, d.op, d.root, d.algorithm);
+  return shapeHash(d.kind, d.dtype, d.count, d.op, d.root, algorithmNameHash(d.algorithm));
 }
 
 }  // namespace smddp::algo

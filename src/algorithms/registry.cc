@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 
 #include "algorithms/algorithms.h"
 #include "smddp/error.h"
@@ -57,10 +58,15 @@ CollectiveKind parseCollective(const std::string& spec, const std::string& entry
               "(allgather), barrier");
 }
 
+std::vector<Algorithm> withNameHashes(std::vector<Algorithm> algorithms) {
+  for (Algorithm& a : algorithms) a.nameHash = algorithmNameHash(a.name);
+  return algorithms;
+}
+
 }  // namespace
 
 const std::vector<Algorithm>& registry() {
-  static const std::vector<Algorithm> algorithms = {
+  static const std::vector<Algorithm> algorithms = withNameHashes({
       {K::kAllReduce, "recursive_doubling",
        "log2(n) exchanges of the whole buffer, extra ranks folded in; for small messages",
        allReduceRecursiveDoubling},
@@ -88,13 +94,13 @@ const std::vector<Algorithm>& registry() {
       {K::kAllGather, "shm", "shared memory, one host: each copies its block in, all the rest out",
        allGatherShm, true},
       {K::kBarrier, "shm", "shared memory, one host: one flag per rank", barrierShm, true},
-  };
+  });
   return algorithms;
 }
 
-const Algorithm* findAlgorithm(CollectiveKind kind, const std::string& name) {
+const Algorithm* findAlgorithm(CollectiveKind kind, const char* name) {
   for (const Algorithm& a : registry()) {
-    if (a.kind == kind && name == a.name) return &a;
+    if (a.kind == kind && std::strcmp(name, a.name) == 0) return &a;
   }
   return nullptr;
 }
@@ -116,7 +122,7 @@ AlgorithmOverrides parseAlgorithmOverrides(const std::string& spec) {
     if (colon == std::string::npos) badSpec(spec, entry, "expected collective:algorithm");
     const CollectiveKind kind = parseCollective(spec, entry, lower(trim(entry.substr(0, colon))));
     const std::string name = lower(trim(entry.substr(colon + 1)));
-    if (findAlgorithm(kind, name) == nullptr) {
+    if (findAlgorithm(kind, name.c_str()) == nullptr) {
       badSpec(spec, entry,
               "unknown " + std::string(toString(kind)) + " algorithm \"" + name +
                   "\"; valid: " + algorithmNames(kind));

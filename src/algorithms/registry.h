@@ -19,11 +19,12 @@ struct Algorithm {
   const char* description;  // steps and cost, one line
   AlgorithmFn run;
   bool needsArena = false;  // runs only with the intra-host shared-memory arena
+  uint64_t nameHash = 0;    // algorithmNameHash(name), for shapeHash without rehashing the name
 };
 
 // Every algorithm, in a fixed order.
 const std::vector<Algorithm>& registry();
-const Algorithm* findAlgorithm(CollectiveKind kind, const std::string& name);
+const Algorithm* findAlgorithm(CollectiveKind kind, const char* name);
 
 // Parsed SMDDP_ALGO: collective -> algorithm name. Accepts allreduce / all_reduce, broadcast,
 // allgather / all_gather, barrier. Throws Error(kInvalidArgument) naming the bad entry.

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <fstream>
 
+#include "common/clock.h"
 #include "common/logging.h"
 
 namespace smddp::core {
@@ -31,20 +32,22 @@ CollectiveWatch::CollectiveWatch(std::shared_ptr<Store> store, const std::string
                                              recorder_, bs);
 }
 
-uint16_t CollectiveWatch::posted(const algo::CollectiveDesc& desc) {
+uint16_t CollectiveWatch::posted(const algo::CollectiveDesc& desc,
+                                 std::chrono::steady_clock::time_point now) {
   const Signature sig = Signature::of(desc);
-  recorder_.posted(desc.seq, sig);
+  recorder_.posted(desc.seq, sig, now);
   if (beacon_) beacon_->noteCalled(desc.seq);
   return settings_.checkMismatch ? foldSignature(desc.shape) : 0;
 }
 
-void CollectiveWatch::started(const algo::CollectiveDesc& desc) {
-  recorder_.started(desc.seq);
+void CollectiveWatch::started(const algo::CollectiveDesc& desc,
+                              std::chrono::steady_clock::time_point now) {
+  recorder_.started(desc.seq, now);
   if (beacon_ && beacon_->failed()) beacon_->raise(desc);
 }
 
 void CollectiveWatch::finished(const algo::CollectiveDesc& desc, const Error* error) {
-  recorder_.ended(desc.seq, error != nullptr ? error->what() : nullptr);
+  recorder_.ended(desc.seq, error != nullptr ? error->what() : nullptr, coarseNow());
   if (beacon_) beacon_->noteCompleted(desc.seq);
   if (error == nullptr) return;
   const ErrorCode code = error->code();

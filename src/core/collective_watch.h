@@ -2,8 +2,8 @@
 // CommunicatorImpl: posted / started / finished, and monitor() for Exec. It owns the flight
 // recorder (last 256 collectives), the progress beacon (liveness, failure propagation, mismatch
 // naming; only with a store and SMDDP_BEACON_MS > 0) and the failure dump (SMDDP_DUMP_ON_TIMEOUT).
-// Invariant: the per-collective cost is one short mutex in the recorder and two atomic stores;
-// nothing allocates per collective.
+// Invariant: the per-collective cost is three short per-entry flags in the recorder, two atomic
+// stores and one clock read (end time); nothing allocates per collective.
 #pragma once
 
 #include <chrono>
@@ -35,11 +35,11 @@ class CollectiveWatch {
   CollectiveWatch(std::shared_ptr<Store> store, const std::string& prefix, int rank,
                   const std::vector<transport::PeerInfo>& peers, const WatchSettings& settings);
 
-  // Caller's thread, in sequence order: records the call; returns the tag signature hash (the
-  // fold of desc.shape, which must be set).
-  uint16_t posted(const algo::CollectiveDesc& desc);
-  // Engine: the collective starts. Throws a failure already learnt from the peers.
-  void started(const algo::CollectiveDesc& desc);
+  // Caller's thread, in sequence order: records the call at `now`; returns the tag signature
+  // hash (the fold of desc.shape, which must be set).
+  uint16_t posted(const algo::CollectiveDesc& desc, std::chrono::steady_clock::time_point now);
+  // Engine: the collective starts at `now`. Throws a failure already learnt from the peers.
+  void started(const algo::CollectiveDesc& desc, std::chrono::steady_clock::time_point now);
   // Engine: the collective ended (error == nullptr: success). A failure this rank found itself
   // is announced to the peers; a timeout, peer failure or mismatch is dumped when configured.
   void finished(const algo::CollectiveDesc& desc, const Error* error);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/logging.h"
 #include "reduce/reducer.h"
 #include "smddp/error.h"
@@ -72,7 +73,14 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   }
   watch_ = std::make_unique<CollectiveWatch>(std::move(store), prefix, rank_, transport_->peers(),
                                              settings_.watch);
-  engine_ = Engine::start([this](RequestState& r) { run(r); }, settings_.timeout);
+  // Sequence numbers are assigned under the engine's lock, so they follow the queue's order even
+  // when several threads post.
+  engine_ = Engine::start([this](RequestState& r) { run(r); },
+                          [this](RequestState& r, Clock::time_point now) {
+                            r.desc.seq = nextSeq_++;
+                            r.desc.signature = watch_->posted(r.desc, now);
+                          },
+                          settings_.timeout);
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
@@ -98,14 +106,11 @@ Request CommunicatorImpl::post(algo::CollectiveArgs args) {
     state->desc.algorithm = state->algorithm->name;
   }
   state->args = std::move(args);
-  state->desc.shape = algo::shapeHash(state->desc);
-  {
-    std::lock_guard<std::mutex> lock(stateMutex_);
-    state->desc.seq = nextSeq_++;
-    state->desc.signature = watch_->posted(state->desc);
-  }
-  engine_->submit(state);
-  return Request(state);
+  state->desc.shape =
+      algo::shapeHash(state->desc.kind, state->desc.dtype, state->desc.count, state->desc.op,
+                      state->desc.root, state->algorithm != nullptr ? state->algorithm->nameHash : 0);
+  engine_->submit(state, Clock::now());
+  return Request(std::move(state));
 }
 
 void CommunicatorImpl::run(RequestState& request) {
@@ -122,14 +127,15 @@ void CommunicatorImpl::run(RequestState& request) {
                                           " not run: the communicator is broken by an earlier "
                                           "error: " + reason);
     }
-    watch_->started(request.desc);
+    const auto now = coarseNow();  // the recorder's start and a deadline of seconds
+    watch_->started(request.desc, now);
     if (request.algorithm == nullptr) {
       runLocal(request.args);
     } else {
       logChoice(request.desc);
       algo::ExecSettings es;
       es.timeout = settings_.timeout;
-      es.deadline = Clock::now() + settings_.timeout;
+      es.deadline = now + settings_.timeout;
       es.segmentBytes = settings_.segmentBytes;
       es.spinUs = settings_.spinUs;
       es.abortFlag = &aborted_;

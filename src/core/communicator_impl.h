@@ -72,11 +72,11 @@ class CommunicatorImpl {
   algo::Topology topology_;
   algo::ExecResources resources_;
   std::atomic<bool> aborted_{false};
-  mutable std::mutex stateMutex_;  // guards brokenReason_, loggedChoices_, nextSeq_
+  mutable std::mutex stateMutex_;  // guards brokenReason_, loggedChoices_
   std::string brokenReason_;
   std::atomic<bool> broken_{false};  // brokenReason_ is set (read without the mutex per run)
   std::set<std::string> loggedChoices_;
-  uint64_t nextSeq_ = 0;
+  uint64_t nextSeq_ = 0;  // guarded by the engine's lock (its Poster assigns it)
   std::unique_ptr<CollectiveWatch> watch_;
   std::shared_ptr<Engine> engine_;
 };

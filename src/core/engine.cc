@@ -13,6 +13,7 @@ constexpr std::chrono::microseconds kDriverGrace{100};
 constexpr std::chrono::milliseconds kIdleAfter{20};
 
 std::exception_ptr RequestState::error() const {
+  if (done()) return error_;  // written before done_ (seq_cst) and never again
   std::lock_guard<std::mutex> lock(mutex_);
   return error_;
 }
@@ -43,22 +44,23 @@ void RequestState::addCallback(std::function<void()> fn) {
   fn();
 }
 
-std::shared_ptr<Engine> Engine::start(Runner runner, std::chrono::milliseconds collectiveTimeout) {
-  std::shared_ptr<Engine> engine(new Engine(std::move(runner), collectiveTimeout));
+std::shared_ptr<Engine> Engine::start(Runner runner, Poster poster,
+                                      std::chrono::milliseconds collectiveTimeout) {
+  std::shared_ptr<Engine> engine(new Engine(std::move(runner), std::move(poster), collectiveTimeout));
   engine->thread_ = std::thread([raw = engine.get()] { raw->threadMain(); });
   return engine;
 }
 
-Engine::Engine(Runner runner, std::chrono::milliseconds collectiveTimeout)
-    : runner_(std::move(runner)), collectiveTimeout_(collectiveTimeout) {}
+Engine::Engine(Runner runner, Poster poster, std::chrono::milliseconds collectiveTimeout)
+    : runner_(std::move(runner)), poster_(std::move(poster)), collectiveTimeout_(collectiveTimeout) {}
 
 Engine::~Engine() { stop(); }
 
-void Engine::submit(std::shared_ptr<RequestState> request) {
+void Engine::submit(std::shared_ptr<RequestState> request, Clock::time_point now) {
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    const auto now = Clock::now();
+    poster_(*request, now);
     if (queue_.empty()) frontSince_ = now;
     lastSubmit_ = now;
     queue_.push_back(std::move(request));
@@ -82,48 +84,69 @@ void Engine::announce() {
   callersCv_.notify_all();
 }
 
-bool Engine::mayDrive(std::chrono::steady_clock::time_point deadline) const {
-  return deadline - std::chrono::steady_clock::now() >= collectiveTimeout_;
-}
-
-void Engine::runQueued(RequestState* until, std::chrono::steady_clock::time_point deadline) {
-  while (true) {
-    std::shared_ptr<RequestState> next;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (queue_.empty() || !mayDrive(deadline)) return;
-      next = std::move(queue_.front());
-      queue_.pop_front();
-      if (!queue_.empty()) frontSince_ = Clock::now();
-    }
+void Engine::drive(std::unique_lock<std::mutex>& lock, RequestState* until,
+                   Clock::time_point deadline) {
+  busy_ = true;
+  for (bool first = true; !queue_.empty(); first = false) {
+    const bool more = queue_.size() > 1;
+    const auto now = first && !more ? Clock::time_point() : Clock::now();
+    if (!first && !mayDrive(deadline, now)) break;
+    std::shared_ptr<RequestState> next = std::move(queue_.front());
+    queue_.pop_front();
+    if (more) frontSince_ = now;
+    lock.unlock();
     runner_(*next);
-    if (next.get() == until) return;
+    const bool reached = next.get() == until;
+    next.reset();
+    lock.lock();
+    if (reached) break;
   }
+  busy_ = false;
+  // Drivers sleeping for their turn (a caller whose request is further back) may take the rest.
+  if (!queue_.empty() && sleepers_.load() > 0) callersCv_.notify_all();
 }
 
-bool Engine::waitFor(RequestState& request, std::chrono::steady_clock::time_point deadline) {
+bool Engine::waitFor(RequestState& request, Clock::time_point now, Clock::time_point deadline) {
   std::unique_lock<std::mutex> lock(mutex_);
-  bool driver = mayDrive(deadline);
+  return waitLocked(lock, request, now, deadline);
+}
+
+bool Engine::waitQueued(RequestState& request, std::chrono::milliseconds grace,
+                        std::chrono::milliseconds* bound) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto ahead = static_cast<int64_t>(queue_.size() + (busy_ ? 1 : 0));
+  *bound = collectiveTimeout_ * (ahead + 1) + grace;
+  // The synchronous fast path: this request is next and nobody runs. The bound leaves room for a
+  // whole collective, so it runs here at once (bounded by its own deadline); the clock is read
+  // only if something is left to wait for.
+  if (!busy_ && !queue_.empty() && queue_.front().get() == &request) {
+    drive(lock, &request, Clock::time_point::max());
+    if (request.done()) return true;
+  }
+  const auto now = Clock::now();
+  return waitLocked(lock, request, now, now + *bound);
+}
+
+bool Engine::waitLocked(std::unique_lock<std::mutex>& lock, RequestState& request,
+                        Clock::time_point now, Clock::time_point deadline) {
+  bool driver = mayDrive(deadline, now);
   if (driver) ++drivers_;
-  while (!request.done() && std::chrono::steady_clock::now() < deadline) {
-    if (driver && !mayDrive(deadline)) {  // too late to start another collective ourselves
+  while (!request.done() && now < deadline) {
+    if (driver && !mayDrive(deadline, now)) {  // too late to start another collective ourselves
       driver = false;
       --drivers_;
     }
     if (driver && !busy_ && !queue_.empty()) {
-      busy_ = true;
-      lock.unlock();
-      runQueued(&request, deadline);
-      lock.lock();
-      busy_ = false;
-      if (!queue_.empty()) callersCv_.notify_all();  // another caller may take over the rest
-      continue;
+      drive(lock, &request, deadline);
+    } else {
+      sleepers_.fetch_add(1);
+      callersCv_.wait_until(lock, deadline, [&] {
+        return request.done() || (driver && !busy_ && !queue_.empty());
+      });
+      sleepers_.fetch_sub(1);
     }
-    sleepers_.fetch_add(1);
-    callersCv_.wait_until(lock, deadline, [&] {
-      return request.done() || (driver && !busy_ && !queue_.empty());
-    });
-    sleepers_.fetch_sub(1);
+    if (request.done()) break;
+    now = Clock::now();
   }
   if (driver) --drivers_;
   return request.done();
@@ -136,12 +159,7 @@ void Engine::threadMain() {
     const auto now = Clock::now();
     // Unclaimed past the grace (or stopping): a caller is not coming for it, run it here.
     if (!queue_.empty() && !busy_ && (stop_ || (drivers_ == 0 && now - frontSince_ >= kDriverGrace))) {
-      busy_ = true;
-      lock.unlock();
-      runQueued(nullptr, Clock::time_point::max());
-      lock.lock();
-      busy_ = false;
-      callersCv_.notify_all();
+      drive(lock, nullptr, Clock::time_point::max());
       continue;
     }
     if (queue_.empty() && !stop_ && now - lastSubmit_ >= kIdleAfter) {

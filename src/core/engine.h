@@ -6,6 +6,10 @@
 // A caller drives only while its own deadline leaves room for a whole collective (collectives
 // cannot change threads midway), so wait(short timeout) still returns on time.
 //
+// Per-call cost on the synchronous path (post, then wait): three lock/unlock pairs of the engine
+// mutex (submit, claim, hand back) and one clock read for submit, which the caller passes in; a
+// wait reads the clock only when its request is not the next to run.
+//
 // Wake-ups: the engine thread takes a request only after it waited kDriverGrace unclaimed. It is
 // not woken per request: while requests keep coming it polls every kDriverGrace, and only after
 // kIdleAfter without any does it block until the next submit wakes it. Completions wake callers
@@ -28,15 +32,25 @@ namespace smddp::core {
 
 class Engine {
  public:
+  using Clock = std::chrono::steady_clock;
   using Runner = std::function<void(RequestState&)>;
+  // Called under the engine's lock for each submitted request, in queue order (assigns the
+  // sequence number and records the post, so both follow the queue's order).
+  using Poster = std::function<void(RequestState&, Clock::time_point now)>;
   // runner executes one request and must call RequestState::complete() before returning.
   // collectiveTimeout bounds one request's run; it decides when a waiting caller may drive.
-  static std::shared_ptr<Engine> start(Runner runner, std::chrono::milliseconds collectiveTimeout);
+  static std::shared_ptr<Engine> start(Runner runner, Poster poster,
+                                       std::chrono::milliseconds collectiveTimeout);
   ~Engine();
 
-  void submit(std::shared_ptr<RequestState> request);
+  // now: the caller's clock reading.
+  void submit(std::shared_ptr<RequestState> request, Clock::time_point now);
   // Blocks until request is done or deadline passes; returns request->done().
-  bool waitFor(RequestState& request, std::chrono::steady_clock::time_point deadline);
+  bool waitFor(RequestState& request, Clock::time_point now, Clock::time_point deadline);
+  // As waitFor, with the deadline set when the wait starts: one collective timeout for this
+  // request and for each one ahead of it, plus `grace`; *bound receives that total.
+  bool waitQueued(RequestState& request, std::chrono::milliseconds grace,
+                  std::chrono::milliseconds* bound);
   size_t pending() const;
   // Runs what is queued (bounded by each request's own deadline), then joins the engine thread.
   void stop();
@@ -45,21 +59,29 @@ class Engine {
   void announce();
 
  private:
-  Engine(Runner runner, std::chrono::milliseconds collectiveTimeout);
+  Engine(Runner runner, Poster poster, std::chrono::milliseconds collectiveTimeout);
   void threadMain();
-  // Runs queued requests in order until `until` is done (or the queue is empty when null); starts
-  // no request that could outlast `deadline`.
-  void runQueued(RequestState* until, std::chrono::steady_clock::time_point deadline);
-  bool mayDrive(std::chrono::steady_clock::time_point deadline) const;
+  // The wait proper, entered and left with lock held: drives the queue while the deadline
+  // leaves room, else sleeps until the request is done or it may drive again.
+  bool waitLocked(std::unique_lock<std::mutex>& lock, RequestState& request, Clock::time_point now,
+                  Clock::time_point deadline);
+  // Runs queued requests in order (lock held on entry and exit, released while each runs) until
+  // `until` has run (or the queue is empty when null). The first runs unconditionally (callers
+  // check that a whole collective fits their deadline); each further one only while it fits.
+  void drive(std::unique_lock<std::mutex>& lock, RequestState* until, Clock::time_point deadline);
+  bool mayDrive(Clock::time_point deadline, Clock::time_point now) const {
+    return deadline - now >= collectiveTimeout_;
+  }
 
   Runner runner_;
+  Poster poster_;
   std::chrono::milliseconds collectiveTimeout_;
   mutable std::mutex mutex_;
   std::condition_variable callersCv_;  // completions, and a turn to drive
   std::condition_variable threadCv_;   // the engine thread: work for it, or stop
   std::deque<std::shared_ptr<RequestState>> queue_;
-  std::chrono::steady_clock::time_point frontSince_;  // when queue_.front() became runnable
-  std::chrono::steady_clock::time_point lastSubmit_;
+  Clock::time_point frontSince_;  // when queue_.front() became runnable
+  Clock::time_point lastSubmit_;
   bool threadBlocked_ = false;  // the engine thread waits for a submit (no polling)
   std::atomic<int> sleepers_{0};  // callers blocked on callersCv_ (read without the mutex)
   bool busy_ = false;  // someone is running requests (owns the transport)

@@ -2,12 +2,14 @@
 //   #12  all_reduce(float32, 1024, sum) [ring]  failed  queued +3.1 ms  ran 30000.2 ms  error: ...
 #include "core/flight_recorder.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <thread>
 
 namespace smddp::core {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = FlightRecorder::Clock;
 
 std::string msSince(Clock::time_point from, Clock::time_point to) {
   char buf[32];
@@ -29,58 +31,78 @@ const char* toString(FlightState state) {
   return "unknown";
 }
 
-FlightRecorder::FlightRecorder(size_t capacity) : entries_(capacity == 0 ? 1 : capacity) {}
+FlightRecorder::FlightRecorder(size_t capacity)
+    : slots_(new Slot[capacity == 0 ? 1 : capacity]), capacity_(capacity == 0 ? 1 : capacity) {}
 
-FlightEntry* FlightRecorder::slot(uint64_t seq) {
-  FlightEntry& e = entries_[seq % entries_.size()];
-  return e.state != FlightState::kEmpty && e.seq == seq ? &e : nullptr;
-}
-
-void FlightRecorder::posted(uint64_t seq, const Signature& sig) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  FlightEntry& e = entries_[seq % entries_.size()];
-  e.seq = seq;
-  e.sig = sig;
-  e.state = FlightState::kQueued;
-  e.enqueued = Clock::now();
-  e.started = e.ended = Clock::time_point();
-  e.error.clear();  // keeps its capacity: no allocation
-  if (seq + 1 > recorded_) recorded_ = seq + 1;
-}
-
-void FlightRecorder::started(uint64_t seq) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (FlightEntry* e = slot(seq)) {
-    e->state = FlightState::kRunning;
-    e->started = Clock::now();
+FlightRecorder::Hold::Hold(const Slot& s) : slot_(s) {
+  // The holder may have been preempted (ranks sharing cores): yield rather than spin it out.
+  while (slot_.held.exchange(true, std::memory_order_acquire)) {
+    for (int spins = 0; slot_.held.load(std::memory_order_relaxed); ++spins) {
+      if (spins >= 64) std::this_thread::yield();
+    }
   }
 }
 
-void FlightRecorder::ended(uint64_t seq, const char* error) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (FlightEntry* e = slot(seq)) {
-    if (e->started == Clock::time_point()) e->started = Clock::now();
-    e->ended = Clock::now();
+FlightRecorder::Hold::~Hold() { slot_.held.store(false, std::memory_order_release); }
+
+FlightRecorder::Slot& FlightRecorder::slotFor(uint64_t seq) const { return slots_[seq % capacity_]; }
+
+FlightEntry* FlightRecorder::match(Slot& s, uint64_t seq) {
+  FlightEntry& e = s.entry;
+  return e.state != FlightState::kEmpty && e.seq == seq ? &e : nullptr;
+}
+
+void FlightRecorder::posted(uint64_t seq, const Signature& sig, Clock::time_point now) {
+  Slot& s = slotFor(seq);
+  {
+    Hold hold(s);
+    FlightEntry& e = s.entry;
+    e.seq = seq;
+    e.sig = sig;
+    e.state = FlightState::kQueued;
+    e.enqueued = now;
+    e.started = e.ended = Clock::time_point();
+    e.error.clear();  // keeps its capacity: no allocation
+  }
+  uint64_t seen = recorded_.load(std::memory_order_relaxed);
+  while (seq + 1 > seen && !recorded_.compare_exchange_weak(seen, seq + 1)) {
+  }
+}
+
+void FlightRecorder::started(uint64_t seq, Clock::time_point now) {
+  Slot& s = slotFor(seq);
+  Hold hold(s);
+  if (FlightEntry* e = match(s, seq)) {
+    e->state = FlightState::kRunning;
+    e->started = std::max(now, e->enqueued);  // a coarse `now` may lag the precise post time
+  }
+}
+
+void FlightRecorder::ended(uint64_t seq, const char* error, Clock::time_point now) {
+  Slot& s = slotFor(seq);
+  Hold hold(s);
+  if (FlightEntry* e = match(s, seq)) {
+    if (e->started == Clock::time_point()) e->started = std::max(now, e->enqueued);
+    e->ended = std::max(now, e->started);
     e->state = error == nullptr ? FlightState::kDone : FlightState::kFailed;
-    if (error != nullptr) e->error = error;
+    if (error != nullptr) e->error = error;  // failures only: may allocate
   }
 }
 
 std::optional<FlightEntry> FlightRecorder::find(uint64_t seq) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const FlightEntry* e = const_cast<FlightRecorder*>(this)->slot(seq);
+  Slot& s = slotFor(seq);
+  Hold hold(s);
+  const FlightEntry* e = match(s, seq);
   if (e == nullptr) return std::nullopt;
   return *e;
 }
 
 std::vector<FlightEntry> FlightRecorder::snapshot() const {
-  std::lock_guard<std::mutex> lock(mutex_);
   std::vector<FlightEntry> out;
-  const uint64_t n = entries_.size();
-  const uint64_t first = recorded_ > n ? recorded_ - n : 0;
-  for (uint64_t seq = first; seq < recorded_; ++seq) {
-    const FlightEntry& e = entries_[seq % n];
-    if (e.state != FlightState::kEmpty && e.seq == seq) out.push_back(e);
+  const uint64_t recorded = recorded_.load();
+  const uint64_t first = recorded > capacity_ ? recorded - capacity_ : 0;
+  for (uint64_t seq = first; seq < recorded; ++seq) {
+    if (auto e = find(seq)) out.push_back(std::move(*e));
   }
   return out;
 }

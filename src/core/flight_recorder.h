@@ -4,12 +4,17 @@
 // this rank called at each recent sequence number.
 // Invariants: recording allocates nothing (entries are preallocated; the error text is only
 // written on failure); entry i holds collective seq with seq % capacity == i; every method is
-// safe from any thread (one short mutex: the caller thread posts, the engine thread runs).
+// safe from any thread. Each entry has its own spin flag, held for a few stores: the caller
+// thread posts, whoever runs the collective starts and ends it, the beacon thread reads, and
+// they almost never touch one entry at once. Callers pass the time they already read (one clock
+// read per event at most); start and end times may come from the coarse clock (common/clock.h),
+// so they are kept no earlier than the post time and the start time.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,12 +39,13 @@ class FlightRecorder {
   static constexpr size_t kDefaultCapacity = 256;
   explicit FlightRecorder(size_t capacity = kDefaultCapacity);
 
-  void posted(uint64_t seq, const Signature& sig);
-  void started(uint64_t seq);
+  using Clock = std::chrono::steady_clock;
+  void posted(uint64_t seq, const Signature& sig, Clock::time_point now = Clock::now());
+  void started(uint64_t seq, Clock::time_point now = Clock::now());
   // error == nullptr: done; else failed with that text.
-  void ended(uint64_t seq, const char* error);
+  void ended(uint64_t seq, const char* error, Clock::time_point now = Clock::now());
 
-  size_t capacity() const { return entries_.size(); }
+  size_t capacity() const { return capacity_; }
   // The entry of seq if it is still in the ring.
   std::optional<FlightEntry> find(uint64_t seq) const;
   // Every recorded entry, oldest first (at most capacity()).
@@ -48,11 +54,29 @@ class FlightRecorder {
   std::string format(std::chrono::steady_clock::time_point origin) const;
 
  private:
-  FlightEntry* slot(uint64_t seq);  // the entry of seq, or nullptr once overwritten
+  struct Slot {
+    mutable std::atomic<bool> held{false};
+    FlightEntry entry;
+  };
+  // Holds one slot's flag for a scope (a few stores; contention is rare and brief).
+  class Hold {
+   public:
+    explicit Hold(const Slot& s);
+    ~Hold();
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
 
-  mutable std::mutex mutex_;
-  std::vector<FlightEntry> entries_;
-  uint64_t recorded_ = 0;  // number of posted() calls: entries [recorded_ - capacity, recorded_)
+   private:
+    const Slot& slot_;
+  };
+  Slot& slotFor(uint64_t seq) const;
+  // The entry of seq (its slot held by the caller), or nullptr once overwritten.
+  static FlightEntry* match(Slot& s, uint64_t seq);
+
+  std::unique_ptr<Slot[]> slots_;
+  size_t capacity_;
+  // Highest posted seq + 1: entries [recorded_ - capacity, recorded_) may be live.
+  std::atomic<uint64_t> recorded_{0};
 };
 
 }  // namespace smddp::core

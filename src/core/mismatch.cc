@@ -35,7 +35,8 @@ uint16_t foldSignature(uint64_t shape) {
 
 uint16_t signatureHash(const Signature& sig) {
   return foldSignature(
-      algo::shapeHash(sig.kind, sig.dtype, sig.count, sig.op, sig.root, sig.algorithm));
+      algo::shapeHash(sig.kind, sig.dtype, sig.count, sig.op, sig.root,
+                      algo::algorithmNameHash(sig.algorithm)));
 }
 
 std::string signatureText(const Signature& sig) {

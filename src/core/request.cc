@@ -26,7 +26,8 @@ bool Request::test() {
 void Request::onComplete(std::function<void()> fn) { state_->addCallback(std::move(fn)); }
 
 void Request::wait(std::chrono::milliseconds timeout) {
-  if (!state_->done() && !state_->engine->waitFor(*state_, Clock::now() + timeout)) {
+  const auto now = state_->done() ? Clock::time_point() : Clock::now();
+  if (!state_->done() && !state_->engine->waitFor(*state_, now, now + timeout)) {
     throw Error(ErrorCode::kTimeout, "smddp: wait on " + state_->desc.describe() +
                                          " gave up after " + std::to_string(timeout.count()) +
                                          " ms; the collective is still running");
@@ -38,9 +39,8 @@ void Request::wait() {
   if (!state_->done()) {
     // Each collective ahead of this one is bounded by its own deadline; the bound below only
     // guards against an engine bug turning into a silent hang.
-    const auto ahead = static_cast<int64_t>(state_->engine->pending()) + 1;
-    const auto bound = state_->timeout * ahead + std::chrono::seconds(5);
-    if (!state_->engine->waitFor(*state_, Clock::now() + bound)) {
+    std::chrono::milliseconds bound{0};
+    if (!state_->engine->waitQueued(*state_, std::chrono::seconds(5), &bound)) {
       throw Error(ErrorCode::kInternal, "smddp: " + state_->desc.describe() +
                                             " did not complete within " +
                                             std::to_string(bound.count()) + " ms");

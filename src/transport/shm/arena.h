@@ -1,13 +1,16 @@
 // SharedArena: memory that every rank of one host maps, for the intra-host collectives
-// (algorithms/shm_*.cc). Each rank owns one region: a control page of flag words, each on its own
-// cache line, and two data slots used alternately (double buffering). A rank writes only its own
+// (algorithms/shm_*.cc). Each rank owns one region: a control page of flag words and two data
+// slots used alternately (double buffering). `posted` shares its cache line with the identity
+// words that a reader checks right after it (one line transfer per peer per use); `consumed` has
+// its own line. A rank writes only its own
 // region's data slots and flag words; everyone reads everyone's.
 //
 // The protocol over these words ("uses"): every collective of the arena path consumes uses
 // 0, 1, 2, ... of a per-rank counter that advances identically on every rank (same collectives,
 // same order, same sizes). Use u writes slot u % 2. For use u a rank:
 //   1. before writing its slot, waits until every peer's `consumed` >= u - 1 (use u-2 of that
-//      slot is read by all);
+//      slot is read by all); a peer's `posted` >= 2u-1 implies it, since a rank stores
+//      `consumed` for a use before it publishes the next;
 //   2. writes data, then its identity for slot u % 2 (the collective's sequence number and a hash
 //      of its shape: kind, dtype, count, op, root, algorithm), then `posted` = 2u+1
 //      (release); an optional second phase of the same use publishes `posted` = 2u+2;
@@ -65,9 +68,9 @@ class SharedArena {
   static constexpr size_t kControlBytes = 4096;
   struct Control {
     alignas(kLine) std::atomic<uint64_t> posted;
+    std::atomic<uint64_t> seq[2];
+    std::atomic<uint64_t> shape[2];
     alignas(kLine) std::atomic<uint64_t> consumed;
-    alignas(kLine) std::atomic<uint64_t> seq[2];
-    alignas(kLine) std::atomic<uint64_t> shape[2];
   };
   static_assert(sizeof(Control) <= kControlBytes, "control words exceed the control page");
 
