@@ -6,13 +6,16 @@
 // A caller drives only while its own deadline leaves room for a whole collective (collectives
 // cannot change threads midway), so wait(short timeout) still returns on time.
 //
-// Per-call cost on the synchronous path (post, then wait): three lock/unlock pairs of the engine
-// mutex (submit, claim, hand back) and one clock read for submit, which the caller passes in; a
-// wait reads the clock only when its request is not the next to run.
+// Per-call cost on the synchronous path (post, then wait): two lock/unlock pairs of the engine
+// mutex (submit, claim) and one clock read for submit, which the caller passes in; a wait reads
+// the clock only when its request is not the next to run.
 //
 // Wake-ups: the engine thread takes a request only after it waited kDriverGrace unclaimed. It is
-// not woken per request: while requests keep coming it polls every kDriverGrace, and only after
-// kIdleAfter without any does it block until the next submit wakes it. Completions wake callers
+// not woken per request: while requests keep coming it polls, every kDriverGrace after it had to
+// run one itself (asynchronous use), backing off to kMaxPoll while callers run their own
+// (synchronous use: its wake-ups would only preempt them); after kIdleAfter without any submit it
+// blocks until the next submit wakes it. So an asynchronous collective posted right after a run
+// of synchronous ones starts up to kMaxPoll late, once. Completions wake callers
 // (callersCv_), never the engine thread (threadCv_). A synchronous loop thus costs no thread
 // hand-off and no context switch per collective, which matters most when ranks share cores.
 #pragma once
@@ -84,8 +87,11 @@ class Engine {
   Clock::time_point lastSubmit_;
   bool threadBlocked_ = false;  // the engine thread waits for a submit (no polling)
   std::atomic<int> sleepers_{0};  // callers blocked on callersCv_ (read without the mutex)
-  bool busy_ = false;  // someone is running requests (owns the transport)
+  // Someone is running requests (owns the transport). Set under mutex_; the synchronous fast path
+  // clears it without the lock (seq_cst; sleepers are then woken under the lock).
+  std::atomic<bool> busy_{false};
   int drivers_ = 0;    // callers inside waitFor whose deadline lets them drive
+  uint64_t drivenByCallers_ = 0;  // requests run by callers (the thread's poll back-off)
   bool stop_ = false;
   std::thread thread_;
 };

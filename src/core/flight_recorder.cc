@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 
 namespace smddp::core {
@@ -31,75 +32,143 @@ const char* toString(FlightState state) {
   return "unknown";
 }
 
+// One ring entry. Every field is a relaxed atomic (readers may race with the single writer of
+// each half); the stamps order them, seqlock-style: a writer marks the stamp kWriting, writes, then
+// stores seq + 1 with release; a reader loads the stamp (acquire), the fields, then the stamp
+// again after an acquire fence, and keeps the fields only if it did not change.
+struct FlightRecorder::Slot {
+  using Rep = Clock::rep;
+  // Post half: posted() only.
+  std::atomic<uint64_t> postStamp{0};
+  std::atomic<CollectiveKind> kind{CollectiveKind::kBarrier};
+  std::atomic<DataType> dtype{DataType::kUInt8};
+  std::atomic<size_t> count{0};
+  std::atomic<ReduceOp> op{ReduceOp::kSum};
+  std::atomic<int> root{-1};
+  std::atomic<const char*> algorithm{nullptr};
+  std::atomic<Rep> enqueued{0};
+  // Run half: started() / ended() only.
+  std::atomic<uint64_t> runStamp{0};
+  std::atomic<FlightState> state{FlightState::kEmpty};
+  std::atomic<Rep> started{0};
+  std::atomic<Rep> ended{0};
+  // The error text of a failed collective (failures only).
+  mutable std::mutex errorMutex;
+  uint64_t errorSeq = 0;
+  std::string error;
+};
+
+namespace {
+
+constexpr auto kRelaxed = std::memory_order_relaxed;
+constexpr int kReadAttempts = 64;
+
+Clock::rep repOf(Clock::time_point t) { return t.time_since_epoch().count(); }
+Clock::time_point timeOf(Clock::rep r) { return Clock::time_point(Clock::duration(r)); }
+
+// A stamp: 0 never written, kWriting being written, else seq + 1 of the collective described.
+constexpr uint64_t kWriting = ~uint64_t{0};
+
+// Opens a half for writing; close() publishes it as seq's.
+void open(std::atomic<uint64_t>& stamp) {
+  stamp.store(kWriting, kRelaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+}
+void close(std::atomic<uint64_t>& stamp, uint64_t seq) {
+  stamp.store(seq + 1, std::memory_order_release);
+}
+
+}  // namespace
+
 FlightRecorder::FlightRecorder(size_t capacity)
     : slots_(new Slot[capacity == 0 ? 1 : capacity]), capacity_(capacity == 0 ? 1 : capacity) {}
 
-FlightRecorder::Hold::Hold(const Slot& s) : slot_(s) {
-  // The holder may have been preempted (ranks sharing cores): yield rather than spin it out.
-  while (slot_.held.exchange(true, std::memory_order_acquire)) {
-    for (int spins = 0; slot_.held.load(std::memory_order_relaxed); ++spins) {
-      if (spins >= 64) std::this_thread::yield();
-    }
-  }
-}
-
-FlightRecorder::Hold::~Hold() { slot_.held.store(false, std::memory_order_release); }
+FlightRecorder::~FlightRecorder() = default;
 
 FlightRecorder::Slot& FlightRecorder::slotFor(uint64_t seq) const { return slots_[seq % capacity_]; }
 
-FlightEntry* FlightRecorder::match(Slot& s, uint64_t seq) {
-  FlightEntry& e = s.entry;
-  return e.state != FlightState::kEmpty && e.seq == seq ? &e : nullptr;
-}
-
 void FlightRecorder::posted(uint64_t seq, const Signature& sig, Clock::time_point now) {
   Slot& s = slotFor(seq);
-  {
-    Hold hold(s);
-    FlightEntry& e = s.entry;
-    e.seq = seq;
-    e.sig = sig;
-    e.state = FlightState::kQueued;
-    e.enqueued = now;
-    e.started = e.ended = Clock::time_point();
-    e.error.clear();  // keeps its capacity: no allocation
-  }
-  uint64_t seen = recorded_.load(std::memory_order_relaxed);
-  while (seq + 1 > seen && !recorded_.compare_exchange_weak(seen, seq + 1)) {
-  }
+  open(s.postStamp);
+  s.kind.store(sig.kind, kRelaxed);
+  s.dtype.store(sig.dtype, kRelaxed);
+  s.count.store(sig.count, kRelaxed);
+  s.op.store(sig.op, kRelaxed);
+  s.root.store(sig.root, kRelaxed);
+  s.algorithm.store(sig.algorithm, kRelaxed);
+  s.enqueued.store(repOf(now), kRelaxed);
+  close(s.postStamp, seq);
+  if (seq + 1 > recorded_.load(kRelaxed)) recorded_.store(seq + 1, std::memory_order_release);
 }
 
 void FlightRecorder::started(uint64_t seq, Clock::time_point now) {
   Slot& s = slotFor(seq);
-  Hold hold(s);
-  if (FlightEntry* e = match(s, seq)) {
-    e->state = FlightState::kRunning;
-    e->started = std::max(now, e->enqueued);  // a coarse `now` may lag the precise post time
-  }
+  if (s.postStamp.load(std::memory_order_acquire) != seq + 1) return;  // overwritten (or never)
+  open(s.runStamp);
+  s.state.store(FlightState::kRunning, kRelaxed);
+  s.started.store(std::max(repOf(now), s.enqueued.load(kRelaxed)), kRelaxed);
+  s.ended.store(0, kRelaxed);
+  close(s.runStamp, seq);
 }
 
 void FlightRecorder::ended(uint64_t seq, const char* error, Clock::time_point now) {
   Slot& s = slotFor(seq);
-  Hold hold(s);
-  if (FlightEntry* e = match(s, seq)) {
-    if (e->started == Clock::time_point()) e->started = std::max(now, e->enqueued);
-    e->ended = std::max(now, e->started);
-    e->state = error == nullptr ? FlightState::kDone : FlightState::kFailed;
-    if (error != nullptr) e->error = error;  // failures only: may allocate
+  if (s.postStamp.load(std::memory_order_acquire) != seq + 1) return;
+  if (error != nullptr) {
+    std::lock_guard<std::mutex> lock(s.errorMutex);
+    s.errorSeq = seq;
+    s.error = error;  // may allocate: failures only
   }
+  const bool ran = s.runStamp.load(kRelaxed) == seq + 1;
+  open(s.runStamp);
+  const auto started = ran ? s.started.load(kRelaxed)
+                           : std::max(repOf(now), s.enqueued.load(kRelaxed));
+  s.started.store(started, kRelaxed);
+  s.ended.store(std::max(repOf(now), started), kRelaxed);
+  s.state.store(error == nullptr ? FlightState::kDone : FlightState::kFailed, kRelaxed);
+  close(s.runStamp, seq);
 }
 
 std::optional<FlightEntry> FlightRecorder::find(uint64_t seq) const {
-  Slot& s = slotFor(seq);
-  Hold hold(s);
-  const FlightEntry* e = match(s, seq);
-  if (e == nullptr) return std::nullopt;
-  return *e;
+  const Slot& s = slotFor(seq);
+  for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
+    const uint64_t post = s.postStamp.load(std::memory_order_acquire);
+    if (post != kWriting && post != seq + 1) return std::nullopt;  // empty, or another's now
+    FlightEntry e;
+    e.seq = seq;
+    e.sig.kind = s.kind.load(kRelaxed);
+    e.sig.dtype = s.dtype.load(kRelaxed);
+    e.sig.count = s.count.load(kRelaxed);
+    e.sig.op = s.op.load(kRelaxed);
+    e.sig.root = s.root.load(kRelaxed);
+    e.sig.algorithm = s.algorithm.load(kRelaxed);
+    e.enqueued = timeOf(s.enqueued.load(kRelaxed));
+    const uint64_t run = s.runStamp.load(std::memory_order_acquire);
+    e.state = s.state.load(kRelaxed);
+    e.started = timeOf(s.started.load(kRelaxed));
+    e.ended = timeOf(s.ended.load(kRelaxed));
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (post == kWriting || run == kWriting || s.postStamp.load(kRelaxed) != post ||
+        s.runStamp.load(kRelaxed) != run) {
+      std::this_thread::yield();
+      continue;  // a writer was in between
+    }
+    if (run != post) {  // the run half describes no run of this collective yet: queued
+      e.state = FlightState::kQueued;
+      e.started = e.ended = Clock::time_point();
+    }
+    if (e.state == FlightState::kFailed) {
+      std::lock_guard<std::mutex> lock(s.errorMutex);
+      if (s.errorSeq == seq) e.error = s.error;
+    }
+    return e;
+  }
+  return std::nullopt;  // written continuously while we looked: report it as not there
 }
 
 std::vector<FlightEntry> FlightRecorder::snapshot() const {
   std::vector<FlightEntry> out;
-  const uint64_t recorded = recorded_.load();
+  const uint64_t recorded = recorded_.load(std::memory_order_acquire);
   const uint64_t first = recorded > capacity_ ? recorded - capacity_ : 0;
   for (uint64_t seq = first; seq < recorded; ++seq) {
     if (auto e = find(seq)) out.push_back(std::move(*e));

@@ -3,12 +3,15 @@
 // explained after the fact (SMDDP_DUMP_ON_TIMEOUT) and so the progress beacon can publish what
 // this rank called at each recent sequence number.
 // Invariants: recording allocates nothing (entries are preallocated; the error text is only
-// written on failure); entry i holds collective seq with seq % capacity == i; every method is
-// safe from any thread. Each entry has its own spin flag, held for a few stores: the caller
-// thread posts, whoever runs the collective starts and ends it, the beacon thread reads, and
-// they almost never touch one entry at once. Callers pass the time they already read (one clock
-// read per event at most); start and end times may come from the coarse clock (common/clock.h),
-// so they are kept no earlier than the post time and the start time.
+// written on failure); entry i holds collective seq with seq % capacity == i; readers are safe
+// from any thread. Writers take no lock and no atomic read-modify-write (the hot path of every
+// collective): posted() calls must not overlap one another (the engine's lock orders them), nor
+// may started()/ended() calls (one runner at a time). Each entry is two seqlock-style halves,
+// each with a single writer: the post half (seq, signature, post time) and the run half (state,
+// start and end times), each stamped with seq + 1 when complete and 0 while being written;
+// readers retry a half that changed under them and use the run half only when it describes the
+// posted seq. Callers pass the time they already read; start and end times may come from the
+// coarse clock (common/clock.h), so they are kept no earlier than the post and start times.
 #pragma once
 
 #include <atomic>
@@ -38,6 +41,7 @@ class FlightRecorder {
  public:
   static constexpr size_t kDefaultCapacity = 256;
   explicit FlightRecorder(size_t capacity = kDefaultCapacity);
+  ~FlightRecorder();
 
   using Clock = std::chrono::steady_clock;
   void posted(uint64_t seq, const Signature& sig, Clock::time_point now = Clock::now());
@@ -54,24 +58,8 @@ class FlightRecorder {
   std::string format(std::chrono::steady_clock::time_point origin) const;
 
  private:
-  struct Slot {
-    mutable std::atomic<bool> held{false};
-    FlightEntry entry;
-  };
-  // Holds one slot's flag for a scope (a few stores; contention is rare and brief).
-  class Hold {
-   public:
-    explicit Hold(const Slot& s);
-    ~Hold();
-    Hold(const Hold&) = delete;
-    Hold& operator=(const Hold&) = delete;
-
-   private:
-    const Slot& slot_;
-  };
+  struct Slot;
   Slot& slotFor(uint64_t seq) const;
-  // The entry of seq (its slot held by the caller), or nullptr once overwritten.
-  static FlightEntry* match(Slot& s, uint64_t seq);
 
   std::unique_ptr<Slot[]> slots_;
   size_t capacity_;

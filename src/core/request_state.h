@@ -1,7 +1,7 @@
 // RequestState: one posted collective, shared by the public Request handle, the engine queue and
 // whoever runs it. Completion is a seq_cst store of done(), announced to sleeping waiters by
 // Engine::announce() (which says why none is missed); callbacks run once, outside every lock,
-// before done().
+// before done(). A completion takes no lock unless callbacks were added (see complete()).
 #pragma once
 
 #include <atomic>
@@ -36,9 +36,10 @@ class RequestState {
 
  private:
   std::atomic<bool> done_{false};
-  mutable std::mutex mutex_;  // guards error_ and callbacks_
-  bool completing_ = false;
-  std::exception_ptr error_;
+  std::atomic<bool> completing_{false};  // error_ is final; callbacks are being run
+  std::atomic<int> callbackAdds_{0};     // addCallback calls so far
+  std::mutex mutex_;                     // guards callbacks_
+  std::exception_ptr error_;             // written once, before completing_
   std::vector<std::function<void()>> callbacks_;
 };
 
