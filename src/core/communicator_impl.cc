@@ -135,7 +135,7 @@ void CommunicatorImpl::run(RequestState& request) {
       logChoice(request.desc);
       algo::ExecSettings es;
       es.timeout = settings_.timeout;
-      es.deadline = now + settings_.timeout;
+      es.deadline = now + coarseLag() + settings_.timeout;  // never earlier than intended
       es.segmentBytes = settings_.segmentBytes;
       es.spinUs = settings_.spinUs;
       es.abortFlag = &aborted_;

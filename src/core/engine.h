@@ -8,14 +8,14 @@
 //
 // Per-call cost on the synchronous path (post, then wait): two lock/unlock pairs of the engine
 // mutex (submit, claim) and one clock read for submit, which the caller passes in; a wait reads
-// the clock only when its request is not the next to run.
+// the clock only when its request is not the next to run or others are queued behind it.
 //
 // Wake-ups: the engine thread takes a request only after it waited kDriverGrace unclaimed. It is
 // not woken per request: while requests keep coming it polls, every kDriverGrace after it had to
 // run one itself (asynchronous use), backing off to kMaxPoll while callers run their own
 // (synchronous use: its wake-ups would only preempt them); after kIdleAfter without any submit it
-// blocks until the next submit wakes it. So an asynchronous collective posted right after a run
-// of synchronous ones starts up to kMaxPoll late, once. Completions wake callers
+// blocks until the next submit wakes it. So the first asynchronous collective after a stretch of
+// synchronous ones starts up to kMaxPoll + kDriverGrace (1.1 ms) late; the following ones do not. Completions wake callers
 // (callersCv_), never the engine thread (threadCv_). A synchronous loop thus costs no thread
 // hand-off and no context switch per collective, which matters most when ranks share cores.
 #pragma once
@@ -72,6 +72,7 @@ class Engine {
   // `until` has run (or the queue is empty when null). The first runs unconditionally (callers
   // check that a whole collective fits their deadline); each further one only while it fits.
   void drive(std::unique_lock<std::mutex>& lock, RequestState* until, Clock::time_point deadline);
+  void runOne(RequestState& request);  // runner_, never throwing
   bool mayDrive(Clock::time_point deadline, Clock::time_point now) const {
     return deadline - now >= collectiveTimeout_;
   }
@@ -90,7 +91,8 @@ class Engine {
   // Someone is running requests (owns the transport). Set under mutex_; the synchronous fast path
   // clears it without the lock (seq_cst; sleepers are then woken under the lock).
   std::atomic<bool> busy_{false};
-  int drivers_ = 0;    // callers inside waitFor whose deadline lets them drive
+  int drivers_ = 0;    // callers in waitLocked whose deadline lets them drive (the fast path
+                       // is not counted: it holds busy_ instead)
   uint64_t drivenByCallers_ = 0;  // requests run by callers (the thread's poll back-off)
   bool stop_ = false;
   std::thread thread_;

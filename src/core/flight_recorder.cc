@@ -34,7 +34,7 @@ const char* toString(FlightState state) {
 
 // One ring entry. Every field is a relaxed atomic (readers may race with the single writer of
 // each half); the stamps order them, seqlock-style: a writer marks the stamp kWriting, writes, then
-// stores seq + 1 with release; a reader loads the stamp (acquire), the fields, then the stamp
+// stores its new stamp with release; a reader loads the stamp (acquire), the fields, then the stamp
 // again after an acquire fence, and keeps the fields only if it did not change.
 struct FlightRecorder::Slot {
   using Rep = Clock::rep;
@@ -66,16 +66,23 @@ constexpr int kReadAttempts = 64;
 Clock::rep repOf(Clock::time_point t) { return t.time_since_epoch().count(); }
 Clock::time_point timeOf(Clock::rep r) { return Clock::time_point(Clock::duration(r)); }
 
-// A stamp: 0 never written, kWriting being written, else seq + 1 of the collective described.
+// A stamp: 0 never written, kWriting being written, else what the half describes. The post half
+// is stamped seq + 1; the run half 2(seq + 1) once started and 2(seq + 1) + 1 once ended, so a
+// reader whose two loads straddle a whole write sees different stamps and retries.
 constexpr uint64_t kWriting = ~uint64_t{0};
+uint64_t postStampOf(uint64_t seq) { return seq + 1; }
+uint64_t runStampOf(uint64_t seq, bool ended) { return 2 * (seq + 1) + (ended ? 1 : 0); }
+bool runIsOf(uint64_t runStamp, uint64_t seq) {
+  return runStamp != kWriting && runStamp / 2 == seq + 1;
+}
 
-// Opens a half for writing; close() publishes it as seq's.
+// Opens a half for writing; close() publishes it with `stamp`.
 void open(std::atomic<uint64_t>& stamp) {
   stamp.store(kWriting, kRelaxed);
   std::atomic_thread_fence(std::memory_order_release);
 }
-void close(std::atomic<uint64_t>& stamp, uint64_t seq) {
-  stamp.store(seq + 1, std::memory_order_release);
+void close(std::atomic<uint64_t>& stamp, uint64_t value) {
+  stamp.store(value, std::memory_order_release);
 }
 
 }  // namespace
@@ -97,43 +104,43 @@ void FlightRecorder::posted(uint64_t seq, const Signature& sig, Clock::time_poin
   s.root.store(sig.root, kRelaxed);
   s.algorithm.store(sig.algorithm, kRelaxed);
   s.enqueued.store(repOf(now), kRelaxed);
-  close(s.postStamp, seq);
+  close(s.postStamp, postStampOf(seq));
   if (seq + 1 > recorded_.load(kRelaxed)) recorded_.store(seq + 1, std::memory_order_release);
 }
 
 void FlightRecorder::started(uint64_t seq, Clock::time_point now) {
   Slot& s = slotFor(seq);
-  if (s.postStamp.load(std::memory_order_acquire) != seq + 1) return;  // overwritten (or never)
+  if (s.postStamp.load(std::memory_order_acquire) != postStampOf(seq)) return;  // overwritten
   open(s.runStamp);
   s.state.store(FlightState::kRunning, kRelaxed);
   s.started.store(std::max(repOf(now), s.enqueued.load(kRelaxed)), kRelaxed);
   s.ended.store(0, kRelaxed);
-  close(s.runStamp, seq);
+  close(s.runStamp, runStampOf(seq, false));
 }
 
 void FlightRecorder::ended(uint64_t seq, const char* error, Clock::time_point now) {
   Slot& s = slotFor(seq);
-  if (s.postStamp.load(std::memory_order_acquire) != seq + 1) return;
+  if (s.postStamp.load(std::memory_order_acquire) != postStampOf(seq)) return;
   if (error != nullptr) {
     std::lock_guard<std::mutex> lock(s.errorMutex);
     s.errorSeq = seq;
     s.error = error;  // may allocate: failures only
   }
-  const bool ran = s.runStamp.load(kRelaxed) == seq + 1;
+  const bool ran = runIsOf(s.runStamp.load(kRelaxed), seq);
   open(s.runStamp);
   const auto started = ran ? s.started.load(kRelaxed)
                            : std::max(repOf(now), s.enqueued.load(kRelaxed));
   s.started.store(started, kRelaxed);
   s.ended.store(std::max(repOf(now), started), kRelaxed);
   s.state.store(error == nullptr ? FlightState::kDone : FlightState::kFailed, kRelaxed);
-  close(s.runStamp, seq);
+  close(s.runStamp, runStampOf(seq, true));
 }
 
 std::optional<FlightEntry> FlightRecorder::find(uint64_t seq) const {
   const Slot& s = slotFor(seq);
   for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
     const uint64_t post = s.postStamp.load(std::memory_order_acquire);
-    if (post != kWriting && post != seq + 1) return std::nullopt;  // empty, or another's now
+    if (post != kWriting && post != postStampOf(seq)) return std::nullopt;  // empty or another's
     FlightEntry e;
     e.seq = seq;
     e.sig.kind = s.kind.load(kRelaxed);
@@ -153,7 +160,7 @@ std::optional<FlightEntry> FlightRecorder::find(uint64_t seq) const {
       std::this_thread::yield();
       continue;  // a writer was in between
     }
-    if (run != post) {  // the run half describes no run of this collective yet: queued
+    if (!runIsOf(run, seq)) {  // the run half describes no run of this collective yet: queued
       e.state = FlightState::kQueued;
       e.started = e.ended = Clock::time_point();
     }

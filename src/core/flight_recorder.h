@@ -4,14 +4,15 @@
 // this rank called at each recent sequence number.
 // Invariants: recording allocates nothing (entries are preallocated; the error text is only
 // written on failure); entry i holds collective seq with seq % capacity == i; readers are safe
-// from any thread. Writers take no lock and no atomic read-modify-write (the hot path of every
-// collective): posted() calls must not overlap one another (the engine's lock orders them), nor
-// may started()/ended() calls (one runner at a time). Each entry is two seqlock-style halves,
-// each with a single writer: the post half (seq, signature, post time) and the run half (state,
-// start and end times), each stamped with seq + 1 when complete and 0 while being written;
-// readers retry a half that changed under them and use the run half only when it describes the
-// posted seq. Callers pass the time they already read; start and end times may come from the
-// coarse clock (common/clock.h), so they are kept no earlier than the post and start times.
+// from any thread. Writers take no lock (but for a failure's error text) and no atomic
+// read-modify-write (the hot path of every collective): posted() calls must not overlap one
+// another (the engine's lock orders them), nor may started()/ended() calls (one runner at a
+// time). Each entry is two seqlock-style halves, each with a single writer: the post half (seq,
+// signature, post time) and the run half (state, start and end times), each stamped with a value
+// unique to the write (kWriting while it is being written); readers retry a half whose stamp
+// changed under them and use the run half only when it describes the posted seq. Callers pass
+// the time they already read; start and end times may come from the coarse clock
+// (common/clock.h), so they are kept no earlier than the post and start times.
 #pragma once
 
 #include <atomic>

@@ -2,7 +2,9 @@
 // and out of place, list outputs, zero counts, one rank, asynchronous requests and callbacks.
 // Expected values are closed forms of (rank, index).
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "loopback_group.h"
@@ -115,6 +117,38 @@ TEST_P(CoreApi, AsyncRequestsCompleteInOrderWithCallbacks) {
       for (double v : bufs[k]) ASSERT_EQ(v, n - 1 + k) << "rank " << rank << " op " << k;
     }
     ASSERT_EQ(callbacks.load(), kOps);
+  });
+}
+
+// After a stretch of synchronous collectives (callers drive; the engine thread backs off its
+// polls) a collective nobody waits for must still be run by the engine thread. Bounded: polls
+// completed() for at most 5 s.
+TEST_P(CoreApi, AsyncCollectiveProgressesWithoutAWaiterAfterSynchronousOnes) {
+  const int n = GetParam();
+  auto comms = makeLoopbackGroup(n);
+  runRanks(comms, [&](int rank, Communicator& c) {
+    std::vector<float> sync(5);
+    for (int k = 0; k < 500; ++k) {
+      c.allReduce(Buffer(sync.data(), sync.size(), DataType::kFloat32),
+                  Buffer(sync.data(), sync.size(), DataType::kFloat32), ReduceOp::kSum)
+          .wait();
+    }
+    std::vector<float> async(7);
+    for (size_t i = 0; i < async.size(); ++i) async[i] = value(rank, i);
+    Request r = c.allReduce(Buffer(async.data(), async.size(), DataType::kFloat32),
+                            Buffer(async.data(), async.size(), DataType::kFloat32), ReduceOp::kSum);
+    ASSERT_EQ(r.error(), nullptr) << "no outcome before completion";
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!r.completed() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    ASSERT_TRUE(r.completed()) << "rank " << rank << ": nobody ran the asynchronous collective";
+    ASSERT_TRUE(r.test());
+    for (size_t i = 0; i < async.size(); ++i) {
+      float expected = 0;
+      for (int q = 0; q < n; ++q) expected += value(q, i);
+      ASSERT_EQ(async[i], expected) << "rank " << rank << " element " << i;
+    }
   });
 }
 

@@ -3,6 +3,7 @@
 // stability, sensitivity, mismatch wording).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -60,7 +61,20 @@ TEST(FlightRecorder, ConcurrentPostersAndRunnersLeaveConsistentEntries) {
   });
   std::thread reader([&] {
     for (int i = 0; i < 200; ++i) {
-      for (const auto& e : rec.snapshot()) ASSERT_EQ(e.sig.count, e.seq) << "torn entry";
+      for (const auto& e : rec.snapshot()) {
+        ASSERT_EQ(e.sig.count, e.seq) << "torn entry";
+        const bool hasEnd = e.ended != std::chrono::steady_clock::time_point();
+        const bool hasStart = e.started != std::chrono::steady_clock::time_point();
+        if (e.state == FlightState::kQueued) {
+          ASSERT_FALSE(hasStart || hasEnd) << "#" << e.seq;
+        }
+        if (e.state == FlightState::kRunning) {
+          ASSERT_TRUE(hasStart && !hasEnd) << "#" << e.seq;
+        }
+        if (e.state == FlightState::kDone) {
+          ASSERT_TRUE(hasStart && hasEnd && e.ended >= e.started) << "#" << e.seq;
+        }
+      }
     }
   });
   poster.join();

@@ -10,7 +10,8 @@
 // same order, same sizes). Use u writes slot u % 2. For use u a rank:
 //   1. before writing its slot, waits until every peer's `consumed` >= u - 1 (use u-2 of that
 //      slot is read by all); a peer's `posted` >= 2u-1 implies it, since a rank stores
-//      `consumed` for a use before it publishes the next;
+//      `consumed` for a use before it publishes the next (a rule every arena algorithm must
+//      keep: shm_step.h's acquire() relies on it);
 //   2. writes data, then its identity for slot u % 2 (the collective's sequence number and a hash
 //      of its shape: kind, dtype, count, op, root, algorithm), then `posted` = 2u+1
 //      (release); an optional second phase of the same use publishes `posted` = 2u+2;
