@@ -1,7 +1,8 @@
 """Physical limits measured in the same run as the comparison: single-core memcpy and fp32
-a += b bandwidth (bench/limits/mem_limits.c, compiled here), and libfabric's raw point-to-point
-bandwidth and latency for shm and tcp (fi_pingpong from libfabric-bin, server and client on
-127.0.0.1, RDM endpoints, tagged messages).
+a += b bandwidth (bench/limits/mem_limits.c, compiled here), the cache-line round trip between
+two cores (bench/limits/line_rtt.c), and libfabric's raw point-to-point bandwidth and latency for
+shm and tcp (fi_pingpong from libfabric-bin, server and client on 127.0.0.1, RDM endpoints,
+tagged messages).
 
 Invariant: a missing tool gives {"skipped": reason}, never an exception; every process started
 here is waited for or killed.
@@ -19,17 +20,31 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PINGPONG_SIZES = (("latency", 8, 20000), ("bw_1MiB", 1 << 20, 400), ("bw_16MiB", 16 << 20, 40))
 
 
-def memory_limits(bindir, mib, quick):
+def _build_and_run(bindir, name, args, extra_flags=()):
+    """Compiles bench/limits/<name>.c into bindir and returns its JSON line, or {"skipped"}."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if not cc:
         return {"skipped": "no C compiler"}
-    src = os.path.join(os.path.dirname(HERE), "limits", "mem_limits.c")
-    exe = os.path.join(bindir, "mem_limits")
-    subprocess.run([cc, "-O3", "-std=c11", "-D_POSIX_C_SOURCE=200809L", "-o", exe, src],
-                   check=True, timeout=120)
-    out = subprocess.run([exe, "-m", str(mib), "-r", "2" if quick else "5"], check=True,
-                         capture_output=True, text=True, timeout=300).stdout
+    src = os.path.join(os.path.dirname(HERE), "limits", f"{name}.c")
+    exe = os.path.join(bindir, name)
+    subprocess.run([cc, "-O3", "-std=c11", *extra_flags, "-o", exe, src], check=True, timeout=120)
+    out = subprocess.run([exe, *args], check=True, capture_output=True, text=True,
+                         timeout=300).stdout
     return json.loads(out)
+
+
+def memory_limits(bindir, mib, quick):
+    return _build_and_run(bindir, "mem_limits", ["-m", str(mib), "-r", "2" if quick else "5"],
+                          ["-D_POSIX_C_SOURCE=200809L"])
+
+
+def line_rtt_limit(bindir, quick):
+    """The cache-line round trip between two cores: {"line_rtt_ns": ...} or {"error"}."""
+    try:
+        return _build_and_run(bindir, "line_rtt", ["-n", "100000" if quick else "1000000"],
+                              ["-pthread"])
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, ValueError) as e:
+        return {"error": str(e)}
 
 
 def _free_port():
@@ -88,6 +103,7 @@ def pingpong_limits(quick):
 
 def measure(bindir, quick):
     return {"memory": memory_limits(bindir, 64 if quick else 256, quick),
+            "cache_line": line_rtt_limit(bindir, quick),
             "libfabric": pingpong_limits(quick)}
 
 
@@ -100,6 +116,12 @@ def format_limits(lim):
         lines.append(f"#   single-core memcpy {mem['memcpy_gbps']:.2f} GB/s, fp32 a+=b "
                      f"{mem['add_f32_gbps']:.2f} GB/s ({mem['buffer_mib']} MiB buffers, best of "
                      f"{mem['repetitions']})")
+    line = lim.get("cache_line", {})
+    if "line_rtt_ns" in line:
+        lines.append(f"#   cache-line round trip between cores {line['cores'][0]} and "
+                     f"{line['cores'][1]}: {line['line_rtt_ns'] / 1e3:.3f} us (best of 5)")
+    else:
+        lines.append(f"#   cache-line round trip: {line.get('skipped') or line.get('error')}")
     fab = lim["libfabric"]
     if "skipped" in fab:
         lines.append(f"#   libfabric: skipped ({fab['skipped']})")

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""torch_floor: what one torch.distributed call costs when nothing moves (world size 1), per
+backend, next to one plain ATen op. This is the floor of any torch-level latency: a backend's
+collective through torch can never be faster than this plus its own engine time.
+
+Usage: .venv/bin/python bench/limits/torch_floor.py [--backends smddp,gloo] [--calls N]
+Prints one line per (backend, call): the best of 5 loops of N calls, in microseconds per call.
+Invariant: world size 1 on 127.0.0.1, a fresh free port per backend; nothing leaves the host.
+"""
+import argparse
+import socket
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def per_call_us(fn, calls):
+    for _ in range(min(calls, 2000)):
+        fn()
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
+    return best
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--backends", default="smddp,gloo")
+    p.add_argument("--calls", type=int, default=50000)
+    args = p.parse_args()
+    t = torch.zeros(16)
+    print(f"# torch {torch.__version__}; 16-element float32 tensor, world size 1, "
+          f"best of 5 x {args.calls} calls")
+    print(f"{'aten':>6s}  t.add_(0) (one ATen op, no communication)  "
+          f"{per_call_us(lambda: t.add_(0), args.calls):6.2f} us")
+    for backend in args.backends.split(","):
+        if backend == "smddp":
+            import torch_smddp  # noqa: F401  (registers the backend)
+        dist.init_process_group(backend=backend, init_method=f"tcp://127.0.0.1:{free_port()}",
+                                rank=0, world_size=1)
+        pg = dist.distributed_c10d._get_default_group()
+        outs = [torch.zeros(16)]
+        opts = dist.AllreduceOptions()
+        rows = [("dist.all_reduce(t)", lambda: dist.all_reduce(t)),
+                ("dist.broadcast(t, 0)", lambda: dist.broadcast(t, 0)),
+                ("dist.all_gather([o], t)", lambda: dist.all_gather(outs, t)),
+                ("dist.barrier()", lambda: dist.barrier()),
+                ("pg.allreduce([t]).wait() (no torch.distributed Python layer)",
+                 lambda: pg.allreduce([t], opts).wait())]
+        for name, fn in rows:
+            print(f"{backend:>6s}  {name:62s}  {per_call_us(fn, args.calls):6.2f} us", flush=True)
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
