@@ -41,7 +41,7 @@ void RequestState::complete(std::exception_ptr error) {
     for (auto& fn : callbacks) fn();
   }
   done_.store(true);  // seq_cst: see Engine::announce()
-  if (engine) engine->announce();
+  if (engine) engine->announce(*this);
 }
 
 void RequestState::addCallback(std::function<void()> fn) {
@@ -86,12 +86,14 @@ size_t Engine::pending() const {
   return queue_.size() + (busy_ ? 1 : 0);
 }
 
-void Engine::announce() {
-  // A caller that drives its own request never sleeps, so most completions have nobody to wake.
-  // No lost wake-up: a sleeper increments sleepers_ and then reads done(), a completer stores done
-  // and then reads sleepers_, all seq_cst, so at least one of them sees the other. When a sleeper
-  // is counted, taking the mutex orders this completion before its next predicate check.
-  if (sleepers_.load() == 0) return;
+void Engine::announce(const RequestState& request) {
+  // Only a caller sleeping on this very request is woken: a caller waiting for a later request
+  // while the engine thread works through the queue sleeps through the others' completions.
+  // Most completions have nobody to wake (a caller that drives its own request never sleeps).
+  // No lost wake-up: a sleeper counts itself on the request and then reads done(), a completer
+  // stores done and then reads the count, all seq_cst, so at least one of them sees the other.
+  // When a sleeper is counted, taking the mutex orders this completion before its next check.
+  if (request.sleepers.load() == 0) return;
   { std::lock_guard<std::mutex> lock(mutex_); }
   callersCv_.notify_all();
 }
@@ -178,9 +180,11 @@ bool Engine::waitLocked(std::unique_lock<std::mutex>& lock, RequestState& reques
       drive(lock, &request, deadline);
     } else {
       sleepers_.fetch_add(1);
+      request.sleepers.fetch_add(1);
       callersCv_.wait_until(lock, deadline, [&] {
         return request.done() || (driver && !busy_ && !queue_.empty());
       });
+      request.sleepers.fetch_sub(1);
       sleepers_.fetch_sub(1);
     }
     if (request.done()) break;

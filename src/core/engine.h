@@ -58,8 +58,8 @@ class Engine {
   // Runs what is queued (bounded by each request's own deadline), then joins the engine thread.
   void stop();
 
-  // Wakes the callers sleeping in waitFor after a completion (RequestState::complete calls it).
-  void announce();
+  // Wakes the callers sleeping on `request` after its completion (RequestState::complete).
+  void announce(const RequestState& request);
 
  private:
   Engine(Runner runner, Poster poster, std::chrono::milliseconds collectiveTimeout);
@@ -87,7 +87,9 @@ class Engine {
   Clock::time_point frontSince_;  // when queue_.front() became runnable
   Clock::time_point lastSubmit_;
   bool threadBlocked_ = false;  // the engine thread waits for a submit (no polling)
-  std::atomic<int> sleepers_{0};  // callers blocked on callersCv_ (read without the mutex)
+  // Callers blocked on callersCv_ (read without the mutex): a hand-back of busy_ with work
+  // queued wakes them, as one of them may drive it.
+  std::atomic<int> sleepers_{0};
   // Someone is running requests (owns the transport). Set under mutex_; the synchronous fast path
   // clears it without the lock (seq_cst; sleepers are then woken under the lock).
   std::atomic<bool> busy_{false};

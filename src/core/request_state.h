@@ -26,8 +26,11 @@ class RequestState {
   const algo::Algorithm* algorithm = nullptr;  // nullptr: handled locally (size 1 or no data)
   std::shared_ptr<Engine> engine;
   std::chrono::milliseconds timeout{0};  // the communicator's collective timeout
+  // Callers asleep in a wait on this request (changed under the engine's mutex, read by the
+  // completer without it): see Engine::announce().
+  std::atomic<int> sleepers{0};
 
-  // seq_cst (a plain load on x86): pairs with Engine's sleeper count, see Engine::announce().
+  // seq_cst (a plain load on x86): pairs with `sleepers`, see Engine::announce().
   bool done() const { return done_.load(); }
   std::exception_ptr error() const;
   // Publishes the outcome (error may be null), wakes waiters, runs callbacks. Called once.
