@@ -146,7 +146,9 @@ class MpiRunner:
 
 class EngineRunner:
     """smddp's engine-level perf tools; the group matching torch's call is taken: in place for
-    all_reduce and broadcast, out of place for all_gather (torch's list form) and barrier."""
+    all_reduce and broadcast, out of place for all_gather (torch's list form) and barrier. Run
+    blocking (-z 1: each call waited for before the next), as the torch workers and MPI's
+    blocking collectives call; the tools' default posts all iterations first (nccl-tests)."""
 
     def __init__(self, bench_dir, world, provider, factor, timeout):
         self.dir, self.world, self.provider = bench_dir, world, provider
@@ -158,7 +160,7 @@ class EngineRunner:
         os.close(fd)
         argv = [exe, "-b", str(sizes[0]), "-e", str(sizes[-1]), "-f", str(self.factor),
                 "-n", str(iters), "-w", str(warmup), "-c", "1", "-d", dtype,
-                "-np", str(self.world), "-P", self.provider, "-J", path]
+                "-np", str(self.world), "-P", self.provider, "-z", "1", "-J", path]
         if coll == "broadcast":
             argv += ["-r", "0"]
         try:
