@@ -30,14 +30,15 @@ std::string makeTempDir() {
   return pattern;
 }
 
-// The rank-th CPU of the allowed set, or -1 when fewer than n are allowed.
-int cpuFor(int rank, int n) {
+// The CPU for each of n ranks: the allowed set's first n, or none (empty) when fewer are allowed.
+std::vector<int> cpusFor(int n) {
   cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < n) return -1;
-  for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &allowed) && seen++ == rank) return cpu;
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < n) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE && static_cast<int>(cpus.size()) < n; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
   }
-  return -1;
+  return cpus;
 }
 
 [[noreturn]] void runChild(int rank, const std::string& dir, int cpu,
@@ -113,8 +114,9 @@ int launchLocalRanks(int n, const std::function<int(int rank, const std::string&
   std::vector<pid_t> pids(n, -1);
   std::vector<bool> done(n, false);
   int result = 0;
+  const std::vector<int> cpus = limits.bindCores ? cpusFor(n) : std::vector<int>();
   for (int r = 0; r < n; ++r) {
-    const int cpu = limits.bindCores ? cpuFor(r, n) : -1;
+    const int cpu = cpus.empty() ? -1 : cpus[static_cast<size_t>(r)];
     pids[r] = fork();
     if (pids[r] == 0) runChild(r, dir, cpu, child);
     if (pids[r] < 0) {

@@ -18,7 +18,8 @@ struct LaunchLimits {
   // fails the launch but is not reported again.
   int explainedStatus = -1;
   // Bind rank r to the r-th CPU this process may use, when there are at least n of them (what
-  // mpirun does by default); otherwise leave placement to the scheduler.
+  // Open MPI's mpirun does by default for up to 2 ranks); otherwise leave placement to the
+  // scheduler.
   bool bindCores = false;
 };
 

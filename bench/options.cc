@@ -220,7 +220,7 @@ std::string usageText(const std::string& program) {
          "dir)\n"
          "  -P, --provider <name>       shm|tcp|efa|auto (default: SMDDP_PROVIDER)\n"
          "  -B, --bind <0|1>            -np ranks: bind rank r to the r-th allowed core when\n"
-         "                              there are enough (as mpirun does), default 1\n"
+         "                              there are enough (as mpirun does for 2), default 1\n"
          "  -J, --json <file>           also write the results as JSON\n"
          "  -T, --timeout_ms <ms>       communicator timeout (default: SMDDP_TIMEOUT_MS)\n"
          "  -L, --launch_timeout <s>    bound on the whole -np run, default 3600\n"

@@ -18,7 +18,7 @@ import time
 
 from . import limits as limits_mod
 from . import report
-from .common import BACKENDS, COLLECTIVES, ELEM_SIZE, size_ladder, sweep_sizes
+from .common import BACKENDS, COLLECTIVES, ELEM_SIZE, size_ladder, sweep_sizes, usable_cores
 from .runners import EngineRunner, MpiRunner, RunError, TorchGroup, build_mpi
 
 
@@ -112,7 +112,7 @@ class Backends:
 def _cell(world, coll, dtype, backend, status="ok", reason=""):
     return {"world": world, "collective": coll, "dtype": dtype, "backend": backend,
             "status": status, "reason": reason, "rounds": [], "rows": [],
-            "oversubscribed": world > (os.cpu_count() or 1)}
+            "cores": usable_cores(), "oversubscribed": world > usable_cores()}
 
 
 def _dtypes(args, coll):

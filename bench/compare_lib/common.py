@@ -5,11 +5,21 @@ Invariant: the formulas here are the same as bench/mpi/mpi_coll_perf.c's and the
 tools' conventions (row size = whole buffer, all_gather count per rank = size / (n * elemsize)),
 so rows of different backends describe the same amount of data.
 """
+import os
 import statistics
 
 COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "barrier")
 BACKENDS = ("smddp", "gloo", "mpi", "engine")
 ELEM_SIZE = {"float32": 4, "bfloat16": 2}
+
+
+def usable_cores():
+    """The cores this process may run on (its affinity set; a cpuset can be smaller than the
+    machine): what decides binding and oversubscription."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def size_ladder(min_bytes, max_bytes, factor):

@@ -119,7 +119,8 @@ def format_limits(lim):
     line = lim.get("cache_line", {})
     if "line_rtt_ns" in line:
         lines.append(f"#   cache-line round trip between cores {line['cores'][0]} and "
-                     f"{line['cores'][1]}: {line['line_rtt_ns'] / 1e3:.3f} us (best of 5)")
+                     f"{line['cores'][1]}: {line['line_rtt_ns'] / 1e3:.3f} us (best of "
+                     f"{line['repetitions']})")
     else:
         lines.append(f"#   cache-line round trip: {line.get('skipped') or line.get('error')}")
     fab = lim["libfabric"]

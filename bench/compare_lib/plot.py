@@ -8,6 +8,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from .common import usable_cores  # noqa: E402
+
 COLORS = {"smddp": "tab:blue", "gloo": "tab:orange", "mpi": "tab:green", "engine": "tab:purple"}
 STYLES = {"float32": "-", "bfloat16": "--"}
 
@@ -24,7 +26,7 @@ def _bw_axis(ax, cells, coll, world, memcpy):
         ax.axhline(memcpy, color="grey", linewidth=0.8, linestyle=":", label="memcpy (1 core)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_title(f"{coll}, world {world}" + (" (oversubscribed)" if world > _cores() else ""),
+    ax.set_title(f"{coll}, world {world}" + (" (oversubscribed)" if world > usable_cores() else ""),
                  fontsize=9)
     ax.set_xlabel("size (B)", fontsize=8)
     ax.set_ylabel("busbw (GB/s)", fontsize=8)
@@ -48,12 +50,6 @@ def _barrier_axis(ax, cells, worlds):
     ax.set_ylabel("time (us)", fontsize=8)
     ax.set_title("barrier", fontsize=9)
     ax.tick_params(labelsize=7)
-
-
-def _cores():
-    import os
-
-    return os.cpu_count() or 1
 
 
 def write_png(path, cells, collectives, worlds, memcpy):

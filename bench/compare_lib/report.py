@@ -7,7 +7,6 @@ A cell is one (world, collective, dtype, backend): {"status": "ok" | "n/a" | "sk
 smddp / X (< 1: smddp is faster).
 Invariant: a cell's median rows are computed once (finalize) and everything printed reads them.
 """
-import os
 
 from .common import algbw_gbps, busbw_factor, human_size, median_row
 
@@ -97,7 +96,7 @@ def markdown_group(group, backends):
     """One markdown table: per size, each backend's time and busbw, then the ratios."""
     c0 = group[0]
     by = {c["backend"]: c for c in group}
-    over = (f" ({c0['world']} ranks on {os.cpu_count()} cores: oversubscribed)"
+    over = (f" ({c0['world']} ranks on {c0['cores']} cores: oversubscribed)"
             if c0.get("oversubscribed") else "")
     title = f"**{c0['collective']}, {c0['dtype']}, world {c0['world']}**{over}"
     barrier = c0["collective"] == "barrier"

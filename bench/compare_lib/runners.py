@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 
-from .common import element_count
+from .common import element_count, usable_cores
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -42,16 +42,16 @@ class TorchGroup:
         self.replies = queue.Queue()
         self.procs, self.logs = [], []
         worker = os.path.join(HERE, "torch_worker.py")
-        # One core per rank when there are enough, as mpirun and the engine tools (-B) do, so no
-        # backend is measured with two ranks sharing a core by chance.
+        # One core per rank when there are enough, as the engine tools (-B) and Open MPI's mpirun
+        # (2 ranks) do, so no backend is measured with two ranks sharing a core by chance. Bound
+        # from exec on (taskset), before the interpreter starts any thread.
         cpus = sorted(os.sched_getaffinity(0))
         for rank in range(world):
             log = open(os.path.join(logdir, f"{backend}-w{world}-r{rank}.log"), "a")
-            p = subprocess.Popen([python, worker, backend, str(rank), str(world), init],
+            bind = ["taskset", "-c", str(cpus[rank])] if world <= len(cpus) else []
+            p = subprocess.Popen(bind + [python, worker, backend, str(rank), str(world), init],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                  text=True, env=env)
-            if world <= len(cpus):
-                os.sched_setaffinity(p.pid, {cpus[rank]})
             threading.Thread(target=_pump, args=(p, rank, self.replies), daemon=True).start()
             self.procs.append(p)
             self.logs.append(log)
@@ -133,7 +133,7 @@ class MpiRunner:
     def run(self, coll, dtype, sizes, iters, warmup):
         argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(self.world),
                 "--mca", "pml", "ob1", "--mca", "btl", "self,vader"]
-        if self.world > (os.cpu_count() or 1):
+        if self.world > usable_cores():
             argv += ["--mca", "mpi_yield_when_idle", "1"]  # as smddp yields after SMDDP_SPIN_US
         argv += [self.exe, "-c", coll, "-d", dtype, "-s", ",".join(map(str, sizes)),
                  "-n", str(iters), "-w", str(warmup)]

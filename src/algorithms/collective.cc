@@ -35,7 +35,7 @@ std::string formatBytes(size_t bytes) {
   return buf;
 }
 
-// FNV-style, one multiply per field (not per byte): this runs once per collective at post.
+// FNV-1a of the name (once per registry entry: Algorithm::nameHash).
 uint64_t algorithmNameHash(const char* algorithm) {
   if (algorithm == nullptr) return 0;
   uint64_t h = 1469598103934665603ull;  // FNV-1a

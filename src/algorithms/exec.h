@@ -17,8 +17,11 @@
 
 #include "algorithms/collective.h"
 #include "algorithms/exec_monitor.h"
-#include "transport/shm/arena.h"
 #include "transport/transport.h"
+
+namespace smddp::transport {
+class SharedArena;  // transport/shm/arena.h (the arena algorithms include it)
+}  // namespace smddp::transport
 
 namespace smddp::algo {
 

@@ -60,7 +60,8 @@ const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topolo
     throw Error(ErrorCode::kInternal, "smddp: no algorithm is selected for control messages");
   }
   const auto it = overrides.find(kind);
-  const char* name = it != overrides.end() ? it->second.c_str() : defaultName(kind, bytes, topology);
+  const char* name =
+      it != overrides.end() ? it->second.c_str() : defaultName(kind, bytes, topology);
   const Algorithm* algorithm = findAlgorithm(kind, name);
   if (algorithm == nullptr) {
     throw Error(ErrorCode::kInvalidArgument,

@@ -20,17 +20,11 @@
 #include <cstring>
 
 #include "algorithms/algorithms.h"
+#include "algorithms/patterns/ring.h"
 #include "algorithms/shm_step.h"
 #include "reduce/reducer.h"
 
 namespace smddp::algo {
-namespace {
-
-size_t sliceStart(size_t count, int n, int q) {
-  return count * static_cast<size_t>(q) / static_cast<size_t>(n);
-}
-
-}  // namespace
 
 void allReduceShmDirect(Exec& exec, const CollectiveArgs& args) {
   const int n = exec.size();
@@ -65,8 +59,9 @@ void allReduceShmSplit(Exec& exec, const CollectiveArgs& args) {
   for (size_t off = 0; off < args.bytes(); off += chunk) {
     const size_t count = std::min(chunk, args.bytes() - off) / es;
     ArenaStep step(exec);
-    const size_t first = sliceStart(count, n, rank);
-    const size_t mineCount = sliceStart(count, n, rank + 1) - first;
+    const patterns::Range slice = patterns::ringChunk(count, n, rank);  // slice r is ours
+    const size_t first = slice.begin;
+    const size_t mineCount = slice.count;
     // Peers read every slice of our slot but ours: ours is reduced straight from the input.
     step.acquire();
     std::memcpy(step.mine(), in + off, first * es);
@@ -88,9 +83,10 @@ void allReduceShmSplit(Exec& exec, const CollectiveArgs& args) {
     for (int i = 0; i < n; ++i) {
       const int q = (rank + i) % n;  // start with our own slice: peers' may still be in flight
       if (q != rank) step.await(q, 2);
-      const size_t from = sliceStart(count, n, q);
-      const size_t len = sliceStart(count, n, q + 1) - from;
-      if (len > 0) std::memcpy(out + off + from * es, step.slotOf(q) + from * es, len * es);
+      const patterns::Range s = patterns::ringChunk(count, n, q);
+      if (s.count > 0) {
+        std::memcpy(out + off + s.begin * es, step.slotOf(q) + s.begin * es, s.count * es);
+      }
     }
     step.release();
   }

@@ -45,13 +45,13 @@ void allGatherShm(Exec& exec, const CollectiveArgs& args) {
   const int n = exec.size();
   const size_t chunk = ArenaStep::chunkBytes(exec, args.elementSize());
   const auto* in = static_cast<const unsigned char*>(args.send);
+  auto* own = static_cast<unsigned char*>(args.blocks[static_cast<size_t>(exec.rank())]);
   for (size_t off = 0; off < args.bytes(); off += chunk) {
     const size_t bytes = std::min(chunk, args.bytes() - off);
     ArenaStep step(exec);
     step.acquire();
     std::memcpy(step.mine(), in + off, bytes);
     step.publish(1);
-    auto* own = static_cast<unsigned char*>(args.blocks[static_cast<size_t>(exec.rank())]);
     if (own != in) std::memcpy(own + off, in + off, bytes);
     for (int i = 1; i < n; ++i) {
       const int q = (exec.rank() + i) % n;  // staggered: ranks do not all read one slot first

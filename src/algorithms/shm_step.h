@@ -16,6 +16,7 @@
 
 #include "algorithms/exec.h"
 #include "smddp/error.h"
+#include "transport/shm/arena.h"
 
 namespace smddp::algo {
 

@@ -2,8 +2,9 @@
 // CommunicatorImpl: posted / started / finished, and monitor() for Exec. It owns the flight
 // recorder (last 256 collectives), the progress beacon (liveness, failure propagation, mismatch
 // naming; only with a store and SMDDP_BEACON_MS > 0) and the failure dump (SMDDP_DUMP_ON_TIMEOUT).
-// Invariant: the per-collective cost is three short per-entry flags in the recorder, two atomic
-// stores and one clock read (end time); nothing allocates per collective.
+// Invariant: the per-collective cost is three lock-free recorder writes (a few relaxed stores
+// each), two atomic stores and one coarse clock read (end time); post and start times come from
+// the caller. Nothing allocates per collective.
 #pragma once
 
 #include <chrono>

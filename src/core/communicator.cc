@@ -17,9 +17,7 @@ std::unique_ptr<transport::SharedArena> createArena(Store& store, const std::str
                                                     const Config& config, const Options& options,
                                                     const core::Settings& settings) {
   if (transport.size() < 2 || transport.name() != "shm") return nullptr;
-  for (const auto& peer : transport.peers()) {
-    if (peer.host != transport.peers()[0].host) return nullptr;
-  }
+  if (!transport::allOnOneHost(transport.peers())) return nullptr;
   // This rank's wish joins the collective set-up even when it is "no", so that ranks configured
   // differently agree instead of waiting for each other.
   const bool wanted = options.sharedMemory.value_or(config.shm != 0);

@@ -58,11 +58,11 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   if (settings_.spinUs < 0) {
     const auto& peers = transport_->peers();
     const std::string& me = static_cast<size_t>(rank_) < peers.size() ? peers[rank_].host : "";
-    int local = 0;
-    for (const auto& p : peers) local += p.host == me ? 1 : 0;
-    settings_.spinUs = spinForHost(local, std::thread::hardware_concurrency());
-    SMDDP_INFO(rank_, local << " rank(s) on this host with " << std::thread::hardware_concurrency()
-                            << " core(s): waiters spin " << settings_.spinUs << " us");
+    const int local = transport::ranksOnHost(peers, me);
+    const unsigned cores = std::thread::hardware_concurrency();
+    settings_.spinUs = spinForHost(local, cores);
+    SMDDP_INFO(rank_, local << " rank(s) on this host with " << cores << " core(s): waiters spin "
+                            << settings_.spinUs << " us");
   }
   if (rank_ == 0) {
     SMDDP_INFO(rank_, "smddp " << versionString() << ": " << size_ << " ranks on "
@@ -106,9 +106,9 @@ Request CommunicatorImpl::post(algo::CollectiveArgs args) {
     state->desc.algorithm = state->algorithm->name;
   }
   state->args = std::move(args);
-  state->desc.shape =
-      algo::shapeHash(state->desc.kind, state->desc.dtype, state->desc.count, state->desc.op,
-                      state->desc.root, state->algorithm != nullptr ? state->algorithm->nameHash : 0);
+  state->desc.shape = algo::shapeHash(state->desc.kind, state->desc.dtype, state->desc.count,
+                                      state->desc.op, state->desc.root,
+                                      state->algorithm != nullptr ? state->algorithm->nameHash : 0);
   engine_->submit(state, Clock::now());
   return Request(std::move(state));
 }
@@ -150,7 +150,7 @@ void CommunicatorImpl::run(RequestState& request) {
     watch_->finished(request.desc, &e);
     // Only the error that breaks the communicator is logged: the requests queued behind it fail
     // with kBroken/kAborted too, and a non-blocking loop can queue thousands of them.
-    const bool first = brokenReason().empty();
+    const bool first = !broken_.load(std::memory_order_acquire);
     if (e.code() != ErrorCode::kBroken) markBroken(e.what());
     if (first) SMDDP_WARN(rank_, e.what());
     error = std::current_exception();

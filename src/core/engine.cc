@@ -26,13 +26,14 @@ std::exception_ptr RequestState::error() const {
 
 // Callbacks run before done() turns true, so a waiter that returns from wait() sees their effects
 // (torch marks its Future from one). A callback added while they run is run at once by its adder.
-// No lock unless a callback was ever added: completing_ (store, then read callbackAdds_) and
-// addCallback (count, then read completing_) are seq_cst, so at least one side sees the other:
-// either this completion takes the lock and the callbacks, or the adder runs its own.
+// No lock unless a callback was ever added: complete() stores completing_ then reads
+// hasCallbacks_, addCallback sets hasCallbacks_ then reads completing_, all seq_cst, so at least
+// one side sees the other: either this completion takes the lock and the callbacks, or the adder
+// runs its own.
 void RequestState::complete(std::exception_ptr error) {
   error_ = std::move(error);
   completing_.store(true);
-  if (callbackAdds_.load() > 0) {
+  if (hasCallbacks_.load()) {
     std::vector<std::function<void()>> callbacks;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -47,7 +48,7 @@ void RequestState::complete(std::exception_ptr error) {
 void RequestState::addCallback(std::function<void()> fn) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    callbackAdds_.fetch_add(1);
+    hasCallbacks_.store(true);
     if (!completing_.load()) {
       callbacks_.push_back(std::move(fn));
       return;
@@ -58,13 +59,16 @@ void RequestState::addCallback(std::function<void()> fn) {
 
 std::shared_ptr<Engine> Engine::start(Runner runner, Poster poster,
                                       std::chrono::milliseconds collectiveTimeout) {
-  std::shared_ptr<Engine> engine(new Engine(std::move(runner), std::move(poster), collectiveTimeout));
+  std::shared_ptr<Engine> engine(
+      new Engine(std::move(runner), std::move(poster), collectiveTimeout));
   engine->thread_ = std::thread([raw = engine.get()] { raw->threadMain(); });
   return engine;
 }
 
 Engine::Engine(Runner runner, Poster poster, std::chrono::milliseconds collectiveTimeout)
-    : runner_(std::move(runner)), poster_(std::move(poster)), collectiveTimeout_(collectiveTimeout) {}
+    : runner_(std::move(runner)),
+      poster_(std::move(poster)),
+      collectiveTimeout_(collectiveTimeout) {}
 
 Engine::~Engine() { stop(); }
 
@@ -79,11 +83,6 @@ void Engine::submit(std::shared_ptr<RequestState> request, Clock::time_point now
     wake = threadBlocked_;
   }
   if (wake) threadCv_.notify_one();
-}
-
-size_t Engine::pending() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return queue_.size() + (busy_ ? 1 : 0);
 }
 
 void Engine::announce(const RequestState& request) {
@@ -109,6 +108,14 @@ void Engine::runOne(RequestState& request) {
   }
 }
 
+std::shared_ptr<RequestState> Engine::takeFront(Clock::time_point now, bool byCaller) {
+  std::shared_ptr<RequestState> front = std::move(queue_.front());
+  queue_.pop_front();
+  if (!queue_.empty()) frontSince_ = now;
+  if (byCaller) ++drivenByCallers_;
+  return front;
+}
+
 void Engine::drive(std::unique_lock<std::mutex>& lock, RequestState* until,
                    Clock::time_point deadline) {
   busy_ = true;
@@ -116,10 +123,7 @@ void Engine::drive(std::unique_lock<std::mutex>& lock, RequestState* until,
     const bool more = queue_.size() > 1;
     const auto now = first && !more ? Clock::time_point() : Clock::now();
     if (!first && !mayDrive(deadline, now)) break;
-    std::shared_ptr<RequestState> next = std::move(queue_.front());
-    queue_.pop_front();
-    if (more) frontSince_ = now;
-    if (until != nullptr) ++drivenByCallers_;
+    std::shared_ptr<RequestState> next = takeFront(now, until != nullptr);
     lock.unlock();
     runOne(*next);
     const bool reached = next.get() == until;
@@ -132,9 +136,10 @@ void Engine::drive(std::unique_lock<std::mutex>& lock, RequestState* until,
   if (!queue_.empty() && sleepers_.load() > 0) callersCv_.notify_all();
 }
 
-bool Engine::waitFor(RequestState& request, Clock::time_point now, Clock::time_point deadline) {
+bool Engine::waitFor(RequestState& request, std::chrono::milliseconds timeout) {
+  const auto now = Clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
-  return waitLocked(lock, request, now, deadline);
+  return waitLocked(lock, request, now, now + timeout);
 }
 
 bool Engine::waitQueued(RequestState& request, std::chrono::milliseconds grace,
@@ -147,10 +152,8 @@ bool Engine::waitQueued(RequestState& request, std::chrono::milliseconds grace,
   // only if something is left to wait for.
   if (!busy_ && !queue_.empty() && queue_.front().get() == &request) {
     busy_ = true;
-    ++drivenByCallers_;
-    std::shared_ptr<RequestState> queued = std::move(queue_.front());
-    queue_.pop_front();
-    if (!queue_.empty()) frontSince_ = Clock::now();
+    std::shared_ptr<RequestState> queued =
+        takeFront(queue_.size() > 1 ? Clock::now() : Clock::time_point(), true);
     lock.unlock();
     runOne(request);
     queued.reset();
@@ -202,7 +205,8 @@ void Engine::threadMain() {
     if (stop_ && queue_.empty() && !busy_) return;
     const auto now = Clock::now();
     // Unclaimed past the grace (or stopping): a caller is not coming for it, run it here.
-    if (!queue_.empty() && !busy_ && (stop_ || (drivers_ == 0 && now - frontSince_ >= kDriverGrace))) {
+    if (!queue_.empty() && !busy_ &&
+        (stop_ || (drivers_ == 0 && now - frontSince_ >= kDriverGrace))) {
       drive(lock, nullptr, Clock::time_point::max());
       poll = kDriverGrace;  // asynchronous use: pick fresh requests up promptly
       continue;

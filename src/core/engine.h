@@ -15,8 +15,8 @@
 // run one itself (asynchronous use), backing off to kMaxPoll while callers run their own
 // (synchronous use: its wake-ups would only preempt them); after kIdleAfter without any submit it
 // blocks until the next submit wakes it. So the first asynchronous collective after a stretch of
-// synchronous ones starts up to kMaxPoll + kDriverGrace (1.1 ms) late; the following ones do not. Completions wake callers
-// (callersCv_), never the engine thread (threadCv_). A synchronous loop thus costs no thread
+// synchronous ones starts up to kMaxPoll + kDriverGrace (1.1 ms) late; the following ones do
+// not. Completions wake callers (callersCv_), never the engine thread (threadCv_). A synchronous loop thus costs no thread
 // hand-off and no context switch per collective, which matters most when ranks share cores.
 #pragma once
 
@@ -48,13 +48,12 @@ class Engine {
 
   // now: the caller's clock reading.
   void submit(std::shared_ptr<RequestState> request, Clock::time_point now);
-  // Blocks until request is done or deadline passes; returns request->done().
-  bool waitFor(RequestState& request, Clock::time_point now, Clock::time_point deadline);
+  // Blocks until request is done or `timeout` passes; returns request->done().
+  bool waitFor(RequestState& request, std::chrono::milliseconds timeout);
   // As waitFor, with the deadline set when the wait starts: one collective timeout for this
   // request and for each one ahead of it, plus `grace`; *bound receives that total.
   bool waitQueued(RequestState& request, std::chrono::milliseconds grace,
                   std::chrono::milliseconds* bound);
-  size_t pending() const;
   // Runs what is queued (bounded by each request's own deadline), then joins the engine thread.
   void stop();
 
@@ -73,6 +72,9 @@ class Engine {
   // check that a whole collective fits their deadline); each further one only while it fits.
   void drive(std::unique_lock<std::mutex>& lock, RequestState* until, Clock::time_point deadline);
   void runOne(RequestState& request);  // runner_, never throwing
+  // Pops the queue's front to run it (lock held); the next one's grace starts at `now` (read
+  // only when one is left). byCaller: a waiting caller runs it (the thread's poll back-off).
+  std::shared_ptr<RequestState> takeFront(Clock::time_point now, bool byCaller);
   bool mayDrive(Clock::time_point deadline, Clock::time_point now) const {
     return deadline - now >= collectiveTimeout_;
   }

@@ -92,7 +92,9 @@ FlightRecorder::FlightRecorder(size_t capacity)
 
 FlightRecorder::~FlightRecorder() = default;
 
-FlightRecorder::Slot& FlightRecorder::slotFor(uint64_t seq) const { return slots_[seq % capacity_]; }
+FlightRecorder::Slot& FlightRecorder::slotFor(uint64_t seq) const {
+  return slots_[seq % capacity_];
+}
 
 void FlightRecorder::posted(uint64_t seq, const Signature& sig, Clock::time_point now) {
   Slot& s = slotFor(seq);

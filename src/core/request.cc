@@ -6,7 +6,6 @@
 
 namespace smddp {
 
-using Clock = std::chrono::steady_clock;
 
 Request::Request(std::shared_ptr<core::RequestState> state) : state_(std::move(state)) {}
 
@@ -26,8 +25,7 @@ bool Request::test() {
 void Request::onComplete(std::function<void()> fn) { state_->addCallback(std::move(fn)); }
 
 void Request::wait(std::chrono::milliseconds timeout) {
-  const auto now = state_->done() ? Clock::time_point() : Clock::now();
-  if (!state_->done() && !state_->engine->waitFor(*state_, now, now + timeout)) {
+  if (!state_->done() && !state_->engine->waitFor(*state_, timeout)) {
     throw Error(ErrorCode::kTimeout, "smddp: wait on " + state_->desc.describe() +
                                          " gave up after " + std::to_string(timeout.count()) +
                                          " ms; the collective is still running");

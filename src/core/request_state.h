@@ -40,7 +40,7 @@ class RequestState {
  private:
   std::atomic<bool> done_{false};
   std::atomic<bool> completing_{false};  // error_ is final; callbacks are being run
-  std::atomic<int> callbackAdds_{0};     // addCallback calls so far
+  std::atomic<bool> hasCallbacks_{false};  // addCallback was called
   std::mutex mutex_;                     // guards callbacks_
   std::exception_ptr error_;             // written once, before completing_
   std::vector<std::function<void()>> callbacks_;

@@ -50,10 +50,10 @@ bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
   return aBytes > 0 && bBytes > 0 && x < y + bBytes && y < x + aBytes;
 }
 
-// One input and one output of the same shape: in place (same pointer) or disjoint.
+// One input and one output (each already checked) of the same shape: in place (same pointer) or
+// disjoint.
 void checkSendRecvPair(const CallSite& at, CollectiveKind kind, const Buffer& send,
                        const Buffer& recv) {
-  checkBuffer(at, kind, "send", send);
   checkSameType(at, kind, send, recv);
   if (send.count != recv.count) {
     fail(at, kind, ErrorCode::kInvalidArgument,
@@ -69,8 +69,9 @@ void checkSendRecvPair(const CallSite& at, CollectiveKind kind, const Buffer& se
 algo::CollectiveArgs checkAllReduce(const CallSite& at, const Buffer& send, const Buffer& recv,
                                     ReduceOp op) {
   const auto kind = CollectiveKind::kAllReduce;
-  checkSendRecvPair(at, kind, send, recv);
+  checkBuffer(at, kind, "send", send);
   checkBuffer(at, kind, "recv", recv);
+  checkSendRecvPair(at, kind, send, recv);
   if (static_cast<int>(op) >= kNumReduceOps) {
     fail(at, kind, ErrorCode::kInvalidArgument, "invalid reduction op");
   }
@@ -97,7 +98,10 @@ algo::CollectiveArgs checkBroadcast(const CallSite& at, const Buffer& send, cons
          "root " + std::to_string(root) + " is out of range [0, " + std::to_string(at.size) + ")");
   }
   checkBuffer(at, kind, "recv", recv);
-  if (at.rank == root) checkSendRecvPair(at, kind, send, recv);
+  if (at.rank == root) {
+    checkBuffer(at, kind, "send", send);
+    checkSendRecvPair(at, kind, send, recv);
+  }
   algo::CollectiveArgs args;
   args.kind = kind;
   args.send = at.rank == root ? send.data : recv.data;

@@ -12,7 +12,6 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
-#include <thread>
 #include <cstring>
 #include <string>
 
@@ -132,10 +131,11 @@ class FileStore : public Store {
     if (fd < 0) throw Error(ErrorCode::kStore, sysError("open lock", lockPath));
     // Bounded: a process stopped (SIGSTOP, debugger) while holding the lock must not block the
     // others' stores forever; they fail this add instead, and their callers go on.
-    const auto deadline = std::chrono::steady_clock::now() + kLockWait;
+    const auto deadline = store::Backoff::Clock::now() + kLockWait;
+    store::Backoff backoff(std::chrono::microseconds(50), std::chrono::milliseconds(1));
     while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
-      if ((err != EWOULDBLOCK && err != EINTR) || std::chrono::steady_clock::now() >= deadline) {
+      if ((err != EWOULDBLOCK && err != EINTR) || !backoff.sleepUntil(deadline)) {
         ::close(fd);
         throw Error(ErrorCode::kStore,
                     err == EWOULDBLOCK ? "file store " + dir_ + ": add('" + key + "'): lock " +
@@ -143,7 +143,6 @@ class FileStore : public Store {
                                              std::to_string(kLockWait.count()) + " ms"
                                        : sysError("flock", lockPath));
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     int64_t result = 0;
     try {

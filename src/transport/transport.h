@@ -46,6 +46,17 @@ struct PeerInfo {
   int pid = 0;
 };
 
+// How many of `peers` run on `host`.
+inline int ranksOnHost(const std::vector<PeerInfo>& peers, const std::string& host) {
+  int n = 0;
+  for (const auto& p : peers) n += p.host == host ? 1 : 0;
+  return n;
+}
+// Every peer on one host (true for none).
+inline bool allOnOneHost(const std::vector<PeerInfo>& peers) {
+  return peers.empty() || ranksOnHost(peers, peers[0].host) == static_cast<int>(peers.size());
+}
+
 class Transport {
  public:
   virtual ~Transport() = default;

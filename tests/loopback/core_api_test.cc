@@ -154,12 +154,6 @@ TEST_P(CoreApi, AsyncCollectiveProgressesWithoutAWaiterAfterSynchronousOnes) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CoreApi, ::testing::Values(1, 2, 3, 5, 8));
 
-}  // namespace
-}  // namespace smddp
-
-namespace smddp {
-namespace {
-
 TEST(CoreSettings, SpinIsOffOnlyWhenRanksOutnumberCores) {
   EXPECT_EQ(core::spinForHost(2, 2), 20);
   EXPECT_EQ(core::spinForHost(1, 64), 20);

@@ -26,9 +26,5 @@ endforeach()
 smddp_transport_case(bootstrap "TransportBootstrap.*")
 
 # The shared-memory arena's bootstrap, ranks as threads.
-add_executable(transport_arena_test mp/transport_arena_test.cc)
-target_link_libraries(transport_arena_test PRIVATE smddp_transport smddp_store smddp_warnings
-                      GTest::gtest GTest::gtest_main)
-target_include_directories(transport_arena_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-add_test(NAME transport_arena_test COMMAND transport_arena_test)
-set_tests_properties(transport_arena_test PROPERTIES LABELS mp TIMEOUT 60)
+smddp_add_test(transport_arena_test mp 60 LIBS smddp_transport smddp_store
+               SOURCES mp/transport_arena_test.cc)

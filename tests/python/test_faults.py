@@ -3,8 +3,7 @@
 - bad input (AVG on int32, int16, BXOR, overlapping all_gather buffers, roots outside the group,
   a meta tensor) raises at once, and the group still gives right answers afterwards;
   non-contiguous tensors (transposed, strided) work in all_reduce, broadcast and all_gather;
-- ranks that disagree on a collective (size, dtype, kind) all raise within a few PG timeouts
-  (expected to fail, not strictly, on an engine without SMDDP_CHECK_MISMATCH);
+- ranks that disagree on a collective (size, dtype, kind) all raise within a few PG timeouts;
 - a rank SIGKILLed inside a stream of all_reduces makes the others raise within seconds (PG
   timeout 60 s) naming it, and destroy_process_group of the broken group returns promptly.
 """

@@ -87,8 +87,7 @@ std::unique_ptr<Transport> createOfiTransport(Store& store, const std::string& p
   }
   std::chrono::milliseconds timeout(config.timeoutMs);
   std::vector<PeerInfo> peers = exchangeHosts(store, prefix, rank, size, timeout);
-  bool sameHost = true;
-  for (const auto& p : peers) sameHost = sameHost && p.host == peers[0].host;
+  const bool sameHost = allOnOneHost(peers);
 
   ofi::ProviderProfile profile =
       ofi::profileFor(ofi::chooseProvider(config, providerOverride, sameHost));
