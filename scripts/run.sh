@@ -3,6 +3,9 @@
 #   bash scripts/run.sh main   installs what is missing, builds, runs the main job (DDP training)
 #   bash scripts/run.sh test   installs what is missing, builds, runs every test tier
 #   bash scripts/run.sh build  installs what is missing and builds only
+#   bash scripts/run.sh compare [bench/compare flags]
+#                              installs what is missing (Open MPI included), builds, runs
+#                              bench/compare (smddp vs gloo vs Open MPI, docs/PERF.md)
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,5 +72,9 @@ case "${1:-}" in
   main) install_packages; build; setup_python; run_main ;;
   test) install_packages; build; setup_python; run_tests ;;
   build) install_packages; build; setup_python ;;
-  *) echo "usage: $0 main|test|build" >&2; exit 2 ;;
+  compare)
+    shift
+    install_packages; build; setup_python
+    exec bench/compare --engine-dir "$BUILD_DIR/bench" "$@" ;;
+  *) echo "usage: $0 main|test|build|compare [bench/compare flags]" >&2; exit 2 ;;
 esac
