@@ -76,9 +76,9 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   // Sequence numbers are assigned under the engine's lock, so they follow the queue's order even
   // when several threads post.
   engine_ = Engine::start([this](RequestState& r) { run(r); },
-                          [this](RequestState& r, Clock::time_point now) {
+                          [this](RequestState& r) {
                             r.desc.seq = nextSeq_++;
-                            r.desc.signature = watch_->posted(r.desc, now);
+                            r.desc.signature = watch_->posted(r.desc, coarseNow());
                           },
                           settings_.timeout);
 }
@@ -109,7 +109,7 @@ Request CommunicatorImpl::post(algo::CollectiveArgs args) {
   state->desc.shape = algo::shapeHash(state->desc.kind, state->desc.dtype, state->desc.count,
                                       state->desc.op, state->desc.root,
                                       state->algorithm != nullptr ? state->algorithm->nameHash : 0);
-  engine_->submit(state, Clock::now());
+  engine_->submit(state);
   return Request(std::move(state));
 }
 

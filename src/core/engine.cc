@@ -16,7 +16,8 @@ constexpr std::chrono::microseconds kDriverGrace{100};
 // doubles the interval up to this. Measured, 2 ranks on 2 cores, 4 KiB all_gather: polling every
 // 100 us preempted the callers often enough to make 0.6-2 us of a 0.36 us collective.
 constexpr std::chrono::milliseconds kMaxPoll{1};
-// After this long without a submit the engine thread stops polling and blocks until the next.
+// After this long without a submit (as its polls see them) the engine thread stops polling and
+// blocks until the next.
 constexpr std::chrono::milliseconds kIdleAfter{20};
 
 std::exception_ptr RequestState::error() const {
@@ -72,13 +73,14 @@ Engine::Engine(Runner runner, Poster poster, std::chrono::milliseconds collectiv
 
 Engine::~Engine() { stop(); }
 
-void Engine::submit(std::shared_ptr<RequestState> request, Clock::time_point now) {
+void Engine::submit(std::shared_ptr<RequestState> request) {
+  const auto now = stampSubmits_.load(std::memory_order_relaxed) ? Clock::now() : kUnstamped;
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    poster_(*request, now);
+    poster_(*request);
     if (queue_.empty()) frontSince_ = now;
-    lastSubmit_ = now;
+    ++submits_;
     queue_.push_back(std::move(request));
     wake = threadBlocked_;
   }
@@ -201,22 +203,32 @@ void Engine::threadMain() {
   std::unique_lock<std::mutex> lock(mutex_);
   std::chrono::microseconds poll = kDriverGrace;
   uint64_t driven = drivenByCallers_;
+  uint64_t submits = submits_;
+  auto lastSubmitSeen = Clock::now();
   while (true) {
     if (stop_ && queue_.empty() && !busy_) return;
     const auto now = Clock::now();
+    if (!queue_.empty() && frontSince_ == kUnstamped) frontSince_ = now;  // see submit()
+    if (submits_ != submits) {
+      submits = submits_;
+      lastSubmitSeen = now;
+    }
     // Unclaimed past the grace (or stopping): a caller is not coming for it, run it here.
     if (!queue_.empty() && !busy_ &&
         (stop_ || (drivers_ == 0 && now - frontSince_ >= kDriverGrace))) {
       drive(lock, nullptr, Clock::time_point::max());
       poll = kDriverGrace;  // asynchronous use: pick fresh requests up promptly
+      stampSubmits_.store(true, std::memory_order_relaxed);
       continue;
     }
     if (drivenByCallers_ != driven) {  // synchronous use: callers run their own, poll less
       driven = drivenByCallers_;
       poll = std::min<std::chrono::microseconds>(poll * 2, kMaxPoll);
+      stampSubmits_.store(false, std::memory_order_relaxed);
     }
-    if (queue_.empty() && !stop_ && now - lastSubmit_ >= kIdleAfter) {
+    if (queue_.empty() && !stop_ && now - lastSubmitSeen >= kIdleAfter) {
       threadBlocked_ = true;
+      stampSubmits_.store(true, std::memory_order_relaxed);  // the waking submit stamps
       threadCv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       threadBlocked_ = false;
       poll = kDriverGrace;

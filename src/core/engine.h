@@ -7,8 +7,11 @@
 // cannot change threads midway), so wait(short timeout) still returns on time.
 //
 // Per-call cost on the synchronous path (post, then wait): two lock/unlock pairs of the engine
-// mutex (submit, claim) and one clock read for submit, which the caller passes in; a wait reads
-// the clock only when its request is not the next to run or others are queued behind it.
+// mutex (submit, claim) and no precise clock read: a submit stamps its request (the start of the
+// thread's grace) only while the thread polls at kDriverGrace (asynchronous use); while callers
+// drive their own, the thread stamps an unstamped front itself at its next poll, which keeps the
+// kMaxPoll + kDriverGrace bound below. A wait reads the clock only when its request is not the
+// next to run or others are queued behind it.
 //
 // Wake-ups: the engine thread takes a request only after it waited kDriverGrace unclaimed. It is
 // not woken per request: while requests keep coming it polls, every kDriverGrace after it had to
@@ -16,8 +19,8 @@
 // (synchronous use: its wake-ups would only preempt them); after kIdleAfter without any submit it
 // blocks until the next submit wakes it. So the first asynchronous collective after a stretch of
 // synchronous ones starts up to kMaxPoll + kDriverGrace (1.1 ms) late; the following ones do
-// not. Completions wake callers (callersCv_), never the engine thread (threadCv_). A synchronous loop thus costs no thread
-// hand-off and no context switch per collective, which matters most when ranks share cores.
+// not. Completions wake callers (callersCv_), never the engine thread (threadCv_). A synchronous
+// loop thus costs no thread hand-off and no context switch per collective, which matters most when ranks share cores.
 #pragma once
 
 #include <atomic>
@@ -39,15 +42,14 @@ class Engine {
   using Runner = std::function<void(RequestState&)>;
   // Called under the engine's lock for each submitted request, in queue order (assigns the
   // sequence number and records the post, so both follow the queue's order).
-  using Poster = std::function<void(RequestState&, Clock::time_point now)>;
+  using Poster = std::function<void(RequestState&)>;
   // runner executes one request and must call RequestState::complete() before returning.
   // collectiveTimeout bounds one request's run; it decides when a waiting caller may drive.
   static std::shared_ptr<Engine> start(Runner runner, Poster poster,
                                        std::chrono::milliseconds collectiveTimeout);
   ~Engine();
 
-  // now: the caller's clock reading.
-  void submit(std::shared_ptr<RequestState> request, Clock::time_point now);
+  void submit(std::shared_ptr<RequestState> request);
   // Blocks until request is done or `timeout` passes; returns request->done().
   bool waitFor(RequestState& request, std::chrono::milliseconds timeout);
   // As waitFor, with the deadline set when the wait starts: one collective timeout for this
@@ -86,8 +88,12 @@ class Engine {
   std::condition_variable callersCv_;  // completions, and a turn to drive
   std::condition_variable threadCv_;   // the engine thread: work for it, or stop
   std::deque<std::shared_ptr<RequestState>> queue_;
-  Clock::time_point frontSince_;  // when queue_.front() became runnable
-  Clock::time_point lastSubmit_;
+  // When queue_.front() became runnable; kUnstamped until a submit or the thread stamps it.
+  Clock::time_point frontSince_;
+  static constexpr Clock::time_point kUnstamped = Clock::time_point::min();
+  uint64_t submits_ = 0;  // the thread's idle detection counts submits instead of timing them
+  // Submits read the clock (asynchronous use: the thread polls at kDriverGrace); set by the thread.
+  std::atomic<bool> stampSubmits_{true};
   bool threadBlocked_ = false;  // the engine thread waits for a submit (no polling)
   // Callers blocked on callersCv_ (read without the mutex): a hand-back of busy_ with work
   // queued wakes them, as one of them may drive it.
