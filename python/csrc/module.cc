@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "call_timer.h"
 #include "process_group.h"
 #include "smddp/version.h"
 #include "torch_compat.h"
@@ -51,6 +52,12 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly(
           "timeout_seconds",
           [](const ProcessGroupSmddp& pg) { return pg.timeout().count() / 1000.0; })
+      .def("_time_calls", &smddp::torch_shim::timeCalls,
+           py::call_guard<py::gil_scoped_release>(), py::arg("collective"), py::arg("input"),
+           py::arg("outputs"), py::arg("calls"),
+           "Diagnostic (bench/limits/torch_layers.py): runs `calls` synchronous collectives "
+           "from C++ with no Python between them; returns microseconds per call. Every rank "
+           "must call it alike.")
       .def("_abort", &ProcessGroupSmddp::abort, py::call_guard<py::gil_scoped_release>(),
            "Fails every pending and later collective of this group (Error kAborted).");
 

@@ -21,9 +21,25 @@ constexpr std::chrono::milliseconds kCompletionGrace{30000};
 }  // namespace
 
 WorkState::WorkState(std::vector<at::Tensor> outs, c10::TypePtr valueType)
-    : outputs(std::move(outs)),
-      value(outputs),
-      future(c10::make_intrusive<c10::ivalue::Future>(std::move(valueType))) {}
+    : outputs(std::move(outs)), valueType_(std::move(valueType)) {}
+
+void WorkState::completeFuture(c10::ivalue::Future& future, const std::exception_ptr& failure) {
+  if (failure) {
+    future.setError(failure);
+  } else {
+    future.markCompleted(c10::IValue(outputs));
+  }
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> WorkState::getFuture() {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!future_) {
+    future_ = c10::make_intrusive<c10::ivalue::Future>(valueType_);
+    // Fresh, so no callbacks yet: completing it under our lock calls nothing back.
+    if (outcomeKnown) completeFuture(*future_, error);
+  }
+  return future_;
+}
 
 bool WorkState::done() const {
   std::lock_guard<std::mutex> lock(mutex);
@@ -66,16 +82,18 @@ void WorkState::finish() {
     }
   }
   staging.release();
-  // The Future first: a waiter woken by `finished` may read the Future's value at once.
-  if (failure) {
-    future->setError(failure);
-  } else {
-    future->markCompleted(value);
-  }
-  std::vector<Request> drop;  // breaks the cycle request -> callback -> state -> request
+  // The Future before `finished`: a waiter woken by it may read the Future's value at once.
+  c10::intrusive_ptr<c10::ivalue::Future> future;
   {
     std::lock_guard<std::mutex> lock(mutex);
     error = failure;
+    outcomeKnown = true;
+    future = future_;
+  }
+  if (future) completeFuture(*future, failure);  // its callbacks run here, outside our lock
+  std::vector<Request> drop;  // breaks the cycle request -> callback -> state -> request
+  {
+    std::lock_guard<std::mutex> lock(mutex);
     finished = true;
     drop.swap(requests);
   }
@@ -165,6 +183,6 @@ bool SmddpWork::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
-c10::intrusive_ptr<c10::ivalue::Future> SmddpWork::getFuture() { return state_->future; }
+c10::intrusive_ptr<c10::ivalue::Future> SmddpWork::getFuture() { return state_->getFuture(); }
 
 }  // namespace smddp::torch_shim

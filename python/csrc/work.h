@@ -32,24 +32,33 @@ struct WorkState {
   // wait(), which then finishes inline: no thread hand-off on the synchronous path.
   void requestCompleted(size_t index, const std::shared_ptr<WorkState>& self,
                         CompletionQueue& completions);
-  // Copies staged results back, marks the Work finished and completes the Future. Runs once;
-  // later calls return at once.
+  // Copies staged results back, completes the Future if one was asked for, marks the Work
+  // finished. Runs once; later calls return at once.
   void finish();
   bool done() const;
+  // The Future, made on first use (most Works are only waited on: DDP's hooks ask, a plain
+  // dist.all_reduce does not). One made after the outcome is known is completed at once, so
+  // whenever `finished` is visible every Future handed out is complete.
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture();
 
   std::vector<Request> requests;
   Staging staging;
-  std::vector<at::Tensor> outputs;
-  c10::IValue value;  // the Future's value: outputs, or a list of lists for allgather
-  c10::intrusive_ptr<c10::ivalue::Future> future;
+  std::vector<at::Tensor> outputs;  // the Future's value
 
   mutable std::mutex mutex;
   std::condition_variable cv;
   int pending = 0;           // requests not yet completed
   bool waiterDriving = false;  // a caller is inside wait() and will finish inline
   bool finishing = false;    // finish() claimed (by the queue or a waiter)
+  bool outcomeKnown = false;  // error is final (set before the Future is completed)
   bool finished = false;
   std::exception_ptr error;
+
+ private:
+  void completeFuture(c10::ivalue::Future& future, const std::exception_ptr& failure);
+
+  c10::TypePtr valueType_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;  // null until getFuture()
 };
 
 class SmddpWork : public ::c10d::Work {

@@ -123,6 +123,15 @@ def mismatch(rank, world, init_method, kind):
             lambda: dist.broadcast(torch.ones(8), 0))
     msg = expect_raise(rank, f"{kind} mismatch", fn, "smddp", bound_s=20.0)
     print(f"rank {rank}: {kind} mismatch: {msg}", flush=True)
+    # The group is broken now: a later collective fails, and so does its Future, whether it was
+    # asked for before the wait (completed with the error) or after it (made already failed).
+    early = dist.all_reduce(torch.ones(4), async_op=True)
+    future = early.get_future()
+    expect_raise(rank, "wait on a broken group", early.wait, "broken", bound_s=20.0)
+    expect_raise(rank, "Future asked for before the wait", future.wait, "broken")
+    late = dist.all_reduce(torch.ones(4), async_op=True)
+    expect_raise(rank, "wait on a broken group", late.wait, "broken", bound_s=20.0)
+    expect_raise(rank, "Future asked for after the wait", late.get_future().wait, "broken")
     dist.destroy_process_group()
 
 
