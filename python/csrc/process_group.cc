@@ -78,7 +78,7 @@ void ProcessGroupSmddp::unsupported(const char* op) const {
 namespace {
 
 std::shared_ptr<WorkState> tensorListState(std::vector<at::Tensor> outputs) {
-  return std::make_shared<WorkState>(std::move(outputs), c10::ListType::ofTensors());
+  return std::make_shared<WorkState>(std::move(outputs));
 }
 
 void checkRank(int64_t root, int size, const char* what) {

@@ -20,8 +20,7 @@ constexpr std::chrono::milliseconds kCompletionGrace{30000};
 
 }  // namespace
 
-WorkState::WorkState(std::vector<at::Tensor> outs, c10::TypePtr valueType)
-    : outputs(std::move(outs)), valueType_(std::move(valueType)) {}
+WorkState::WorkState(std::vector<at::Tensor> outs) : outputs(std::move(outs)) {}
 
 void WorkState::completeFuture(c10::ivalue::Future& future, const std::exception_ptr& failure) {
   if (failure) {
@@ -34,7 +33,7 @@ void WorkState::completeFuture(c10::ivalue::Future& future, const std::exception
 c10::intrusive_ptr<c10::ivalue::Future> WorkState::getFuture() {
   std::lock_guard<std::mutex> lock(mutex);
   if (!future_) {
-    future_ = c10::make_intrusive<c10::ivalue::Future>(valueType_);
+    future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors());
     // Fresh, so no callbacks yet: completing it under our lock calls nothing back.
     if (outcomeKnown) completeFuture(*future_, error);
   }
@@ -65,13 +64,20 @@ void WorkState::requestCompleted(size_t index, const std::shared_ptr<WorkState>&
 }
 
 void WorkState::finish() {
-  std::exception_ptr failure;
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (finishing) {
       return;
     }
     finishing = true;
+  }
+  finishClaimed();
+}
+
+std::exception_ptr WorkState::finishClaimed() {
+  std::exception_ptr failure;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
     failure = error;
   }
   if (!failure) {
@@ -83,21 +89,26 @@ void WorkState::finish() {
   }
   staging.release();
   // The Future before `finished`: a waiter woken by it may read the Future's value at once.
+  std::vector<Request> drop;  // breaks the cycle request -> callback -> state -> request
   c10::intrusive_ptr<c10::ivalue::Future> future;
   {
     std::lock_guard<std::mutex> lock(mutex);
     error = failure;
     outcomeKnown = true;
     future = future_;
+    if (!future) {  // none asked for: finished at once (a later getFuture() makes it complete)
+      finished = true;
+      drop.swap(requests);
+    }
   }
-  if (future) completeFuture(*future, failure);  // its callbacks run here, outside our lock
-  std::vector<Request> drop;  // breaks the cycle request -> callback -> state -> request
-  {
+  if (future) {
+    completeFuture(*future, failure);  // its callbacks run here, outside our lock
     std::lock_guard<std::mutex> lock(mutex);
     finished = true;
     drop.swap(requests);
   }
   cv.notify_all();
+  return failure;
 }
 
 SmddpWork::SmddpWork(int rank, ::c10d::OpType opType, std::vector<Request> requests,
@@ -139,7 +150,8 @@ std::vector<at::Tensor> SmddpWork::result() { return state_->outputs; }
 bool SmddpWork::wait(std::chrono::milliseconds timeout) {
   bool explicitLimit = timeout != kNoTimeout || timeout_ != groupTimeout_;
   auto limit = timeout != kNoTimeout ? timeout : timeout_;
-  auto deadline = std::chrono::steady_clock::now() + limit;
+  auto deadline = explicitLimit ? std::chrono::steady_clock::now() + limit
+                                : std::chrono::steady_clock::time_point();
   if (!explicitLimit) {
     // Fast path: drive the engine from this thread, then finish inline. Request::wait() is
     // bounded by the communicator's timeout, which is the group's.
@@ -159,19 +171,22 @@ bool SmddpWork::wait(std::chrono::milliseconds timeout) {
       std::lock_guard<std::mutex> lock(state_->mutex);
       if (state_->waiterDriving) {
         state_->waiterDriving = false;
-        finishHere = state_->pending == 0;
+        finishHere = state_->pending == 0;  // no hand-off happened while we drove
+        if (finishHere) state_->finishing = true;  // claimed here
       }
       // pending > 0: a request is still running; its callback will hand finish() off.
     }
-    if (finishHere) {
-      state_->finish();
+    if (finishHere) {  // the synchronous path: finished here, nothing left to wait for
+      if (auto failure = state_->finishClaimed()) std::rethrow_exception(failure);
+      return true;
     }
+    // Driving took up to the group's limit already: what is left is the completion thread's.
+    deadline = std::chrono::steady_clock::now() + kCompletionGrace;
   }
   // A caller-chosen limit is honoured by waiting passively: a waiter that drives the engine runs
   // the collective to its own end and could not return at `deadline`.
   std::unique_lock<std::mutex> lock(state_->mutex);
-  auto until = explicitLimit ? deadline : deadline + kCompletionGrace;
-  if (!state_->cv.wait_until(lock, until, [this] { return state_->finished; })) {
+  if (!state_->cv.wait_until(lock, deadline, [this] { return state_->finished; })) {
     throw Error(ErrorCode::kTimeout,
                 "smddp: wait on " + ::c10d::opTypeToString(retrieveOpType()) + " timed out after " +
                     std::to_string(limit.count()) + " ms (rank " + std::to_string(rank_) +

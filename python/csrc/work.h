@@ -25,7 +25,7 @@ namespace smddp::torch_shim {
 // What completion needs; shared with the engine callbacks so it never refers to the Work
 // (a callback holding the Work would form a cycle through the Request it belongs to).
 struct WorkState {
-  WorkState(std::vector<at::Tensor> outputs, c10::TypePtr valueType);
+  explicit WorkState(std::vector<at::Tensor> outputs);  // the Future's value: a tensor list
 
   // Engine callback of request `index` (engine or caller thread; must not block). Records its
   // error; the last one hands finish() to the completion queue unless a caller is waiting in
@@ -35,6 +35,9 @@ struct WorkState {
   // Copies staged results back, completes the Future if one was asked for, marks the Work
   // finished. Runs once; later calls return at once.
   void finish();
+  // finish() for a caller that already claimed it (set `finishing` under the lock); returns the
+  // outcome (null: success).
+  std::exception_ptr finishClaimed();
   bool done() const;
   // The Future, made on first use (most Works are only waited on: DDP's hooks ask, a plain
   // dist.all_reduce does not). One made after the outcome is known is completed at once, so
@@ -57,7 +60,6 @@ struct WorkState {
  private:
   void completeFuture(c10::ivalue::Future& future, const std::exception_ptr& failure);
 
-  c10::TypePtr valueType_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;  // null until getFuture()
 };
 
