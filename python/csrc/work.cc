@@ -64,22 +64,19 @@ void WorkState::requestCompleted(size_t index, const std::shared_ptr<WorkState>&
 }
 
 void WorkState::finish() {
+  std::exception_ptr failure;
   {
     std::lock_guard<std::mutex> lock(mutex);
     if (finishing) {
       return;
     }
     finishing = true;
-  }
-  finishClaimed();
-}
-
-std::exception_ptr WorkState::finishClaimed() {
-  std::exception_ptr failure;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
     failure = error;
   }
+  finishClaimed(failure);
+}
+
+std::exception_ptr WorkState::finishClaimed(std::exception_ptr failure) {
   if (!failure) {
     try {
       staging.copyBack();
@@ -167,17 +164,21 @@ bool SmddpWork::wait(std::chrono::milliseconds timeout) {
       }
     }
     bool finishHere = false;
+    std::exception_ptr failure;
     {
       std::lock_guard<std::mutex> lock(state_->mutex);
       if (state_->waiterDriving) {
         state_->waiterDriving = false;
         finishHere = state_->pending == 0;  // no hand-off happened while we drove
-        if (finishHere) state_->finishing = true;  // claimed here
+        if (finishHere) {
+          state_->finishing = true;  // claimed here
+          failure = state_->error;
+        }
       }
       // pending > 0: a request is still running; its callback will hand finish() off.
     }
     if (finishHere) {  // the synchronous path: finished here, nothing left to wait for
-      if (auto failure = state_->finishClaimed()) std::rethrow_exception(failure);
+      if ((failure = state_->finishClaimed(failure))) std::rethrow_exception(failure);
       return true;
     }
     // Driving took up to the group's limit already: what is left is the completion thread's.

@@ -35,9 +35,9 @@ struct WorkState {
   // Copies staged results back, completes the Future if one was asked for, marks the Work
   // finished. Runs once; later calls return at once.
   void finish();
-  // finish() for a caller that already claimed it (set `finishing` under the lock); returns the
-  // outcome (null: success).
-  std::exception_ptr finishClaimed();
+  // finish() for a caller that already claimed it (set `finishing` under the lock, reading
+  // `error` as `failure` there); returns the outcome (null: success).
+  std::exception_ptr finishClaimed(std::exception_ptr failure);
   bool done() const;
   // The Future, made on first use (most Works are only waited on: DDP's hooks ask, a plain
   // dist.all_reduce does not). One made after the outcome is known is completed at once, so
