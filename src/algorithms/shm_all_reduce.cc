@@ -53,7 +53,7 @@ void allReduceShmSplit(Exec& exec, const CollectiveArgs& args) {
   const int n = exec.size();
   const int rank = exec.rank();
   const size_t es = args.elementSize();
-  const size_t chunk = ArenaStep::chunkBytes(exec, es);
+  const size_t chunk = ArenaStep::chunkBytes(exec, es, 2);
   const auto* in = static_cast<const unsigned char*>(args.send);
   auto* out = static_cast<unsigned char*>(args.recv);
   for (size_t off = 0; off < args.bytes(); off += chunk) {

@@ -43,7 +43,7 @@ void broadcastShm(Exec& exec, const CollectiveArgs& args) {
 
 void allGatherShm(Exec& exec, const CollectiveArgs& args) {
   const int n = exec.size();
-  const size_t chunk = ArenaStep::chunkBytes(exec, args.elementSize());
+  const size_t chunk = ArenaStep::chunkBytes(exec, args.elementSize(), 2);
   const auto* in = static_cast<const unsigned char*>(args.send);
   auto* own = static_cast<unsigned char*>(args.blocks[static_cast<size_t>(exec.rank())]);
   for (size_t off = 0; off < args.bytes(); off += chunk) {
