@@ -83,20 +83,34 @@ def rank_main(args):
             print(f"ROW {size} {py:.3f} {cpp:.3f}", flush=True)
 
 
+def row_bytes(collective, size, world):
+    """The size the perf tool reports for `size` (whole elements; barrier: 0)."""
+    if collective == "barrier":
+        return 0
+    return element_count(collective, size, world) * 4 * (world if collective == "all_gather" else 1)
+
+
 def engine_us(args, size):
-    """The engine tool's median time for this size (same placement as torch), or None."""
+    """The engine tool's median time for this size (same placement as torch), or None when the
+    tool is missing or fails (its bound: --timeout per run; it kills its own ranks)."""
     exe = os.path.join(args.engine_dir, f"{args.collective}_perf")
     if not os.path.exists(exe):
         return None
-    argv = [exe, "-b", str(size), "-e", str(size), "-np", str(args.world), "-z", "1",
+    want = row_bytes(args.collective, size, args.world)
+    argv = [exe, "-b", str(want), "-e", str(want), "-np", str(args.world), "-z", "1",
             "-n", str(args.calls), "-w", str(max(5, args.calls // 100))]
+    in_place = args.collective in ("all_reduce", "broadcast")
     times = []
     for _ in range(args.rounds):
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=args.timeout)
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=args.timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        if out.returncode != 0:
+            return None
         for line in out.stdout.splitlines():
             cols = line.split()
-            if cols and cols[0] == str(size):
-                in_place = args.collective in ("all_reduce", "broadcast")
+            if len(cols) >= 10 and cols[0] == str(want):
                 times.append(float(cols[9] if in_place else cols[5]))
     return statistics.median(times) if times else None
 
@@ -109,18 +123,23 @@ def launch(args):
         bind = ["taskset", "-c", str(cpus[rank])] if args.world <= len(cpus) else []
         argv = bind + [sys.executable, os.path.abspath(__file__), "--rank", str(rank),
                        "--port", str(port)] + sys.argv[1:]
-        procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, text=True))
+        out = subprocess.PIPE if rank == 0 else subprocess.DEVNULL  # only rank 0 prints rows
+        procs.append(subprocess.Popen(argv, stdout=out, text=True))
+    # Ranks print only a few lines (rank 0's rows at the end), so polling cannot fill a pipe; a
+    # rank that fails ends the run at once instead of its peers waiting out the group timeout.
     deadline = time.monotonic() + args.timeout
-    rows, failed = [], False
-    for rank, proc in enumerate(procs):
-        try:
-            out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
+    while any(p.poll() is None for p in procs):
+        failed = any(p.returncode not in (None, 0) for p in procs)
+        if failed or time.monotonic() > deadline:
             for p in procs:
                 p.kill()
-            sys.exit(f"torch_layers: rank {rank} did not finish within {args.timeout} s")
-        failed = failed or proc.returncode != 0
-        rows += [line.split()[1:] for line in out.splitlines() if line.startswith("ROW ")]
+                p.wait()
+            sys.exit("torch_layers: a rank failed (its error is above)" if failed else
+                     f"torch_layers: the ranks did not finish within {args.timeout} s")
+        time.sleep(0.05)
+    rows = [line.split()[1:] for line in procs[0].stdout.read().splitlines()
+            if line.startswith("ROW ")]
+    failed = any(p.returncode != 0 for p in procs)
     if failed or len(rows) != len(args.size_list):
         sys.exit("torch_layers: a rank failed (its error is above)")
     print(f"# {args.collective}, float32, {args.world} ranks, {args.calls} calls per loop, "
@@ -148,7 +167,8 @@ def main():
     p.add_argument("--rank", type=int, default=-1, help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args()
-    args.size_list = [parse_size(s) for s in args.sizes.split(",")]
+    args.size_list = ([0] if args.collective == "barrier" else
+                      [parse_size(s) for s in args.sizes.split(",")])
     if args.calls < 1 or args.rounds < 1 or args.world < 1:
         p.error("--calls, --rounds and --world must be positive")
     if args.rank < 0:

@@ -33,9 +33,11 @@ void WorkState::completeFuture(c10::ivalue::Future& future, const std::exception
 c10::intrusive_ptr<c10::ivalue::Future> WorkState::getFuture() {
   std::lock_guard<std::mutex> lock(mutex);
   if (!future_) {
-    future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors());
-    // Fresh, so no callbacks yet: completing it under our lock calls nothing back.
-    if (outcomeKnown) completeFuture(*future_, error);
+    auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors());
+    // Fresh, so no callbacks yet: completing it under our lock calls nothing back. Kept only
+    // once complete, so a throw here never leaves a Future that nobody will complete.
+    if (outcomeKnown) completeFuture(*future, error);
+    future_ = std::move(future);
   }
   return future_;
 }
@@ -99,7 +101,12 @@ std::exception_ptr WorkState::finishClaimed(std::exception_ptr failure) {
     }
   }
   if (future) {
-    completeFuture(*future, failure);  // its callbacks run here, outside our lock
+    try {
+      completeFuture(*future, failure);  // its callbacks run here, outside our lock
+    } catch (...) {
+      // A callback that throws must not leave waiters hanging or the request cycle alive; the
+      // outcome (`error`) is already final, and torch reports callback errors on chained Futures.
+    }
     std::lock_guard<std::mutex> lock(mutex);
     finished = true;
     drop.swap(requests);
@@ -169,7 +176,9 @@ bool SmddpWork::wait(std::chrono::milliseconds timeout) {
       std::lock_guard<std::mutex> lock(state_->mutex);
       if (state_->waiterDriving) {
         state_->waiterDriving = false;
-        finishHere = state_->pending == 0;  // no hand-off happened while we drove
+        // The completion queue may own the finish already: the request completed before this
+        // wait began and handed finish() off; then wait passively below.
+        finishHere = state_->pending == 0 && !state_->finishing;
         if (finishHere) {
           state_->finishing = true;  // claimed here
           failure = state_->error;
@@ -181,8 +190,9 @@ bool SmddpWork::wait(std::chrono::milliseconds timeout) {
       if ((failure = state_->finishClaimed(failure))) std::rethrow_exception(failure);
       return true;
     }
-    // Driving took up to the group's limit already: what is left is the completion thread's.
-    deadline = std::chrono::steady_clock::now() + kCompletionGrace;
+    // A request still running (another failed first) or a finish handed to the completion
+    // thread: one more collective's limit, plus the completion thread's slack.
+    deadline = std::chrono::steady_clock::now() + limit + kCompletionGrace;
   }
   // A caller-chosen limit is honoured by waiting passively: a waiter that drives the engine runs
   // the collective to its own end and could not return at `deadline`.

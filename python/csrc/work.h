@@ -3,6 +3,8 @@
 // Invariants: wait() never blocks longer than its timeout (or the group's, when none is given);
 // the Future's value is the list of output tensors and is set only after staged copies are back;
 // engine errors reach wait(), exception() and the Future unchanged (RuntimeError in Python).
+// The Future's callbacks run before the Work is marked finished (so a waiter woken by it sees
+// their effects): a callback must not wait() on its own Work.
 #pragma once
 
 #include <ATen/core/ivalue.h>

@@ -119,7 +119,8 @@ void Exec::waitWord(const std::atomic<uint64_t>& word, uint64_t atLeast, int pee
     // The hot path: the word alone, with the clock (~20 ns) read once per kWordPolls loads, so
     // a change is seen within a few ns and no bookkeeping runs while spinning.
     bool changed = false;
-    for (int i = 0; i < kWordPolls && !changed; ++i) {
+    const int polls = settings_.spinUs > 0 ? kWordPolls : 0;  // no spinning: yield at once
+    for (int i = 0; i < polls && !changed; ++i) {
       changed = word.load(std::memory_order_acquire) >= atLeast;
     }
     if (changed) break;

@@ -1,5 +1,6 @@
 // all_reduce through the host's shared-memory arena (every rank on one host; shm_step.h has the
-// protocol). The buffer is processed in chunks of one arena slot (capped by the segment size);
+// protocol). The buffer is processed in chunks (shm_direct: one arena slot, shm_split: half a
+// slot, both capped by the segment size; ArenaStep::chunkBytes says why);
 // slots alternate, so a rank copies chunk k+1 in while slower peers still read chunk k.
 //
 // shm_direct (small messages), per chunk:

@@ -6,7 +6,7 @@
 //   (kMismatch) instead of the root returning alone. Slots alternate, so the root fills
 //   chunk k+1 while the others copy chunk k: each byte is copied twice (in once, out once per
 //   reader), in parallel, through cache.
-// all_gather (shm), per chunk of one slot of every rank's block: each rank copies its chunk in
+// all_gather (shm), per chunk of half a slot of every rank's block: each rank copies its chunk in
 //   and publishes; each copies every peer's chunk out and releases. Bytes copied per rank: its
 //   block once in, the n-1 others out.
 // barrier (shm): publish, wait for every rank's publication, release: one cache-line write per

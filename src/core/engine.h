@@ -20,7 +20,8 @@
 // blocks until the next submit wakes it. So the first asynchronous collective after a stretch of
 // synchronous ones starts up to kMaxPoll + kDriverGrace (1.1 ms) late; the following ones do
 // not. Completions wake callers (callersCv_), never the engine thread (threadCv_). A synchronous
-// loop thus costs no thread hand-off and no context switch per collective, which matters most when ranks share cores.
+// loop thus costs no thread hand-off and no context switch per collective, which matters most
+// when ranks share cores.
 #pragma once
 
 #include <atomic>
