@@ -18,7 +18,8 @@ import time
 
 from . import limits as limits_mod
 from . import report
-from .common import BACKENDS, COLLECTIVES, ELEM_SIZE, size_ladder, sweep_sizes, usable_cores
+from .common import (BACKENDS, COLLECTIVES, ELEM_SIZE, parse_bytes, size_ladder, sweep_sizes,
+                     usable_cores)
 from .runners import EngineRunner, MpiRunner, RunError, TorchGroup, build_mpi
 
 
@@ -32,16 +33,10 @@ def _csv(allowed):
     return parse
 
 
-def _bytes(text):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    t = text.strip().upper().rstrip("B").rstrip("I")
-    return int(t[:-1]) * units[t[-1]] if t and t[-1] in units else int(t)
-
-
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="bench/compare", description=__doc__.splitlines()[0])
-    p.add_argument("--min", type=_bytes, default=8, help="smallest size (default 8)")
-    p.add_argument("--max", type=_bytes, default=64 << 20, help="largest size (default 64M)")
+    p.add_argument("--min", type=parse_bytes, default=8, help="smallest size (default 8)")
+    p.add_argument("--max", type=parse_bytes, default=64 << 20, help="largest size (default 64M)")
     p.add_argument("--factor", type=int, default=4, help="sizes are max/factor^k >= min")
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)

@@ -6,6 +6,7 @@ tools' conventions (row size = whole buffer, all_gather count per rank = size / 
 so rows of different backends describe the same amount of data.
 """
 import os
+import socket
 import statistics
 
 COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "barrier")
@@ -13,13 +14,38 @@ BACKENDS = ("smddp", "gloo", "mpi", "engine")
 ELEM_SIZE = {"float32": 4, "bfloat16": 2}
 
 
-def usable_cores():
-    """The cores this process may run on (its affinity set; a cpuset can be smaller than the
-    machine): what decides binding and oversubscription."""
+def usable_cpus():
+    """The CPUs this process may run on, sorted (its affinity set; a cpuset can be smaller than
+    the machine): what decides binding and oversubscription."""
     try:
-        return len(os.sched_getaffinity(0))
+        return sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        return list(range(os.cpu_count() or 1))
+
+
+def usable_cores():
+    return len(usable_cpus())
+
+
+def bind_argv(rank, world):
+    """The command prefix that binds rank `rank` of `world` to one CPU of its own when there are
+    enough (from exec on, before the interpreter starts any thread), else nothing."""
+    cpus = usable_cpus()
+    return ["taskset", "-c", str(cpus[rank])] if world <= len(cpus) else []
+
+
+def parse_bytes(text):
+    """'64K', '64KiB', '64KB', '1M', '8' -> bytes."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().rstrip("B").rstrip("I")
+    return int(t[:-1]) * units[t[-1]] if t and t[-1] in units else int(t)
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def size_ladder(min_bytes, max_bytes, factor):

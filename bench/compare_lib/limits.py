@@ -10,9 +10,10 @@ here is waited for or killed.
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
+
+from .common import free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -47,12 +48,6 @@ def line_rtt_limit(bindir, quick):
         return {"error": str(e)}
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _parse_pingpong(text):
     """Last data row of fi_pingpong: bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec."""
     rows = [ln.split() for ln in text.splitlines() if ln[:1].isdigit()]
@@ -62,7 +57,7 @@ def _parse_pingpong(text):
 
 
 def _pingpong_once(provider, size, iters, timeout):
-    port = _free_port()
+    port = free_port()
     base = ["fi_pingpong", "-p", provider, "-e", "rdm", "-m", "tagged", "-S", str(size),
             "-I", str(iters)]
     server = subprocess.Popen(base + ["-B", str(port)], stdout=subprocess.PIPE,

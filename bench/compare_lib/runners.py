@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 
-from .common import element_count, usable_cores
+from .common import bind_argv, element_count, usable_cores
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -42,14 +42,13 @@ class TorchGroup:
         self.replies = queue.Queue()
         self.procs, self.logs = [], []
         worker = os.path.join(HERE, "torch_worker.py")
-        # One core per rank when there are enough, as the engine tools (-B) and Open MPI's mpirun
-        # (2 ranks) do, so no backend is measured with two ranks sharing a core by chance. Bound
-        # from exec on (taskset), before the interpreter starts any thread.
-        cpus = sorted(os.sched_getaffinity(0))
+        # One core per rank when there are enough, as the engine tools (-B) do and Open MPI's
+        # mpirun does for up to 2 ranks (common.bind_argv): with 2 ranks on 2 cores no backend is
+        # measured with two ranks sharing a core by chance.
         for rank in range(world):
             log = open(os.path.join(logdir, f"{backend}-w{world}-r{rank}.log"), "a")
-            bind = ["taskset", "-c", str(cpus[rank])] if world <= len(cpus) else []
-            p = subprocess.Popen(bind + [python, worker, backend, str(rank), str(world), init],
+            argv = [python, worker, backend, str(rank), str(world), init]
+            p = subprocess.Popen(bind_argv(rank, world) + argv,
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                  text=True, env=env)
             threading.Thread(target=_pump, args=(p, rank, self.replies), daemon=True).start()

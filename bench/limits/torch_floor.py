@@ -8,17 +8,15 @@ Prints one line per (backend, call): the best of 5 loops of N calls, in microsec
 Invariant: world size 1 on 127.0.0.1, a fresh free port per backend; nothing leaves the host.
 """
 import argparse
-import socket
+import os
+import sys
 import time
 
 import torch
 import torch.distributed as dist
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
+from compare_lib.common import free_port  # noqa: E402
 
 
 def per_call_us(fn, calls):

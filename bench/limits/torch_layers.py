@@ -11,36 +11,19 @@ share. Rounds alternate python and c++ so machine noise hits both alike; medians
 
 Usage: .venv/bin/python bench/limits/torch_layers.py [--collective all_gather]
            [--sizes 64K,1M,4M] [--calls 2000] [--rounds 5] [--engine-dir build/bench]
-Invariants: ranks on 127.0.0.1 only, each bound to one core when there are two; every loop is
-bounded by the group's timeout (--timeout seconds, also the whole run's limit).
+Invariants: ranks on 127.0.0.1 only, each bound to one core when there are two; the torch ranks
+together, and each engine tool run, are bounded by --timeout seconds.
 """
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import time
 
-SIZE_SUFFIX = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-
-def parse_size(text):
-    text = text.strip().upper()
-    if text and text[-1] in SIZE_SUFFIX:
-        return int(text[:-1]) * SIZE_SUFFIX[text[-1]]
-    return int(text)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def element_count(collective, size, world):
-    per = 4 * (world if collective == "all_gather" else 1)
-    return size // per
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
+from compare_lib.common import bind_argv, element_count, free_port, parse_bytes  # noqa: E402
+from compare_lib.runners import EngineRunner, RunError  # noqa: E402
 
 
 def rank_main(args):
@@ -53,9 +36,10 @@ def rank_main(args):
     pg = dist.distributed_c10d._get_default_group()
     results = []
     for size in args.size_list:
-        count = element_count(args.collective, size, args.world)
+        count = element_count(args.collective, size, args.world, "float32")
         data = torch.full((count,), float(args.rank + 1))
-        outs = [torch.zeros(count) for _ in range(args.world)]
+        gathers = args.collective == "all_gather"  # outputs of its own only there
+        outs = [torch.zeros(count) for _ in range(args.world)] if gathers else []
         calls = {"all_reduce": lambda: dist.all_reduce(data),
                  "broadcast": lambda: dist.broadcast(data, 0),
                  "all_gather": lambda: dist.all_gather(outs, data),
@@ -83,46 +67,29 @@ def rank_main(args):
             print(f"ROW {size} {py:.3f} {cpp:.3f}", flush=True)
 
 
-def row_bytes(collective, size, world):
-    """The size the perf tool reports for `size` (whole elements; barrier: 0)."""
-    if collective == "barrier":
-        return 0
-    return element_count(collective, size, world) * 4 * (world if collective == "all_gather" else 1)
-
-
 def engine_us(args, size):
-    """The engine tool's median time for this size (same placement as torch), or None when the
-    tool is missing or fails (its bound: --timeout per run; it kills its own ranks)."""
-    exe = os.path.join(args.engine_dir, f"{args.collective}_perf")
-    if not os.path.exists(exe):
-        return None
-    want = row_bytes(args.collective, size, args.world)
-    argv = [exe, "-b", str(want), "-e", str(want), "-np", str(args.world), "-z", "1",
-            "-n", str(args.calls), "-w", str(max(5, args.calls // 100))]
-    in_place = args.collective in ("all_reduce", "broadcast")
+    """The engine tool's median time for this size over the rounds (compare's EngineRunner: same
+    buffer placement as torch, blocking calls), or None when the tool is missing or fails."""
+    runner = EngineRunner(args.engine_dir, args.world, "shm", 2, args.timeout)
+    per = 4 * (args.world if args.collective == "all_gather" else 1)
+    row = element_count(args.collective, size, args.world, "float32") * per  # the tool's row
     times = []
     for _ in range(args.rounds):
         try:
-            out = subprocess.run(argv, capture_output=True, text=True, timeout=args.timeout)
-        except subprocess.TimeoutExpired:
+            rows = runner.run(args.collective, "float32", [row], args.calls,
+                              max(5, args.calls // 100))["rows"]
+        except (RunError, OSError):
             return None
-        if out.returncode != 0:
-            return None
-        for line in out.stdout.splitlines():
-            cols = line.split()
-            if len(cols) >= 10 and cols[0] == str(want):
-                times.append(float(cols[9] if in_place else cols[5]))
-    return statistics.median(times) if times else None
+        times.append(rows[0]["time_us"])
+    return statistics.median(times)
 
 
 def launch(args):
     port = free_port()
-    cpus = sorted(os.sched_getaffinity(0))
     procs = []
     for rank in range(args.world):
-        bind = ["taskset", "-c", str(cpus[rank])] if args.world <= len(cpus) else []
-        argv = bind + [sys.executable, os.path.abspath(__file__), "--rank", str(rank),
-                       "--port", str(port)] + sys.argv[1:]
+        me = [sys.executable, os.path.abspath(__file__), "--rank", str(rank), "--port", str(port)]
+        argv = bind_argv(rank, args.world) + me + sys.argv[1:]
         out = subprocess.PIPE if rank == 0 else subprocess.DEVNULL  # only rank 0 prints rows
         procs.append(subprocess.Popen(argv, stdout=out, text=True))
     # Ranks print only a few lines (rank 0's rows at the end), so polling cannot fill a pipe; a
@@ -168,7 +135,7 @@ def main():
     p.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args()
     args.size_list = ([0] if args.collective == "barrier" else
-                      [parse_size(s) for s in args.sizes.split(",")])
+                      [parse_bytes(s) for s in args.sizes.split(",")])
     if args.calls < 1 or args.rounds < 1 or args.world < 1:
         p.error("--calls, --rounds and --world must be positive")
     if args.rank < 0:

@@ -36,7 +36,7 @@ c10::intrusive_ptr<c10::ivalue::Future> WorkState::getFuture() {
     auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors());
     // Fresh, so no callbacks yet: completing it under our lock calls nothing back. Kept only
     // once complete, so a throw here never leaves a Future that nobody will complete.
-    if (outcomeKnown) completeFuture(*future, error);
+    if (finished) completeFuture(*future, error);
     future_ = std::move(future);
   }
   return future_;
@@ -65,15 +65,18 @@ void WorkState::requestCompleted(size_t index, const std::shared_ptr<WorkState>&
   }
 }
 
+bool WorkState::claimFinishLocked(std::exception_ptr& failure) {
+  if (finishing) return false;
+  finishing = true;
+  failure = error;
+  return true;
+}
+
 void WorkState::finish() {
   std::exception_ptr failure;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (finishing) {
-      return;
-    }
-    finishing = true;
-    failure = error;
+    if (!claimFinishLocked(failure)) return;
   }
   finishClaimed(failure);
 }
@@ -93,7 +96,6 @@ std::exception_ptr WorkState::finishClaimed(std::exception_ptr failure) {
   {
     std::lock_guard<std::mutex> lock(mutex);
     error = failure;
-    outcomeKnown = true;
     future = future_;
     if (!future) {  // none asked for: finished at once (a later getFuture() makes it complete)
       finished = true;
@@ -154,8 +156,6 @@ std::vector<at::Tensor> SmddpWork::result() { return state_->outputs; }
 bool SmddpWork::wait(std::chrono::milliseconds timeout) {
   bool explicitLimit = timeout != kNoTimeout || timeout_ != groupTimeout_;
   auto limit = timeout != kNoTimeout ? timeout : timeout_;
-  auto deadline = explicitLimit ? std::chrono::steady_clock::now() + limit
-                                : std::chrono::steady_clock::time_point();
   if (!explicitLimit) {
     // Fast path: drive the engine from this thread, then finish inline. Request::wait() is
     // bounded by the communicator's timeout, which is the group's.
@@ -178,11 +178,7 @@ bool SmddpWork::wait(std::chrono::milliseconds timeout) {
         state_->waiterDriving = false;
         // The completion queue may own the finish already: the request completed before this
         // wait began and handed finish() off; then wait passively below.
-        finishHere = state_->pending == 0 && !state_->finishing;
-        if (finishHere) {
-          state_->finishing = true;  // claimed here
-          failure = state_->error;
-        }
+        finishHere = state_->pending == 0 && state_->claimFinishLocked(failure);
       }
       // pending > 0: a request is still running; its callback will hand finish() off.
     }
@@ -190,10 +186,12 @@ bool SmddpWork::wait(std::chrono::milliseconds timeout) {
       if ((failure = state_->finishClaimed(failure))) std::rethrow_exception(failure);
       return true;
     }
-    // A request still running (another failed first) or a finish handed to the completion
-    // thread: one more collective's limit, plus the completion thread's slack.
-    deadline = std::chrono::steady_clock::now() + limit + kCompletionGrace;
   }
+  // Not finished here: a caller-chosen limit (measured from the start, nothing ran before), or
+  // a request still running (another failed first) or a finish handed to the completion thread:
+  // one more collective's limit plus the completion thread's slack.
+  const auto deadline = std::chrono::steady_clock::now() + limit +
+                        (explicitLimit ? std::chrono::milliseconds(0) : kCompletionGrace);
   // A caller-chosen limit is honoured by waiting passively: a waiter that drives the engine runs
   // the collective to its own end and could not return at `deadline`.
   std::unique_lock<std::mutex> lock(state_->mutex);

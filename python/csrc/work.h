@@ -37,13 +37,14 @@ struct WorkState {
   // Copies staged results back, completes the Future if one was asked for, marks the Work
   // finished. Runs once; later calls return at once.
   void finish();
-  // finish() for a caller that already claimed it (set `finishing` under the lock, reading
-  // `error` as `failure` there); returns the outcome (null: success).
+  // Claims the finish (mutex held): false when someone else did; else `failure` = error.
+  bool claimFinishLocked(std::exception_ptr& failure);
+  // finish() for a caller that claimed it; returns the outcome (null: success).
   std::exception_ptr finishClaimed(std::exception_ptr failure);
   bool done() const;
   // The Future, made on first use (most Works are only waited on: DDP's hooks ask, a plain
-  // dist.all_reduce does not). One made after the outcome is known is completed at once, so
-  // whenever `finished` is visible every Future handed out is complete.
+  // dist.all_reduce does not). One made after `finished` is completed at once; one made before
+  // is completed before `finished` is set, so a waiter that sees `finished` sees it complete.
   c10::intrusive_ptr<c10::ivalue::Future> getFuture();
 
   std::vector<Request> requests;
@@ -55,7 +56,6 @@ struct WorkState {
   int pending = 0;           // requests not yet completed
   bool waiterDriving = false;  // a caller is inside wait() and will finish inline
   bool finishing = false;    // finish() claimed (by the queue or a waiter)
-  bool outcomeKnown = false;  // error is final (set before the Future is completed)
   bool finished = false;
   std::exception_ptr error;
 

@@ -35,22 +35,26 @@ std::string formatBytes(size_t bytes) {
   return buf;
 }
 
+constexpr uint64_t kFnvOffset = 1469598103934665603ull;
+constexpr uint64_t kFnvPrime = 1099511628211ull;
+
 // FNV-1a of the name (once per registry entry: Algorithm::nameHash).
 uint64_t algorithmNameHash(const char* algorithm) {
   if (algorithm == nullptr) return 0;
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  uint64_t h = kFnvOffset;
   for (const char* c = algorithm; *c != '\0'; ++c) {
-    h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ull;
+    h = (h ^ static_cast<unsigned char>(*c)) * kFnvPrime;
   }
   return h;
 }
 
+// One multiply per field (not per byte): this runs once per collective on the caller's thread.
 uint64_t shapeHash(CollectiveKind kind, DataType dtype, size_t count, ReduceOp op, int root,
                    uint64_t algorithmHash) {
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = kFnvOffset;
   auto mix = [&h](uint64_t value) {
     h ^= value;
-    h *= 1099511628211ull;
+    h *= kFnvPrime;
     h ^= h >> 29;
   };
   mix(static_cast<uint64_t>(kind));

@@ -49,14 +49,15 @@ struct CollectiveDesc {
 
 std::string formatBytes(size_t bytes);
 
+// FNV-1a of an algorithm's name; 0 for nullptr (run locally).
+uint64_t algorithmNameHash(const char* algorithm);
 // 64-bit hash of what every rank must agree on: the kind, and for data collectives the dtype and
-// count, the op (all_reduce), the root (broadcast), and the algorithm (nullptr: run locally).
+// count, the op (all_reduce), the root (broadcast), and the algorithm (its algorithmNameHash).
 // Equal on every rank for equal arguments (no addresses, no per-process state).
-uint64_t algorithmNameHash(const char* algorithm);  // 0 for nullptr
 uint64_t shapeHash(CollectiveKind kind, DataType dtype, size_t count, ReduceOp op, int root,
                    uint64_t algorithmHash);
-inline uint64_t shapeHash(const CollectiveDesc& d) {
-  return shapeHash(d.kind, d.dtype, d.count, d.op, d.root, algorithmNameHash(d.algorithm));
+inline uint64_t shapeHash(const CollectiveDesc& d, uint64_t algorithmHash) {
+  return shapeHash(d.kind, d.dtype, d.count, d.op, d.root, algorithmHash);
 }
 
 }  // namespace smddp::algo

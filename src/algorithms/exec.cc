@@ -114,21 +114,19 @@ void Exec::waitWord(const std::atomic<uint64_t>& word, uint64_t atLeast, int pee
                     const char* what) {
   if (word.load(std::memory_order_acquire) >= atLeast) return;
   const auto start = Clock::now();
+  const auto spinUntil = std::min(start + std::chrono::microseconds(settings_.spinUs),
+                                  settings_.deadline);
+  const int polls = settings_.spinUs > 0 ? kWordPolls : 0;  // no spinning: yield at once
   int idlePolls = 0;
-  while (word.load(std::memory_order_acquire) < atLeast) {
+  for (;;) {
     // The hot path: the word alone, with the clock (~20 ns) read once per kWordPolls loads, so
     // a change is seen within a few ns and no bookkeeping runs while spinning.
-    bool changed = false;
-    const int polls = settings_.spinUs > 0 ? kWordPolls : 0;  // no spinning: yield at once
-    for (int i = 0; i < polls && !changed; ++i) {
-      changed = word.load(std::memory_order_acquire) >= atLeast;
+    for (int i = 0; i < polls; ++i) {
+      if (word.load(std::memory_order_acquire) >= atLeast) return;
     }
-    if (changed) break;
+    if (word.load(std::memory_order_acquire) >= atLeast) return;
     const auto now = Clock::now();
-    if (now - start < std::chrono::microseconds(settings_.spinUs) &&
-        now < settings_.deadline) {
-      continue;
-    }
+    if (now < spinUntil) continue;
     transport_.progress();  // no messages in flight; it runs the transport's liveness checks
     idle(now, start, idlePolls, peer, what);
   }

@@ -93,7 +93,6 @@ CommunicatorImpl::~CommunicatorImpl() {
 Request CommunicatorImpl::post(algo::CollectiveArgs args) {
   auto state = std::make_shared<RequestState>();
   state->engine = engine_;
-  state->timeout = settings_.timeout;
   state->desc.kind = args.kind;
   state->desc.dtype = args.dtype;
   state->desc.count = args.count;
@@ -106,9 +105,8 @@ Request CommunicatorImpl::post(algo::CollectiveArgs args) {
     state->desc.algorithm = state->algorithm->name;
   }
   state->args = std::move(args);
-  state->desc.shape = algo::shapeHash(state->desc.kind, state->desc.dtype, state->desc.count,
-                                      state->desc.op, state->desc.root,
-                                      state->algorithm != nullptr ? state->algorithm->nameHash : 0);
+  state->desc.shape =
+      algo::shapeHash(state->desc, state->algorithm != nullptr ? state->algorithm->nameHash : 0);
   engine_->submit(state);
   return Request(std::move(state));
 }

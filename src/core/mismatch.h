@@ -27,8 +27,9 @@ struct Signature {
   static Signature of(const algo::CollectiveDesc& desc, const char* algorithm);
 };
 
-// 12-bit hash (tag::kSigBits) of every field, the algorithm name included: ranks configured with
-// different algorithms would exchange differently sized messages, which is as unsafe as a mismatch.
+// 12-bit hash (tag::kSigBits) of the fields algo::shapeHash covers (op only for all_reduce, root
+// only for broadcast), the algorithm name included: ranks configured with different algorithms
+// would exchange differently sized messages, which is as unsafe as a mismatch.
 uint16_t signatureHash(const Signature& sig);
 // The same from an already computed algo::shapeHash (CollectiveDesc::shape).
 uint16_t foldSignature(uint64_t shape);

@@ -6,7 +6,6 @@
 
 namespace smddp {
 
-
 Request::Request(std::shared_ptr<core::RequestState> state) : state_(std::move(state)) {}
 
 bool Request::completed() const { return state_->done(); }

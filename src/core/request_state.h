@@ -25,7 +25,6 @@ class RequestState {
   algo::CollectiveDesc desc;
   const algo::Algorithm* algorithm = nullptr;  // nullptr: handled locally (size 1 or no data)
   std::shared_ptr<Engine> engine;
-  std::chrono::milliseconds timeout{0};  // the communicator's collective timeout
   // Callers asleep in a wait on this request (changed under the engine's mutex, read by the
   // completer without it): see Engine::announce().
   std::atomic<int> sleepers{0};

@@ -2,8 +2,8 @@
 // (algorithms/shm_*.cc). Each rank owns one region: a control page of flag words and two data
 // slots used alternately (double buffering). `posted` shares its cache line with the identity
 // words that a reader checks right after it (one line transfer per peer per use); `consumed` has
-// its own line. A rank writes only its own
-// region's data slots and flag words; everyone reads everyone's.
+// its own line. A rank writes only its own region's data slots and flag words; everyone reads
+// everyone's.
 //
 // The protocol over these words ("uses"): every collective of the arena path consumes uses
 // 0, 1, 2, ... of a per-rank counter that advances identically on every rank (same collectives,
