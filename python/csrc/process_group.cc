@@ -59,14 +59,13 @@ void ProcessGroupSmddp::abort() {
   }
 }
 
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::finish(OpType opType,
-                                                           std::vector<Request> requests,
-                                                           std::shared_ptr<WorkState> state,
-                                                           std::chrono::milliseconds perOpTimeout) {
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::finish(
+    OpType opType, SmddpWork::Requests requests, Tensors outputs, Staging staging,
+    std::chrono::milliseconds perOpTimeout) {
   ++issued_;
-  return c10::make_intrusive<SmddpWork>(rank_, opType, std::move(requests), std::move(state),
-                                        completions_,
-                                        compat::effectiveTimeout(perOpTimeout, timeout_), timeout_);
+  return SmddpWork::create(rank_, opType, std::move(requests), std::move(outputs),
+                           std::move(staging), completions_,
+                           compat::effectiveTimeout(perOpTimeout, timeout_), timeout_);
 }
 
 void ProcessGroupSmddp::unsupported(const char* op) const {
@@ -77,8 +76,11 @@ void ProcessGroupSmddp::unsupported(const char* op) const {
 
 namespace {
 
-std::shared_ptr<WorkState> tensorListState(std::vector<at::Tensor> outputs) {
-  return std::make_shared<WorkState>(std::move(outputs));
+// One posted request, as a Work holds it.
+SmddpWork::Requests one(Request request) {
+  SmddpWork::Requests requests;
+  requests.push_back(std::move(request));
+  return requests;
 }
 
 void checkRank(int64_t root, int size, const char* what) {
@@ -94,12 +96,14 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::broadcast(
   checkRank(opts.rootRank, size_, "broadcast");
   TORCH_CHECK(opts.rootTensor == 0, "smddp: broadcast rootTensor must be 0, got ",
               opts.rootTensor);
-  auto state = tensorListState(tensors);
+  Communicator& c = comm();
+  Staging staging;
   bool isRoot = opts.rootRank == rank_;
-  at::Tensor work = state->staging.stage(tensors[0], /*copyIn=*/isRoot, /*copyBack=*/!isRoot);
+  at::Tensor work = staging.stage(tensors[0], /*copyIn=*/isRoot, /*copyBack=*/!isRoot);
   Buffer buffer = toBuffer(work, "broadcast");
-  Request request = comm().broadcast(buffer, buffer, static_cast<int>(opts.rootRank));
-  return finish(OpType::BROADCAST, {request}, std::move(state), opts.timeout);
+  Request request = c.broadcast(buffer, buffer, static_cast<int>(opts.rootRank));
+  return finish(OpType::BROADCAST, one(std::move(request)), tensors, std::move(staging),
+                opts.timeout);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce(
@@ -109,11 +113,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce(
   TORCH_CHECK(tensors[0].scalar_type() != at::kBool || op == ReduceOp::kMin ||
                   op == ReduceOp::kMax,
               "smddp: allreduce on torch.bool supports only MIN and MAX");
-  auto state = tensorListState(tensors);
-  at::Tensor work = state->staging.stage(tensors[0], /*copyIn=*/true, /*copyBack=*/true);
+  Communicator& c = comm();
+  Staging staging;
+  at::Tensor work = staging.stage(tensors[0], /*copyIn=*/true, /*copyBack=*/true);
   Buffer buffer = toBuffer(work, "allreduce");
-  Request request = comm().allReduce(buffer, buffer, op);
-  return finish(OpType::ALLREDUCE, {request}, std::move(state), opts.timeout);
+  Request request = c.allReduce(buffer, buffer, op);
+  return finish(OpType::ALLREDUCE, one(std::move(request)), tensors, std::move(staging),
+                opts.timeout);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce_coalesced(
@@ -125,8 +131,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce_coalesced(
     TORCH_CHECK(t.scalar_type() != at::kBool, "smddp: allreduce_coalesced does not take bool");
     sameType = sameType && t.scalar_type() == tensors[0].scalar_type();
   }
-  auto state = tensorListState(tensors);
-  std::vector<Request> requests;
+  Communicator& c = comm();
+  Staging staging;
+  SmddpWork::Requests requests;
   if (!tensors.empty() && sameType) {
     // One engine collective over a flat copy; results are scattered back at completion.
     std::vector<at::Tensor> flat;
@@ -140,20 +147,21 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce_coalesced(
     }
     int64_t offset = 0;
     for (const auto& t : tensors) {
-      state->staging.addCopyBack(t, buffer.narrow(0, offset, t.numel()).view(t.sizes()));
+      staging.addCopyBack(t, buffer.narrow(0, offset, t.numel()).view(t.sizes()));
       offset += t.numel();
     }
-    state->staging.keepAlive(buffer);
+    staging.keepAlive(buffer);
     Buffer b = toBuffer(buffer, "allreduce_coalesced");
-    requests.push_back(comm().allReduce(b, b, op));
+    requests.push_back(c.allReduce(b, b, op));
   } else {
     for (const auto& t : tensors) {
-      at::Tensor work = state->staging.stage(t, /*copyIn=*/true, /*copyBack=*/true);
+      at::Tensor work = staging.stage(t, /*copyIn=*/true, /*copyBack=*/true);
       Buffer b = toBuffer(work, "allreduce_coalesced");
-      requests.push_back(comm().allReduce(b, b, op));
+      requests.push_back(c.allReduce(b, b, op));
     }
   }
-  return finish(OpType::ALLREDUCE_COALESCED, std::move(requests), std::move(state), opts.timeout);
+  return finish(OpType::ALLREDUCE_COALESCED, std::move(requests), tensors, std::move(staging),
+                opts.timeout);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allgather(
@@ -172,15 +180,17 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allgather(
                 input.scalar_type(), ") and number of elements (", input.numel(), "), got ",
                 out.scalar_type(), " with ", out.numel());
   }
-  auto state = tensorListState(outs);
-  at::Tensor send = state->staging.stage(input, /*copyIn=*/true, /*copyBack=*/false);
-  state->staging.keepAlive(input);
+  Communicator& c = comm();
+  Staging staging;
+  at::Tensor send = staging.stage(input, /*copyIn=*/true, /*copyBack=*/false);
+  staging.keepAlive(input);
   std::vector<Buffer> recvs;
   for (const auto& out : outs) {
-    recvs.push_back(toBuffer(state->staging.stage(out, false, true), "allgather"));
+    recvs.push_back(toBuffer(staging.stage(out, false, true), "allgather"));
   }
-  Request request = comm().allGather(toBuffer(send, "allgather"), recvs);
-  return finish(OpType::ALLGATHER, {request}, std::move(state), opts.timeout);
+  Request request = c.allGather(toBuffer(send, "allgather"), recvs);
+  return finish(OpType::ALLGATHER, one(std::move(request)), outs, std::move(staging),
+                opts.timeout);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::_allgather_base(
@@ -193,20 +203,21 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::_allgather_base(
   TORCH_CHECK(output.numel() == input.numel() * size_,
               "smddp: all_gather_into_tensor output must have world_size * input.numel() = ",
               input.numel() * size_, " elements, got ", output.numel());
-  auto state = tensorListState({output});
-  at::Tensor send = state->staging.stage(input, /*copyIn=*/true, /*copyBack=*/false);
-  state->staging.keepAlive(input);
-  at::Tensor recv = state->staging.stage(output, /*copyIn=*/false, /*copyBack=*/true);
-  Request request = comm().allGather(toBuffer(send, "all_gather_into_tensor"),
-                                     toBuffer(recv, "all_gather_into_tensor"));
-  return finish(OpType::_ALLGATHER_BASE, {request}, std::move(state), opts.timeout);
+  Communicator& c = comm();
+  Staging staging;
+  at::Tensor send = staging.stage(input, /*copyIn=*/true, /*copyBack=*/false);
+  staging.keepAlive(input);
+  at::Tensor recv = staging.stage(output, /*copyIn=*/false, /*copyBack=*/true);
+  Request request = c.allGather(toBuffer(send, "all_gather_into_tensor"),
+                                toBuffer(recv, "all_gather_into_tensor"));
+  return finish(OpType::_ALLGATHER_BASE, one(std::move(request)), {output}, std::move(staging),
+                opts.timeout);
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::barrier(const ::c10d::BarrierOptions& opts) {
   // device_ids name CUDA devices to synchronize; CPU-only, so there is nothing to add to them.
-  auto state = tensorListState({});
   Request request = comm().barrier();
-  return finish(OpType::BARRIER, {request}, std::move(state), opts.timeout);
+  return finish(OpType::BARRIER, one(std::move(request)), {}, Staging(), opts.timeout);
 }
 
 // ---- collectives the engine does not offer yet -------------------------------------------------

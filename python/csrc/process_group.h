@@ -75,8 +75,9 @@ class ProcessGroupSmddp : public compat::BackendBase {
   void abort();
 
  private:
-  c10::intrusive_ptr<Work> finish(::c10d::OpType opType, std::vector<Request> requests,
-                                  std::shared_ptr<WorkState> state,
+  // Wraps posted requests in an SmddpWork whose Future yields `outputs`.
+  c10::intrusive_ptr<Work> finish(::c10d::OpType opType, SmddpWork::Requests requests,
+                                  Tensors outputs, Staging staging,
                                   std::chrono::milliseconds perOpTimeout);
   [[noreturn]] void unsupported(const char* op) const;
 

@@ -40,6 +40,7 @@ class Staging {
   void copyBack();
   // Tensors that must outlive the collective but are not outputs (inputs, temporaries).
   void keepAlive(const at::Tensor& tensor) { alive_.push_back(tensor); }
+  bool hasCopyBack() const { return !copies_.empty(); }
   void release();
 
  private:

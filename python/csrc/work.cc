@@ -1,11 +1,11 @@
 // SmddpWork: completion plumbing between smddp::Request and c10d::Work / ivalue::Future.
-// Path of a completion: engine completes request i -> WorkState::requestCompleted(i) -> (last
-// request) finish(): copy staged results back, mark finished, complete the Future. finish() runs
-// on the waiting caller's thread when one is in wait() (the synchronous fast path), else on the
-// group's CompletionQueue. Waiters see "finished" only after the copies.
+// The synchronous path (wait() with the group's timeout, nothing armed): the caller drives its
+// requests on the engine, then finishes inline under one lock. An armed Work (staged copies, a
+// Future, a passive waiter) finishes when its last request's callback runs: on the waiting
+// caller's thread when one is in wait(), else on the group's CompletionQueue. Waiters see
+// "finished" (completed_) only after the copies and the Future.
 #include "work.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "smddp/error.h"
@@ -20,170 +20,249 @@ constexpr std::chrono::milliseconds kCompletionGrace{30000};
 
 }  // namespace
 
-WorkState::WorkState(std::vector<at::Tensor> outs) : outputs(std::move(outs)) {}
-
-void WorkState::completeFuture(c10::ivalue::Future& future, const std::exception_ptr& failure) {
-  if (failure) {
-    future.setError(failure);
-  } else {
-    future.markCompleted(c10::IValue(outputs));
-  }
-}
-
-c10::intrusive_ptr<c10::ivalue::Future> WorkState::getFuture() {
-  std::lock_guard<std::mutex> lock(mutex);
-  if (!future_) {
-    auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors());
-    // Fresh, so no callbacks yet: completing it under our lock calls nothing back. Kept only
-    // once complete, so a throw here never leaves a Future that nobody will complete.
-    if (finished) completeFuture(*future, error);
-    future_ = std::move(future);
-  }
-  return future_;
-}
-
-bool WorkState::done() const {
-  std::lock_guard<std::mutex> lock(mutex);
-  return finished;
-}
-
-void WorkState::requestCompleted(size_t index, const std::shared_ptr<WorkState>& self,
-                                 CompletionQueue& completions) {
-  bool handOff = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (index < requests.size()) {
-      auto requestError = requests[index].error();
-      if (requestError && !error) {
-        error = requestError;
-      }
+c10::intrusive_ptr<SmddpWork> SmddpWork::create(int rank, ::c10d::OpType opType,
+                                                Requests requests,
+                                                std::vector<at::Tensor> outputs,
+                                                Staging staging,
+                                                std::shared_ptr<CompletionQueue> completions,
+                                                std::chrono::milliseconds timeout,
+                                                std::chrono::milliseconds groupTimeout) {
+  auto work = c10::make_intrusive<SmddpWork>(rank, opType, std::move(requests),
+                                             std::move(outputs), std::move(staging),
+                                             std::move(completions), timeout, groupTimeout);
+  if (!work->completed_ && work->staging_.hasCopyBack()) {  // results land without a wait
+    bool attach = false;
+    {
+      std::lock_guard<std::mutex> lock(work->mutex_);
+      attach = work->armLocked();
     }
-    handOff = --pending == 0 && !waiterDriving;
+    if (attach) work->attachCallbacks();
   }
-  if (handOff) {
-    completions.post([self] { self->finish(); });
-  }
+  return work;
 }
 
-bool WorkState::claimFinishLocked(std::exception_ptr& failure) {
-  if (finishing) return false;
-  finishing = true;
-  failure = error;
-  return true;
-}
-
-void WorkState::finish() {
-  std::exception_ptr failure;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (!claimFinishLocked(failure)) return;
-  }
-  finishClaimed(failure);
-}
-
-std::exception_ptr WorkState::finishClaimed(std::exception_ptr failure) {
-  if (!failure) {
-    try {
-      staging.copyBack();
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  }
-  staging.release();
-  // The Future before `finished`: a waiter woken by it may read the Future's value at once.
-  std::vector<Request> drop;  // breaks the cycle request -> callback -> state -> request
-  c10::intrusive_ptr<c10::ivalue::Future> future;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    error = failure;
-    future = future_;
-    if (!future) {  // none asked for: finished at once (a later getFuture() makes it complete)
-      finished = true;
-      drop.swap(requests);
-    }
-  }
-  if (future) {
-    try {
-      completeFuture(*future, failure);  // its callbacks run here, outside our lock
-    } catch (...) {
-      // A callback that throws must not leave waiters hanging or the request cycle alive; the
-      // outcome (`error`) is already final, and torch reports callback errors on chained Futures.
-    }
-    std::lock_guard<std::mutex> lock(mutex);
-    finished = true;
-    drop.swap(requests);
-  }
-  cv.notify_all();
-  return failure;
-}
-
-SmddpWork::SmddpWork(int rank, ::c10d::OpType opType, std::vector<Request> requests,
-                     std::shared_ptr<WorkState> state, std::shared_ptr<CompletionQueue> completions,
+SmddpWork::SmddpWork(int rank, ::c10d::OpType opType, Requests requests,
+                     std::vector<at::Tensor> outputs, Staging staging,
+                     std::shared_ptr<CompletionQueue> completions,
                      std::chrono::milliseconds timeout, std::chrono::milliseconds groupTimeout)
     : ::c10d::Work(rank, opType),
       requests_(std::move(requests)),
-      state_(std::move(state)),
+      staging_(std::move(staging)),
+      outputs_(std::move(outputs)),
+      completions_(std::move(completions)),
       timeout_(timeout),
       groupTimeout_(groupTimeout) {
-  state_->requests = requests_;
-  if (requests_.empty()) {
-    state_->finish();
-    return;
+  if (requests_.empty()) {  // nothing was posted (e.g. coalescing no tensors)
+    staging_.release();
+    completed_ = true;
   }
-  state_->pending = static_cast<int>(requests_.size());
-  for (size_t i = 0; i < requests_.size(); ++i) {
-    // Runs on the engine's thread (or at once): only records and hands off, never blocks there.
-    requests_[i].onComplete([state = state_, completions, i] {
-      state->requestCompleted(i, state, *completions);
+}
+
+SmddpWork::~SmddpWork() {
+  if (requestsDone()) return;  // armed Works are never here: self_ lives until the finish
+  struct Tensors {
+    std::vector<at::Tensor> outputs;
+    Staging staging;
+  };
+  try {
+    auto kept = std::make_shared<Tensors>(Tensors{std::move(outputs_), std::move(staging_)});
+    for (auto& request : requests_) {
+      if (!request.completed()) request.onComplete([kept] {});
+    }
+  } catch (...) {  // out of memory: the tensors must not go while the engine may write them
+    for (auto& request : requests_) {
+      try {
+        request.wait();
+      } catch (...) {
+      }
+    }
+  }
+}
+
+bool SmddpWork::requestsDone() const {
+  for (const auto& request : requests_) {
+    if (!request.completed()) return false;
+  }
+  return true;
+}
+
+std::exception_ptr SmddpWork::requestsError() const {
+  for (const auto& request : requests_) {
+    if (auto error = request.error()) return error;
+  }
+  return nullptr;
+}
+
+bool SmddpWork::armLocked() {
+  if (armed_.load(std::memory_order_relaxed)) return false;
+  pending_ = static_cast<int>(requests_.size());
+  self_ = c10::intrusive_ptr<SmddpWork>::unsafe_reclaim_from_nonowning(this);
+  armed_.store(true, std::memory_order_release);
+  return true;
+}
+
+void SmddpWork::attachCallbacks() {
+  // Only `this` is captured (fits std::function's inline storage); self_ keeps it alive until
+  // the finish, which comes after every callback (a request is done only after its callbacks).
+  // A request already done runs its callback here, at once.
+  for (auto& request : requests_) request.onComplete([this] { requestCompleted(); });
+}
+
+void SmddpWork::requestCompleted() {
+  bool handOff = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    handOff = --pending_ == 0 && !waiterDriving_;
+  }
+  if (handOff) {
+    completions_->post([work = c10::intrusive_ptr<SmddpWork>::unsafe_reclaim_from_nonowning(this)] {
+      work->finish();
     });
   }
 }
 
-bool SmddpWork::isCompleted() { return state_->done(); }
+bool SmddpWork::claimFinishLocked(bool* finished) {
+  *finished = false;
+  if (finishing_ || completed_) return false;
+  finishing_ = true;
+  if (!armed_.load(std::memory_order_relaxed)) {  // no copies, no Future, nobody asleep
+    exception_ = requestsError();
+    completed_ = true;
+    *finished = true;
+  }
+  return true;
+}
+
+void SmddpWork::completeFuture(c10::ivalue::Future& future, const std::exception_ptr& failure) {
+  if (failure) {
+    future.setError(failure);
+  } else {
+    future.markCompleted(c10::IValue(outputs_));
+  }
+}
+
+std::exception_ptr SmddpWork::finishClaimed() {
+  std::exception_ptr failure = requestsError();
+  if (!failure) {
+    try {
+      staging_.copyBack();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  staging_.release();
+  // Dropped last: it may be the final reference, once nothing here touches the Work any more.
+  c10::intrusive_ptr<SmddpWork> self;
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    exception_ = failure;
+    future = future_;
+    if (!future) {  // none asked for: finished at once (a later getFuture() makes it complete)
+      completed_ = true;
+      self = std::move(self_);
+    }
+  }
+  if (future) {  // the Future before completed_: a woken waiter may read its value at once
+    try {
+      completeFuture(*future, failure);  // its callbacks run here, outside our lock
+    } catch (...) {
+      // A callback that throws must not leave waiters hanging; the outcome is already final,
+      // and torch reports callback errors on chained Futures.
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    completed_ = true;
+    self = std::move(self_);
+  }
+  cv_.notify_all();
+  return failure;
+}
+
+void SmddpWork::finish() {
+  bool finished = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!claimFinishLocked(&finished)) return;
+  }
+  if (!finished) finishClaimed();
+}
+
+bool SmddpWork::isCompleted() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!completed_ && !armed_.load(std::memory_order_relaxed) && requestsDone()) {
+    bool finished = false;
+    claimFinishLocked(&finished);  // unarmed: finished on the spot
+  }
+  return completed_;
+}
 
 bool SmddpWork::isSuccess() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->finished && !state_->error;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (completed_) return !exception_;
+  return !armed_.load(std::memory_order_relaxed) && requestsDone() && !requestsError();
 }
 
 std::exception_ptr SmddpWork::exception() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->error;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (completed_) return exception_;
+  return armed_.load(std::memory_order_relaxed) ? nullptr : requestsError();
 }
 
-std::vector<at::Tensor> SmddpWork::result() { return state_->outputs; }
+c10::intrusive_ptr<c10::ivalue::Future> SmddpWork::getFuture() {
+  bool attach = false;
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (future_) return future_;
+    if (!completed_ && !armed_.load(std::memory_order_relaxed) && requestsDone()) {
+      bool finished = false;
+      claimFinishLocked(&finished);
+    }
+    future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors());
+    // Fresh, so no callbacks yet: completing it under our lock calls nothing back. Kept only
+    // once complete or armed, so a throw here never leaves a Future that nobody completes.
+    if (completed_) {
+      completeFuture(*future, exception_);
+    } else {
+      attach = armLocked();
+    }
+    future_ = future;
+  }
+  if (attach) attachCallbacks();
+  return future;
+}
 
 bool SmddpWork::wait(std::chrono::milliseconds timeout) {
-  bool explicitLimit = timeout != kNoTimeout || timeout_ != groupTimeout_;
-  auto limit = timeout != kNoTimeout ? timeout : timeout_;
+  const bool explicitLimit = timeout != kNoTimeout || timeout_ != groupTimeout_;
+  const auto limit = timeout != kNoTimeout ? timeout : timeout_;
   if (!explicitLimit) {
     // Fast path: drive the engine from this thread, then finish inline. Request::wait() is
     // bounded by the communicator's timeout, which is the group's.
-    {
-      std::lock_guard<std::mutex> lock(state_->mutex);
-      state_->waiterDriving = !state_->finishing;
+    if (armed_.load(std::memory_order_acquire)) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      waiterDriving_ = !finishing_ && !completed_;
     }
     for (auto& request : requests_) {
       try {
         request.wait();
       } catch (const Error&) {
-        break;  // its error (timeout included) is stored in state_ too
+        break;  // its error (timeout included) is the Work's outcome too
       }
     }
-    bool finishHere = false;
+    bool claimed = false;
+    bool finished = false;
     std::exception_ptr failure;
     {
-      std::lock_guard<std::mutex> lock(state_->mutex);
-      if (state_->waiterDriving) {
-        state_->waiterDriving = false;
-        // The completion queue may own the finish already: the request completed before this
-        // wait began and handed finish() off; then wait passively below.
-        finishHere = state_->pending == 0 && state_->claimFinishLocked(failure);
-      }
-      // pending > 0: a request is still running; its callback will hand finish() off.
+      std::lock_guard<std::mutex> lock(mutex_);
+      waiterDriving_ = false;
+      // An armed Work's finish may be owned by the completion queue already (the request
+      // completed before this wait began); then wait passively below.
+      claimed = requestsDone() && claimFinishLocked(&finished);
+      failure = exception_;
     }
-    if (finishHere) {  // the synchronous path: finished here, nothing left to wait for
-      if ((failure = state_->finishClaimed(failure))) std::rethrow_exception(failure);
+    if (claimed) {  // the synchronous path: nothing left to wait for
+      if (!finished) failure = finishClaimed();
+      if (failure) std::rethrow_exception(failure);
       return true;
     }
   }
@@ -192,21 +271,32 @@ bool SmddpWork::wait(std::chrono::milliseconds timeout) {
   // one more collective's limit plus the completion thread's slack.
   const auto deadline = std::chrono::steady_clock::now() + limit +
                         (explicitLimit ? std::chrono::milliseconds(0) : kCompletionGrace);
+  return waitFinished(deadline, limit);
+}
+
+bool SmddpWork::waitFinished(std::chrono::steady_clock::time_point deadline,
+                             std::chrono::milliseconds limit) {
   // A caller-chosen limit is honoured by waiting passively: a waiter that drives the engine runs
-  // the collective to its own end and could not return at `deadline`.
-  std::unique_lock<std::mutex> lock(state_->mutex);
-  if (!state_->cv.wait_until(lock, deadline, [this] { return state_->finished; })) {
+  // the collective to its own end and could not return at `deadline`. Arming lets the last
+  // request's completion wake us.
+  bool attach = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!completed_ && !armed_.load(std::memory_order_relaxed)) {
+      bool finished = false;
+      if (!(requestsDone() && claimFinishLocked(&finished))) attach = armLocked();
+    }
+  }
+  if (attach) attachCallbacks();
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!cv_.wait_until(lock, deadline, [this] { return completed_; })) {
     throw Error(ErrorCode::kTimeout,
                 "smddp: wait on " + ::c10d::opTypeToString(retrieveOpType()) + " timed out after " +
                     std::to_string(limit.count()) + " ms (rank " + std::to_string(rank_) +
                     "); the collective itself continues until the group's timeout");
   }
-  if (state_->error) {
-    std::rethrow_exception(state_->error);
-  }
+  if (exception_) std::rethrow_exception(exception_);
   return true;
 }
-
-c10::intrusive_ptr<c10::ivalue::Future> SmddpWork::getFuture() { return state_->getFuture(); }
 
 }  // namespace smddp::torch_shim

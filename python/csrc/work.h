@@ -1,20 +1,27 @@
 // The c10d::Work returned by every smddp collective: wraps one or more smddp::Requests, the
-// tensors they use, and the Future that DDP's comm hooks chain on.
+// tensors they use, and the Future that DDP's comm hooks chain on. One allocation per collective:
+// the Work itself (the base's mutex_, cv_, completed_ and exception_ are its state).
 // Invariants: wait() never blocks longer than its timeout (or the group's, when none is given);
 // the Future's value is the list of output tensors and is set only after staged copies are back;
 // engine errors reach wait(), exception() and the Future unchanged (RuntimeError in Python).
 // The Future's callbacks run before the Work is marked finished (so a waiter woken by it sees
 // their effects): a callback must not wait() on its own Work.
+//
+// "Armed": completion callbacks sit on the requests, so the Work finishes without anybody
+// asking (on the group's CompletionQueue) — needed only when something must happen then: staged
+// results to copy back, a Future to complete, a passive waiter to wake. A plain synchronous
+// collective is never armed: wait() drives the engine and finishes inline, and isCompleted()
+// finishes a collective it finds done. While armed and unfinished the Work holds a reference to
+// itself, the callbacks' target.
 #pragma once
 
 #include <ATen/core/ivalue.h>
+#include <c10/util/SmallVector.h>
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "completion_queue.h"
@@ -24,68 +31,68 @@
 
 namespace smddp::torch_shim {
 
-// What completion needs; shared with the engine callbacks so it never refers to the Work
-// (a callback holding the Work would form a cycle through the Request it belongs to).
-struct WorkState {
-  explicit WorkState(std::vector<at::Tensor> outputs);  // the Future's value: a tensor list
-
-  // Engine callback of request `index` (engine or caller thread; must not block). Records its
-  // error; the last one hands finish() to the completion queue unless a caller is waiting in
-  // wait(), which then finishes inline: no thread hand-off on the synchronous path.
-  void requestCompleted(size_t index, const std::shared_ptr<WorkState>& self,
-                        CompletionQueue& completions);
-  // Copies staged results back, completes the Future if one was asked for, marks the Work
-  // finished. Runs once; later calls return at once.
-  void finish();
-  // Claims the finish (mutex held): false when someone else did; else `failure` = error.
-  bool claimFinishLocked(std::exception_ptr& failure);
-  // finish() for a caller that claimed it; returns the outcome (null: success).
-  std::exception_ptr finishClaimed(std::exception_ptr failure);
-  bool done() const;
-  // The Future, made on first use (most Works are only waited on: DDP's hooks ask, a plain
-  // dist.all_reduce does not). One made after `finished` is completed at once; one made before
-  // is completed before `finished` is set, so a waiter that sees `finished` sees it complete.
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture();
-
-  std::vector<Request> requests;
-  Staging staging;
-  std::vector<at::Tensor> outputs;  // the Future's value
-
-  mutable std::mutex mutex;
-  std::condition_variable cv;
-  int pending = 0;           // requests not yet completed
-  bool waiterDriving = false;  // a caller is inside wait() and will finish inline
-  bool finishing = false;    // finish() claimed (by the queue or a waiter)
-  bool finished = false;
-  std::exception_ptr error;
-
- private:
-  void completeFuture(c10::ivalue::Future& future, const std::exception_ptr& failure);
-
-  c10::intrusive_ptr<c10::ivalue::Future> future_;  // null until getFuture()
-};
-
 class SmddpWork : public ::c10d::Work {
  public:
-  // Attaches completion callbacks to `requests`; `state` must be fully set up (outputs, staging).
-  // `timeout` is this collective's (per-op option or the group's); `groupTimeout` the group's.
-  SmddpWork(int rank, ::c10d::OpType opType, std::vector<Request> requests,
-            std::shared_ptr<WorkState> state, std::shared_ptr<CompletionQueue> completions,
+  using Requests = c10::SmallVector<Request, 1>;
+
+  // `requests` are posted; `outputs` is the Future's value; `staging` holds what to copy back and
+  // keep alive. `timeout` is this collective's (per-op option or the group's); `groupTimeout`
+  // the group's.
+  static c10::intrusive_ptr<SmddpWork> create(int rank, ::c10d::OpType opType, Requests requests,
+                                              std::vector<at::Tensor> outputs, Staging staging,
+                                              std::shared_ptr<CompletionQueue> completions,
+                                              std::chrono::milliseconds timeout,
+                                              std::chrono::milliseconds groupTimeout);
+  SmddpWork(int rank, ::c10d::OpType opType, Requests requests, std::vector<at::Tensor> outputs,
+            Staging staging, std::shared_ptr<CompletionQueue> completions,
             std::chrono::milliseconds timeout, std::chrono::milliseconds groupTimeout);
+  // A Work dropped before its requests completed (fire and forget: torch's join does that)
+  // hands its tensors to the requests, which release them when done.
+  ~SmddpWork() override;
 
   bool isCompleted() override;
   bool isSuccess() const override;
   std::exception_ptr exception() const override;
-  std::vector<at::Tensor> result() override;
+  std::vector<at::Tensor> result() override { return outputs_; }
   void synchronize() override {}  // CPU tensors: results are in place once completed
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
 
  private:
-  std::vector<Request> requests_;
-  std::shared_ptr<WorkState> state_;
+  bool requestsDone() const;
+  std::exception_ptr requestsError() const;  // the first request's error, in order
+  // Arms the Work (mutex_ held): returns false when it already was; the caller then registers
+  // the callbacks with attachCallbacks() after releasing the lock.
+  bool armLocked();
+  void attachCallbacks();
+  // Engine callback of one request (engine or caller thread; must not block): the last one hands
+  // the finish to the completion queue unless a caller inside wait() will finish inline.
+  void requestCompleted();
+  // Claims the finish (mutex_ held, requests done): false when someone else did. An unarmed Work
+  // has nothing to do at its finish, so it is finished right here (`*finished` = true).
+  bool claimFinishLocked(bool* finished);
+  // The finish for a caller that claimed it on an armed Work: copies staged results back,
+  // completes the Future, marks the Work finished, drops the self-reference. Returns the outcome.
+  std::exception_ptr finishClaimed();
+  void finish();  // the completion queue's: claim, then finishClaimed()
+  void completeFuture(c10::ivalue::Future& future, const std::exception_ptr& failure);
+  // Waits (without driving) until finished or `deadline`; rethrows the outcome.
+  bool waitFinished(std::chrono::steady_clock::time_point deadline,
+                    std::chrono::milliseconds limit);
+
+  Requests requests_;
+  Staging staging_;
+  std::vector<at::Tensor> outputs_;  // the Future's value
+  std::shared_ptr<CompletionQueue> completions_;
   std::chrono::milliseconds timeout_;
   std::chrono::milliseconds groupTimeout_;
+  // Guarded by mutex_; completed_ (the base's) is "finished", exception_ its outcome.
+  std::atomic<bool> armed_{false};  // written under mutex_, read without it by wait()
+  int pending_ = 0;                 // armed: requests whose callback has not run yet
+  bool waiterDriving_ = false;      // a caller inside wait() will finish inline
+  bool finishing_ = false;          // the finish is claimed
+  c10::intrusive_ptr<SmddpWork> self_;               // armed and not finished
+  c10::intrusive_ptr<c10::ivalue::Future> future_;  // null until getFuture()
 };
 
 }  // namespace smddp::torch_shim

@@ -5,6 +5,7 @@ Values: rank r contributes x_r[i] = (r + 1) + (i % 3) (small, exact in every dty
 over 4 ranks); for PRODUCT x_r[i] = 1 + (r + i) % 2, so products stay <= 16 (exact in int8).
 Invariant: every failure names the rank, the collective, dtype, op and the first wrong index.
 """
+import time
 from datetime import timedelta
 
 import torch
@@ -141,6 +142,33 @@ def check_allgather(rank, world):
         check(rank, "all_gather strided untouched", bases[r][:, 0], torch.zeros(4))
 
 
+def check_dropped_work(rank, world):
+    """A Work dropped unwaited (torch's join does that) keeps its tensors until the collective
+    ends, and its results still land: rank 0 posts late, so the others' requests are still
+    queued when their Work and its only tensor are gone."""
+    n = 4096
+    kept = value(rank, n, torch.float32)
+    if rank == 0:
+        time.sleep(0.3)
+    dist.all_reduce(value(rank, n, torch.float32), async_op=True)  # its tensor dies with it
+    reused = torch.full((n,), 7.0)  # most likely in the freed block
+    dist.all_reduce(kept, async_op=True)
+    dist.barrier()
+    check(rank, "all_reduce dropped Work: memory reused", reused, torch.full((n,), 7.0))
+    check(rank, "all_reduce dropped Work: result", kept, expected(world, n, torch.float32, "SUM"))
+    # a strided tensor: its staged result is copied back without a wait, by the group's
+    # completion thread (after the collective: poll for it, bounded)
+    base = torch.zeros(n, 2)
+    base[:, 0] = value(rank, n, torch.float32)
+    dist.all_reduce(base[:, 0], async_op=True)
+    dist.barrier()
+    want = expected(world, n, torch.float32, "SUM")
+    deadline = time.monotonic() + 10
+    while not torch.equal(base[:, 0], want.to(torch.float32)) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    check(rank, "all_reduce dropped Work: strided", base[:, 0], want)
+
+
 def suite(rank, world, init_method):
     dist.init_process_group("smddp", init_method=init_method, rank=rank, world_size=world,
                             timeout=timedelta(seconds=60))
@@ -149,6 +177,7 @@ def suite(rank, world, init_method):
     check_coalesced(rank, world)
     check_broadcast(rank, world)
     check_allgather(rank, world)
+    check_dropped_work(rank, world)
     dist.barrier()
     dist.barrier(async_op=True).wait()
     dist.destroy_process_group()
