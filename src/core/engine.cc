@@ -21,36 +21,36 @@ constexpr std::chrono::milliseconds kMaxPoll{1};
 constexpr std::chrono::milliseconds kIdleAfter{20};
 
 std::exception_ptr RequestState::error() const {
-  // Before completing_ the outcome is not known yet; after it, error_ never changes.
-  return completing_.load(std::memory_order_acquire) ? error_ : nullptr;
+  // Before kCompleting the outcome is not known yet; after it, error_ never changes.
+  return (state_.load(std::memory_order_acquire) & kCompleting) != 0 ? error_ : nullptr;
 }
 
 // Callbacks run before done() turns true, so a waiter that returns from wait() sees their effects
 // (torch marks its Future from one). A callback added while they run is run at once by its adder.
-// No lock unless a callback was ever added: complete() stores completing_ then reads
-// hasCallbacks_, addCallback sets hasCallbacks_ then reads completing_, all seq_cst, so at least
-// one side sees the other: either this completion takes the lock and the callbacks, or the adder
-// runs its own.
+// Without callbacks a completion is one compare-and-swap (0 -> completing | done), no lock. An
+// adder sets kCallbacks (under mutex_) before reading kCompleting, a completer sets kCompleting
+// before taking mutex_ for the callbacks: an adder that saw no kCompleting has pushed its
+// callback before the completer takes them; one that saw it runs its own.
 void RequestState::complete(std::exception_ptr error) {
   error_ = std::move(error);
-  completing_.store(true);
-  if (hasCallbacks_.load()) {
+  uint8_t expected = 0;
+  if (!state_.compare_exchange_strong(expected, kCompleting | kDone)) {  // callbacks were added
+    state_.fetch_or(kCompleting);
     std::vector<std::function<void()>> callbacks;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       callbacks.swap(callbacks_);
     }
     for (auto& fn : callbacks) fn();
+    state_.fetch_or(kDone);  // seq_cst, as the exchange above: see Engine::announce()
   }
-  done_.store(true);  // seq_cst: see Engine::announce()
   if (engine) engine->announce(*this);
 }
 
 void RequestState::addCallback(std::function<void()> fn) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    hasCallbacks_.store(true);
-    if (!completing_.load()) {
+    if ((state_.fetch_or(kCallbacks) & kCompleting) == 0) {
       callbacks_.push_back(std::move(fn));
       return;
     }
@@ -92,7 +92,8 @@ void Engine::announce(const RequestState& request) {
   // while the engine thread works through the queue sleeps through the others' completions.
   // Most completions have nobody to wake (a caller that drives its own request never sleeps).
   // No lost wake-up: a sleeper counts itself on the request and then reads done(), a completer
-  // stores done and then reads the count, all seq_cst, so at least one of them sees the other.
+  // sets done (a locked read-modify-write) and then reads the count, all seq_cst, so at least
+  // one of them sees the other.
   // When a sleeper is counted, taking the mutex orders this completion before its next check.
   if (request.sleepers.load() == 0) return;
   { std::lock_guard<std::mutex> lock(mutex_); }
@@ -120,7 +121,7 @@ std::shared_ptr<RequestState> Engine::takeFront(Clock::time_point now, bool byCa
 
 void Engine::drive(std::unique_lock<std::mutex>& lock, RequestState* until,
                    Clock::time_point deadline) {
-  busy_ = true;
+  busy_.store(true, std::memory_order_relaxed);  // read under mutex_ only
   for (bool first = true; !queue_.empty(); first = false) {
     const bool more = queue_.size() > 1;
     const auto now = first && !more ? Clock::time_point() : Clock::now();
@@ -133,7 +134,7 @@ void Engine::drive(std::unique_lock<std::mutex>& lock, RequestState* until,
     lock.lock();
     if (reached) break;
   }
-  busy_ = false;
+  busy_.store(false, std::memory_order_relaxed);  // under mutex_, as every reader
   // Drivers sleeping for their turn (a caller whose request is further back) may take the rest.
   if (!queue_.empty() && sleepers_.load() > 0) callersCv_.notify_all();
 }
@@ -153,7 +154,7 @@ bool Engine::waitQueued(RequestState& request, std::chrono::milliseconds grace,
   // whole collective, so it runs here at once (bounded by its own deadline); the clock is read
   // only if something is left to wait for.
   if (!busy_ && !queue_.empty() && queue_.front().get() == &request) {
-    busy_ = true;
+    busy_.store(true, std::memory_order_relaxed);  // read under mutex_ only
     std::shared_ptr<RequestState> queued =
         takeFront(queue_.size() > 1 ? Clock::now() : Clock::time_point(), true);
     lock.unlock();

@@ -1,11 +1,13 @@
 // RequestState: one posted collective, shared by the public Request handle, the engine queue and
-// whoever runs it. Completion is a seq_cst store of done(), announced to sleeping waiters by
-// Engine::announce() (which says why none is missed); callbacks run once, outside every lock,
-// before done(). A completion takes no lock unless callbacks were added (see complete()).
+// whoever runs it. Completion is a seq_cst read-modify-write that sets done(), announced to
+// sleeping waiters by Engine::announce() (which says why none is missed); callbacks run once,
+// outside every lock, before done(). Without callbacks a completion is one compare-and-swap and
+// takes no lock (see complete()).
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -30,18 +32,20 @@ class RequestState {
   std::atomic<int> sleepers{0};
 
   // seq_cst (a plain load on x86): pairs with `sleepers`, see Engine::announce().
-  bool done() const { return done_.load(); }
+  bool done() const { return (state_.load() & kDone) != 0; }
   std::exception_ptr error() const;
   // Publishes the outcome (error may be null), wakes waiters, runs callbacks. Called once.
   void complete(std::exception_ptr error);
   void addCallback(std::function<void()> fn);
 
  private:
-  std::atomic<bool> done_{false};
-  std::atomic<bool> completing_{false};  // error_ is final; callbacks are being run
-  std::atomic<bool> hasCallbacks_{false};  // addCallback was called
-  std::mutex mutex_;                     // guards callbacks_
-  std::exception_ptr error_;             // written once, before completing_
+  // state_ bits. One atomic read-modify-write completes a request that has no callbacks.
+  static constexpr uint8_t kCallbacks = 1;   // addCallback was called
+  static constexpr uint8_t kCompleting = 2;  // error_ is final; callbacks are being run
+  static constexpr uint8_t kDone = 4;        // callbacks ran: done()
+  std::atomic<uint8_t> state_{0};
+  std::mutex mutex_;                      // guards callbacks_
+  std::exception_ptr error_;              // written once, before kCompleting
   std::vector<std::function<void()>> callbacks_;
 };
 
