@@ -119,6 +119,9 @@ TEST(SharedArena, RanksThatDisagreeFallBackTogether) {
       EXPECT_FALSE(j.arena) << "rank " << r << " (off: rank " << off << ")";
       EXPECT_TRUE(j.error.empty()) << j.error;
       EXPECT_FALSE(j.why.empty()) << "rank " << r;
+      if (r == off || off == 0) {  // its own reason, or rank 0's passed on to every rank
+        EXPECT_NE(j.why.find("not wanted"), std::string::npos) << "rank " << r << ": " << j.why;
+      }
     }
     EXPECT_TRUE(ourObjects().empty());
   }

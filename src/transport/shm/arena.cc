@@ -119,27 +119,33 @@ std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& 
   const size_t bytes = SharedArena::regionBytes(slotBytes) * static_cast<size_t>(size);
   auto map = std::make_shared<Mapping>();
   std::string name;
+  const char* const unwanted = "not wanted (SMDDP_SHM=0 or Options::sharedMemory = false)";
   if (rank == 0) {
     if (wanted) {
       name = objectName(prefix);
       why = createObject(name, bytes, *map);
     } else {
-      why = "SMDDP_SHM=0";
+      why = unwanted;
     }
     store.set(prefix + "/arena/name", why.empty() ? name : "!" + why);
+    if (!why.empty()) return nullptr;  // every rank reads why: nothing to agree on
   } else {
     const std::string value = store.get(prefix + "/arena/name", timeout);
     if (!value.empty() && value[0] == '!') {
       why = "rank 0: " + value.substr(1);
-    } else if (!wanted) {
-      why = "SMDDP_SHM=0";
+      return nullptr;
+    }
+    if (!wanted) {
+      why = unwanted;
     } else {
       name = value;
       why = openObject(name, bytes, *map);
     }
   }
-  // Everyone reports; the object is unlinked once all ranks mapped it (or gave up).
+  // Everyone reports; the object is unlinked once all ranks mapped it (or gave up). A rank that
+  // gave up is done once it said so; the others learn of it from the count.
   store.add(prefix + "/arena/joined", why.empty() ? 1 : 1 + kFailed);
+  if (!why.empty()) return nullptr;
   store::Backoff backoff(std::chrono::microseconds(50), std::chrono::milliseconds(10));
   int64_t joined = 0;
   while (((joined = store.add(prefix + "/arena/joined", 0)) % kFailed) < size) {
