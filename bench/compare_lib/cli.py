@@ -105,9 +105,10 @@ class Backends:
 
 
 def _cell(world, coll, dtype, backend, status="ok", reason=""):
+    cores = usable_cores()
     return {"world": world, "collective": coll, "dtype": dtype, "backend": backend,
             "status": status, "reason": reason, "rounds": [], "rows": [],
-            "cores": usable_cores(), "oversubscribed": world > usable_cores()}
+            "cores": cores, "oversubscribed": world > cores}
 
 
 def _dtypes(args, coll):

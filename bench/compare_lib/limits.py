@@ -22,30 +22,40 @@ PINGPONG_SIZES = (("latency", 8, 20000), ("bw_1MiB", 1 << 20, 400), ("bw_16MiB",
 
 
 def _build_and_run(bindir, name, args, extra_flags=()):
-    """Compiles bench/limits/<name>.c into bindir and returns its JSON line, or {"skipped"}."""
+    """Compiles bench/limits/<name>.c into bindir and returns its JSON line; {"skipped"} without
+    a C compiler, {"error"} (with the compiler's or the tool's own words) when it fails."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if not cc:
         return {"skipped": "no C compiler"}
     src = os.path.join(os.path.dirname(HERE), "limits", f"{name}.c")
     exe = os.path.join(bindir, name)
-    subprocess.run([cc, "-O3", "-std=c11", *extra_flags, "-o", exe, src], check=True, timeout=120)
-    out = subprocess.run([exe, *args], check=True, capture_output=True, text=True,
-                         timeout=300).stdout
-    return json.loads(out)
+    try:
+        built = subprocess.run([cc, "-O3", "-std=c11", *extra_flags, "-o", exe, src],
+                               capture_output=True, text=True, timeout=120)
+        if built.returncode != 0:
+            return {"error": f"building {name}: {built.stderr.strip()[-300:]}"}
+        ran = subprocess.run([exe, *args], capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired as e:
+        return {"error": f"{name}: timed out after {e.timeout:.0f} s"}
+    if ran.returncode != 0:
+        return {"error": f"{name}: exit {ran.returncode}: {ran.stderr.strip()[-300:]}"}
+    try:
+        return json.loads(ran.stdout)
+    except ValueError:
+        return {"error": f"{name}: no JSON line in its output: {ran.stdout.strip()[-200:]}"}
 
 
 def memory_limits(bindir, mib, quick):
+    """{"memcpy_gbps", "add_f32_gbps", ...}, or {"skipped"} / {"error"}."""
     return _build_and_run(bindir, "mem_limits", ["-m", str(mib), "-r", "2" if quick else "5"],
                           ["-D_POSIX_C_SOURCE=200809L"])
 
 
 def line_rtt_limit(bindir, quick):
-    """The cache-line round trip between two cores: {"line_rtt_ns": ...} or {"error"}."""
-    try:
-        return _build_and_run(bindir, "line_rtt", ["-n", "100000" if quick else "1000000"],
-                              ["-pthread"])
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, ValueError) as e:
-        return {"error": str(e)}
+    """The cache-line round trip between two cores: {"line_rtt_ns": ...}, {"skipped"} or
+    {"error"}."""
+    return _build_and_run(bindir, "line_rtt", ["-n", "100000" if quick else "1000000"],
+                          ["-pthread"])
 
 
 def _parse_pingpong(text):
@@ -105,8 +115,8 @@ def measure(bindir, quick):
 def format_limits(lim):
     lines = ["# Limits (measured in this run)"]
     mem = lim["memory"]
-    if "skipped" in mem:
-        lines.append(f"#   memory: skipped ({mem['skipped']})")
+    if "memcpy_gbps" not in mem:
+        lines.append(f"#   memory: {mem.get('skipped') or mem.get('error')}")
     else:
         lines.append(f"#   single-core memcpy {mem['memcpy_gbps']:.2f} GB/s, fp32 a+=b "
                      f"{mem['add_f32_gbps']:.2f} GB/s ({mem['buffer_mib']} MiB buffers, best of "

@@ -8,13 +8,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from .common import usable_cores  # noqa: E402
-
 COLORS = {"smddp": "tab:blue", "gloo": "tab:orange", "mpi": "tab:green", "engine": "tab:purple"}
 STYLES = {"float32": "-", "bfloat16": "--"}
 
 
 def _bw_axis(ax, cells, coll, world, memcpy):
+    oversubscribed = False  # as each cell recorded it when it ran
     for c in cells:
         if c["collective"] != coll or c["world"] != world or not c["rows"]:
             continue
@@ -22,11 +21,12 @@ def _bw_axis(ax, cells, coll, world, memcpy):
         ys = [r["busbw_gbps"] for r in c["rows"] if r["busbw_gbps"] > 0]
         ax.plot(xs, ys, STYLES.get(c["dtype"], ":"), color=COLORS.get(c["backend"]), marker=".",
                 label=f"{c['backend']} {c['dtype']}")
+        oversubscribed = oversubscribed or c.get("oversubscribed", False)
     if memcpy:
         ax.axhline(memcpy, color="grey", linewidth=0.8, linestyle=":", label="memcpy (1 core)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_title(f"{coll}, world {world}" + (" (oversubscribed)" if world > usable_cores() else ""),
+    ax.set_title(f"{coll}, world {world}" + (" (oversubscribed)" if oversubscribed else ""),
                  fontsize=9)
     ax.set_xlabel("size (B)", fontsize=8)
     ax.set_ylabel("busbw (GB/s)", fontsize=8)
