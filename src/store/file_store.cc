@@ -126,6 +126,10 @@ class FileStore : public Store {
 
   int64_t add(const std::string& key, int64_t delta) override {
     std::string name = encodeKey(key);
+    std::string text;
+    // add(key, 0) on an existing key is a polled read: set() renames atomically, so the file
+    // always holds a whole value and no lock is needed (the polls no longer queue on flock).
+    if (delta == 0 && readFile(dir_ + "/" + name, text)) return parseCounter(key, delta, text);
     std::string lockPath = dir_ + "/.lock." + name;
     int fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) throw Error(ErrorCode::kStore, sysError("open lock", lockPath));
@@ -156,20 +160,22 @@ class FileStore : public Store {
   }
 
  private:
+  int64_t parseCounter(const std::string& key, int64_t delta, const std::string& text) const {
+    char* end = nullptr;
+    errno = 0;
+    const int64_t value = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || errno != 0 || *end != '\0') {
+      throw Error(ErrorCode::kStore, "file store " + dir_ + ": add(" + key + ", " +
+                                         std::to_string(delta) + "): value '" + text +
+                                         "' is not an integer");
+    }
+    return value;
+  }
+
   int64_t addLocked(const std::string& key, const std::string& path, int64_t delta) {
     std::string text;
-    int64_t value = 0;
     const bool existed = readFile(path, text);
-    if (existed) {
-      char* end = nullptr;
-      errno = 0;
-      value = std::strtoll(text.c_str(), &end, 10);
-      if (text.empty() || errno != 0 || *end != '\0') {
-        throw Error(ErrorCode::kStore, "file store " + dir_ + ": add(" + key + ", " +
-                                           std::to_string(delta) + "): value '" + text +
-                                           "' is not an integer");
-      }
-    }
+    int64_t value = existed ? parseCounter(key, delta, text) : 0;
     value += delta;
     if (delta != 0 || !existed) set(key, std::to_string(value));  // add(key, 0) is a polled read
     return value;

@@ -2,6 +2,7 @@
 // keys, and add() atomic across threads and across forked processes (exact closed-form totals).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -104,10 +105,34 @@ TEST_F(FileStoreTest, AddFromForkedProcessesIsExact) {
   EXPECT_EQ(makeFileStore(dir_)->add("counter", 0), kAdds * kProcs * (kProcs + 1) / 2);
 }
 
+// add(key, 0) reads without the lock: while another thread adds, every poll sees a whole value,
+// never less than the one before and never more than the adds so far.
+TEST_F(FileStoreTest, PolledReadsSeeWholeGrowingValues) {
+  auto store = makeFileStore(dir_);
+  constexpr int kAdds = 300;
+  std::atomic<int64_t> added{0};
+  std::thread adder([&] {
+    for (int i = 0; i < kAdds; ++i) added.store(store->add("counter", 1));
+  });
+  int64_t last = 0;
+  int polls = 0;
+  while (last < kAdds) {
+    const int64_t seen = store->add("counter", 0);
+    ASSERT_GE(seen, last) << "after " << polls << " polls";
+    ASSERT_LE(seen, added.load() + 1) << "after " << polls << " polls";
+    last = seen;
+    ++polls;
+  }
+  adder.join();
+  EXPECT_EQ(store->add("absent", 0), 0);  // a missing key is created as 0
+  EXPECT_EQ(store->get("absent", milliseconds(100)), "0");
+}
+
 TEST_F(FileStoreTest, AddOnNonIntegerFails) {
   auto store = makeFileStore(dir_);
   store->set("text", "abc");
   EXPECT_THROW(store->add("text", 1), Error);
+  EXPECT_THROW(store->add("text", 0), Error);  // the lock-free read checks it too
 }
 
 TEST_F(FileStoreTest, FileStoreHasNoTcpPort) { EXPECT_EQ(tcpStorePort(*makeFileStore(dir_)), -1); }
