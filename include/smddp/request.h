@@ -30,7 +30,8 @@ class Request {
   // The stored error of a failed request, or nullptr.
   std::exception_ptr error() const;
   // Runs fn once the request completes (at once if it already has). fn runs on the thread that
-  // completed the request and must not block.
+  // completed the request and must not block or throw (an exception it throws is dropped; one
+  // thrown when fn runs at once here reaches the caller).
   void onComplete(std::function<void()> fn);
   // The per-communicator sequence number of this collective.
   uint64_t sequence() const;

@@ -7,16 +7,17 @@
 
 namespace smddp::torch_shim {
 
-CompletionQueue::CompletionQueue() : thread_([this] { run(); }) {}
+CompletionQueue::CompletionQueue()
+    : state_(std::make_shared<State>()), thread_([state = state_] { run(state); }) {}
 
 CompletionQueue::~CompletionQueue() { stop(); }
 
 void CompletionQueue::post(std::function<void()> fn) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!stopping_) {
-      queue_.push_back(std::move(fn));
-      cv_.notify_one();
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (!state_->stopping) {
+      state_->queue.push_back(std::move(fn));
+      state_->cv.notify_one();
       return;
     }
   }
@@ -28,18 +29,19 @@ void CompletionQueue::post(std::function<void()> fn) {
 
 void CompletionQueue::stop() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (stopped_) {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->stopped) {
       return;
     }
-    stopping_ = true;
-    stopped_ = true;
-    cv_.notify_one();
+    state_->stopping = true;
+    state_->stopped = true;
+    state_->cv.notify_one();
   }
   if (!thread_.joinable()) {
     return;
   }
-  // A Future callback could drop the last reference to the group on this very thread.
+  // A Future callback could drop the last reference to the group on this very thread; the
+  // thread then drains the queue on its own State and ends.
   if (thread_.get_id() == std::this_thread::get_id()) {
     thread_.detach();
   } else {
@@ -47,22 +49,22 @@ void CompletionQueue::stop() {
   }
 }
 
-void CompletionQueue::run() {
-  std::unique_lock<std::mutex> lock(mutex_);
+void CompletionQueue::run(const std::shared_ptr<State>& state) {
+  std::unique_lock<std::mutex> lock(state->mutex);
   for (;;) {
-    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-    if (queue_.empty()) {
+    state->cv.wait(lock, [&] { return state->stopping || !state->queue.empty(); });
+    if (state->queue.empty()) {
       return;  // stopping and drained
     }
     {
-      auto fn = std::move(queue_.front());
-      queue_.pop_front();
+      auto fn = std::move(state->queue.front());
+      state->queue.pop_front();
       lock.unlock();
       try {
         fn();
       } catch (...) {
       }
-    }  // fn's captures (tensors, futures) are released without the lock held
+    }  // fn's captures (tensors, futures, Works) are released without the lock held
     lock.lock();
   }
 }

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -21,17 +22,24 @@ class CompletionQueue {
   CompletionQueue& operator=(const CompletionQueue&) = delete;
 
   void post(std::function<void()> fn);
-  // Runs what is queued, then joins the thread. Call without holding the GIL.
+  // Runs what is queued, then joins the thread. Call without holding the GIL. Called on the
+  // thread itself (a task dropped the last reference to the queue), it detaches instead.
   void stop();
 
  private:
-  void run();
+  // Shared with the thread, so that the queue may be destroyed from one of its own tasks (a
+  // Future callback dropping the last reference to the group, or to a Work holding the queue):
+  // the thread finishes its loop on the state it holds.
+  struct State {
+    std::mutex mutex;
+    std::condition_variable cv;
+    std::deque<std::function<void()>> queue;
+    bool stopping = false;
+    bool stopped = false;
+  };
+  static void run(const std::shared_ptr<State>& state);
 
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  bool stopping_ = false;
-  bool stopped_ = false;
+  std::shared_ptr<State> state_;
   std::thread thread_;
 };
 

@@ -59,7 +59,10 @@ PYBIND11_MODULE(_C, m) {
            "from C++ with no Python between them; returns microseconds per call. Every rank "
            "must call it alike.")
       .def("_abort", &ProcessGroupSmddp::abort, py::call_guard<py::gil_scoped_release>(),
-           "Fails every pending and later collective of this group (Error kAborted).");
+           "Fails every pending and later collective of this group (Error kAborted).")
+      .def("_shutdown", &ProcessGroupSmddp::shutdown,  // releases the GIL itself
+           "Waits (bounded) for pending collectives, finishes their Works and releases the "
+           "communicator; later collectives raise. torch_smddp calls it at interpreter exit.");
 
   m.attr("torch_version") = smddp::torch_shim::compat::torchVersion();
   m.attr("base_class") = smddp::torch_shim::compat::kBaseClassName;

@@ -59,7 +59,9 @@ SmddpWork::SmddpWork(int rank, ::c10d::OpType opType, Requests requests,
 }
 
 SmddpWork::~SmddpWork() {
-  if (requestsDone()) return;  // armed Works are never here: self_ lives until the finish
+  // An armed Work gets here only finished (self_ lives until then), possibly while its last
+  // request is still between its callbacks and done(): the no-op keep-alive then runs at once.
+  if (requestsDone()) return;
   struct Tensors {
     std::vector<at::Tensor> outputs;
     Staging staging;
@@ -109,16 +111,12 @@ void SmddpWork::attachCallbacks() {
 }
 
 void SmddpWork::requestCompleted() {
-  bool handOff = false;
+  c10::intrusive_ptr<SmddpWork> work;  // taken under the lock: nobody can finish us meanwhile
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    handOff = --pending_ == 0 && !waiterDriving_;
+    if (--pending_ == 0 && !waiterDriving_) work = self_;
   }
-  if (handOff) {
-    completions_->post([work = c10::intrusive_ptr<SmddpWork>::unsafe_reclaim_from_nonowning(this)] {
-      work->finish();
-    });
-  }
+  if (work) completions_->post([work = std::move(work)] { work->finish(); });
 }
 
 bool SmddpWork::claimFinishLocked(bool* finished) {
@@ -128,6 +126,7 @@ bool SmddpWork::claimFinishLocked(bool* finished) {
   if (!armed_.load(std::memory_order_relaxed)) {  // no copies, no Future, nobody asleep
     exception_ = requestsError();
     completed_ = true;
+    staging_.release();  // inputs and temporaries kept for the collective
     *finished = true;
   }
   return true;
@@ -255,9 +254,12 @@ bool SmddpWork::wait(std::chrono::milliseconds timeout) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       waiterDriving_ = false;
-      // An armed Work's finish may be owned by the completion queue already (the request
-      // completed before this wait began); then wait passively below.
-      claimed = requestsDone() && claimFinishLocked(&finished);
+      // Armed: every callback has run (a request's error is final before its callbacks run;
+      // done() only follows them, and a callback that saw waiterDriving_ handed nothing off).
+      // Its finish may be owned by the completion queue already (the request completed before
+      // this wait began); then wait passively below.
+      const bool allIn = armed_.load(std::memory_order_relaxed) ? pending_ == 0 : requestsDone();
+      claimed = allIn && claimFinishLocked(&finished);
       failure = exception_;
     }
     if (claimed) {  // the synchronous path: nothing left to wait for

@@ -2,9 +2,13 @@
 
 Invariant: registration happens at most once per interpreter (importing twice, reloading the
 package or calling register() again is a no-op), because torch asserts on a second
-register_backend of the same name.
+register_backend of the same name. Groups still alive when the interpreter exits are shut down
+from an atexit hook, while Python still runs: their completion threads finish the last
+collectives' Works, whose tensors need the interpreter, before it is torn down.
 """
+import atexit
 import inspect
+import weakref
 from datetime import timedelta
 
 import torch.distributed as dist
@@ -27,16 +31,27 @@ def _communicator_name(group_id):
     return BACKEND_NAME if not group_id else f"{BACKEND_NAME}.{group_id}"
 
 
+_live_groups = weakref.WeakSet()
+
+
+@atexit.register
+def _shutdown_live_groups():
+    for pg in list(_live_groups):
+        pg._shutdown()
+
+
 def create_backend(dist_backend_opts, pg_options=None):
     """Creator torch calls (extended API) for every group that uses backend "smddp"."""
     opts = dist_backend_opts
-    return _C.ProcessGroupSmddp(
+    pg = _C.ProcessGroupSmddp(
         opts.store,
         opts.group_rank,
         opts.group_size,
         _timeout_seconds(opts.timeout),
         _communicator_name(getattr(opts, "group_id", "")),
     )
+    _live_groups.add(pg)
+    return pg
 
 
 def is_registered():

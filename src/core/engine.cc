@@ -41,7 +41,14 @@ void RequestState::complete(std::exception_ptr error) {
       std::lock_guard<std::mutex> lock(mutex_);
       callbacks.swap(callbacks_);
     }
-    for (auto& fn : callbacks) fn();
+    for (auto& fn : callbacks) {
+      try {
+        fn();
+      } catch (...) {
+        // Dropped (Request::onComplete: a callback must not throw): the others still run and
+        // the request still completes, so no waiter hangs and the outcome stays final.
+      }
+    }
     state_.fetch_or(kDone);  // seq_cst, as the exchange above: see Engine::announce()
   }
   if (engine) engine->announce(*this);
