@@ -4,8 +4,8 @@ two cores (bench/limits/line_rtt.c), and libfabric's raw point-to-point bandwidt
 shm and tcp (fi_pingpong from libfabric-bin, server and client on 127.0.0.1, RDM endpoints,
 tagged messages).
 
-Invariant: a missing tool gives {"skipped": reason}, never an exception; every process started
-here is waited for or killed.
+Invariant: a missing tool gives {"skipped": reason} and a failing one {"error": its own words},
+never an exception; every process started here is waited for or killed.
 """
 import json
 import os

@@ -91,7 +91,8 @@ def launch(args):
         me = [sys.executable, os.path.abspath(__file__), "--rank", str(rank), "--port", str(port)]
         argv = bind_argv(rank, args.world) + me + sys.argv[1:]
         out = subprocess.PIPE if rank == 0 else subprocess.DEVNULL  # only rank 0 prints rows
-        procs.append(subprocess.Popen(argv, stdout=out, text=True))
+        env = dict(os.environ, SMDDP_PROVIDER="shm", OMP_NUM_THREADS="1")  # as compare runs
+        procs.append(subprocess.Popen(argv, stdout=out, text=True, env=env))
     # Ranks print only a few lines (rank 0's rows at the end), so polling cannot fill a pipe; a
     # rank that fails ends the run at once instead of its peers waiting out the group timeout.
     deadline = time.monotonic() + args.timeout

@@ -30,11 +30,10 @@ void CompletionQueue::post(std::function<void()> fn) {
 void CompletionQueue::stop() {
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
-    if (state_->stopped) {
+    if (state_->stopping) {
       return;
     }
     state_->stopping = true;
-    state_->stopped = true;
     state_->cv.notify_one();
   }
   if (!thread_.joinable()) {

@@ -34,8 +34,7 @@ class CompletionQueue {
     std::mutex mutex;
     std::condition_variable cv;
     std::deque<std::function<void()>> queue;
-    bool stopping = false;
-    bool stopped = false;
+    bool stopping = false;  // set once by stop(); the thread drains the queue, then ends
   };
   static void run(const std::shared_ptr<State>& state);
 

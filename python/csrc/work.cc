@@ -54,6 +54,7 @@ SmddpWork::SmddpWork(int rank, ::c10d::OpType opType, Requests requests,
       groupTimeout_(groupTimeout) {
   if (requests_.empty()) {  // nothing was posted (e.g. coalescing no tensors)
     staging_.release();
+    finishing_ = true;
     completed_ = true;
   }
 }
@@ -119,17 +120,22 @@ void SmddpWork::requestCompleted() {
   if (work) completions_->post([work = std::move(work)] { work->finish(); });
 }
 
-bool SmddpWork::claimFinishLocked(bool* finished) {
-  *finished = false;
-  if (finishing_ || completed_) return false;
+bool SmddpWork::claimFinishLocked() {
+  if (finishing_) return false;
   finishing_ = true;
   if (!armed_.load(std::memory_order_relaxed)) {  // no copies, no Future, nobody asleep
     exception_ = requestsError();
     completed_ = true;
     staging_.release();  // inputs and temporaries kept for the collective
-    *finished = true;
   }
   return true;
+}
+
+bool SmddpWork::finishIfDoneLocked() {
+  if (!finishing_ && !armed_.load(std::memory_order_relaxed) && requestsDone()) {
+    claimFinishLocked();
+  }
+  return completed_;
 }
 
 void SmddpWork::completeFuture(c10::ivalue::Future& future, const std::exception_ptr& failure) {
@@ -178,21 +184,16 @@ std::exception_ptr SmddpWork::finishClaimed() {
 }
 
 void SmddpWork::finish() {
-  bool finished = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!claimFinishLocked(&finished)) return;
+    if (!claimFinishLocked() || completed_) return;
   }
-  if (!finished) finishClaimed();
+  finishClaimed();
 }
 
 bool SmddpWork::isCompleted() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!completed_ && !armed_.load(std::memory_order_relaxed) && requestsDone()) {
-    bool finished = false;
-    claimFinishLocked(&finished);  // unarmed: finished on the spot
-  }
-  return completed_;
+  return finishIfDoneLocked();
 }
 
 bool SmddpWork::isSuccess() const {
@@ -213,14 +214,11 @@ c10::intrusive_ptr<c10::ivalue::Future> SmddpWork::getFuture() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (future_) return future_;
-    if (!completed_ && !armed_.load(std::memory_order_relaxed) && requestsDone()) {
-      bool finished = false;
-      claimFinishLocked(&finished);
-    }
+    const bool finished = finishIfDoneLocked();
     future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors());
     // Fresh, so no callbacks yet: completing it under our lock calls nothing back. Kept only
     // once complete or armed, so a throw here never leaves a Future that nobody completes.
-    if (completed_) {
+    if (finished) {
       completeFuture(*future, exception_);
     } else {
       attach = armLocked();
@@ -239,7 +237,7 @@ bool SmddpWork::wait(std::chrono::milliseconds timeout) {
     // bounded by the communicator's timeout, which is the group's.
     if (armed_.load(std::memory_order_acquire)) {
       std::lock_guard<std::mutex> lock(mutex_);
-      waiterDriving_ = !finishing_ && !completed_;
+      waiterDriving_ = !finishing_;
     }
     for (auto& request : requests_) {
       try {
@@ -249,7 +247,7 @@ bool SmddpWork::wait(std::chrono::milliseconds timeout) {
       }
     }
     bool claimed = false;
-    bool finished = false;
+    bool finished = false;  // claimed and finished on the spot (an unarmed Work)
     std::exception_ptr failure;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -259,7 +257,8 @@ bool SmddpWork::wait(std::chrono::milliseconds timeout) {
       // Its finish may be owned by the completion queue already (the request completed before
       // this wait began); then wait passively below.
       const bool allIn = armed_.load(std::memory_order_relaxed) ? pending_ == 0 : requestsDone();
-      claimed = allIn && claimFinishLocked(&finished);
+      claimed = allIn && claimFinishLocked();
+      finished = claimed && completed_;
       failure = exception_;
     }
     if (claimed) {  // the synchronous path: nothing left to wait for
@@ -284,10 +283,7 @@ bool SmddpWork::waitFinished(std::chrono::steady_clock::time_point deadline,
   bool attach = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!completed_ && !armed_.load(std::memory_order_relaxed)) {
-      bool finished = false;
-      if (!(requestsDone() && claimFinishLocked(&finished))) attach = armLocked();
-    }
+    attach = !finishIfDoneLocked() && armLocked();
   }
   if (attach) attachCallbacks();
   std::unique_lock<std::mutex> lock(mutex_);

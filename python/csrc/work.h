@@ -69,8 +69,10 @@ class SmddpWork : public ::c10d::Work {
   // the finish to the completion queue unless a caller inside wait() will finish inline.
   void requestCompleted();
   // Claims the finish (mutex_ held, requests done): false when someone else did. An unarmed Work
-  // has nothing to do at its finish, so it is finished right here (`*finished` = true).
-  bool claimFinishLocked(bool* finished);
+  // has nothing to do at its finish, so it is finished right here (completed_ is then set).
+  bool claimFinishLocked();
+  // An unarmed Work whose requests are done is finished here (mutex_ held); returns completed_.
+  bool finishIfDoneLocked();
   // The finish for a caller that claimed it on an armed Work: copies staged results back,
   // completes the Future, marks the Work finished, drops the self-reference. Returns the outcome.
   std::exception_ptr finishClaimed();
@@ -90,7 +92,7 @@ class SmddpWork : public ::c10d::Work {
   std::atomic<bool> armed_{false};  // written under mutex_, read without it by wait()
   int pending_ = 0;                 // armed: requests whose callback has not run yet
   bool waiterDriving_ = false;      // a caller inside wait() will finish inline
-  bool finishing_ = false;          // the finish is claimed
+  bool finishing_ = false;          // the finish is claimed (set with or before completed_)
   c10::intrusive_ptr<SmddpWork> self_;               // armed and not finished
   c10::intrusive_ptr<c10::ivalue::Future> future_;  // null until getFuture()
 };

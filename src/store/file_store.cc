@@ -92,27 +92,11 @@ class FileStore : public Store {
   }
 
   void set(const std::string& key, const std::string& value) override {
-    std::string path = dir_ + "/" + encodeKey(key);
-    std::string tmp = dir_ + "/.tmp." + std::to_string(::getpid()) + "." +
-                      std::to_string(counter_.fetch_add(1));
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) throw Error(ErrorCode::kStore, sysError("create", tmp));
-    try {
-      writeAll(fd, value, tmp);
-    } catch (...) {
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw;
-    }
-    ::close(fd);
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-      ::unlink(tmp.c_str());
-      throw Error(ErrorCode::kStore, sysError("rename into", path));
-    }
+    setPath(pathOf(encodeKey(key)), value);
   }
 
   std::string get(const std::string& key, std::chrono::milliseconds timeout) override {
-    std::string path = dir_ + "/" + encodeKey(key);
+    std::string path = pathOf(encodeKey(key));
     auto deadline = store::Backoff::Clock::now() + timeout;
     store::Backoff backoff(std::chrono::microseconds(50), std::chrono::milliseconds(5));
     std::string value;
@@ -125,12 +109,13 @@ class FileStore : public Store {
   }
 
   int64_t add(const std::string& key, int64_t delta) override {
-    std::string name = encodeKey(key);
+    const std::string name = encodeKey(key);
+    const std::string path = pathOf(name);
     std::string text;
-    // add(key, 0) on an existing key is a polled read: set() renames atomically, so the file
-    // always holds a whole value and no lock is needed (the polls no longer queue on flock).
-    if (delta == 0 && readFile(dir_ + "/" + name, text)) return parseCounter(key, delta, text);
-    std::string lockPath = dir_ + "/.lock." + name;
+    // add(key, 0) on an existing key is a polled read: setPath() renames atomically, so the
+    // file always holds a whole value and no lock is needed (the polls no longer queue on flock).
+    if (delta == 0 && readFile(path, text)) return parseCounter(key, delta, text);
+    std::string lockPath = pathOf(".lock." + name);
     int fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) throw Error(ErrorCode::kStore, sysError("open lock", lockPath));
     // Bounded: a process stopped (SIGSTOP, debugger) while holding the lock must not block the
@@ -150,7 +135,7 @@ class FileStore : public Store {
     }
     int64_t result = 0;
     try {
-      result = addLocked(key, dir_ + "/" + name, delta);
+      result = addLocked(key, path, delta);
     } catch (...) {
       ::close(fd);  // closing the last descriptor releases the lock
       throw;
@@ -160,6 +145,29 @@ class FileStore : public Store {
   }
 
  private:
+  std::string pathOf(const std::string& name) const { return dir_ + "/" + name; }
+
+  // Writes a temporary file and renames it over `path`: readers see the old or the new value,
+  // whole.
+  void setPath(const std::string& path, const std::string& value) {
+    std::string tmp = dir_ + "/.tmp." + std::to_string(::getpid()) + "." +
+                      std::to_string(counter_.fetch_add(1));
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) throw Error(ErrorCode::kStore, sysError("create", tmp));
+    try {
+      writeAll(fd, value, tmp);
+    } catch (...) {
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw;
+    }
+    ::close(fd);
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+      ::unlink(tmp.c_str());
+      throw Error(ErrorCode::kStore, sysError("rename into", path));
+    }
+  }
+
   int64_t parseCounter(const std::string& key, int64_t delta, const std::string& text) const {
     char* end = nullptr;
     errno = 0;
@@ -177,7 +185,8 @@ class FileStore : public Store {
     const bool existed = readFile(path, text);
     int64_t value = existed ? parseCounter(key, delta, text) : 0;
     value += delta;
-    if (delta != 0 || !existed) set(key, std::to_string(value));  // add(key, 0) is a polled read
+    // add(key, 0) gets here only for a key that did not exist at its lock-free read
+    if (delta != 0 || !existed) setPath(path, std::to_string(value));
     return value;
   }
 

@@ -127,10 +127,12 @@ def mismatch(rank, world, init_method, kind):
     # asked for before the wait (completed with the error) or after it (made already failed).
     early = dist.all_reduce(torch.ones(4), async_op=True)
     future = early.get_future()
-    expect_raise(rank, "wait on a broken group", early.wait, "broken", bound_s=20.0)
+    expect_raise(rank, "wait on a broken group (Future asked first)", early.wait, "broken",
+                 bound_s=20.0)
     expect_raise(rank, "Future asked for before the wait", future.wait, "broken")
     late = dist.all_reduce(torch.ones(4), async_op=True)
-    expect_raise(rank, "wait on a broken group", late.wait, "broken", bound_s=20.0)
+    expect_raise(rank, "wait on a broken group (no Future yet)", late.wait, "broken",
+                 bound_s=20.0)
     expect_raise(rank, "Future asked for after the wait", late.get_future().wait, "broken")
     dist.destroy_process_group()
 

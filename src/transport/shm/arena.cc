@@ -150,16 +150,16 @@ std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& 
   int64_t joined = 0;
   while (((joined = store.add(prefix + "/arena/joined", 0)) % kFailed) < size) {
     if (!backoff.sleepUntil(deadline)) {
-      if (rank == 0 && !name.empty()) shm_unlink(name.c_str());
+      if (rank == 0) shm_unlink(name.c_str());
       throw Error(ErrorCode::kStore, "smddp: rank " + std::to_string(rank) + ": only " +
                                          std::to_string(joined % kFailed) + " of " +
                                          std::to_string(size) +
                                          " ranks mapped the shared-memory arena in time");
     }
   }
-  if (rank == 0 && !name.empty()) shm_unlink(name.c_str());
+  if (rank == 0) shm_unlink(name.c_str());  // every rank mapped it or gave up
   if (joined >= kFailed) {
-    if (why.empty()) why = "another rank could not map the shared-memory arena";
+    why = "another rank could not map the shared-memory arena";
     return nullptr;
   }
   auto* base = static_cast<unsigned char*>(map->address);
