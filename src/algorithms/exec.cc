@@ -163,18 +163,23 @@ void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idle
   }
 }
 
-void Exec::throwMismatch(int peer, uint64_t peerSeq) const {
+void Exec::throwMismatch(int peer, uint64_t peerSeq) const { throwMismatch(peer, peerSeq, desc_); }
+
+void Exec::throwMismatch(int peer, uint64_t peerSeq, const CollectiveDesc& mine) const {
   // The beacons name both calls ("rank 0 called X but rank 2 called Y"); give them a moment.
   if (settings_.monitor != nullptr && settings_.monitor->awaitVerdict(kMismatchGrace)) {
-    settings_.monitor->raise(desc_);
+    settings_.monitor->raise(mine);
   }
   const std::string what =
-      peerSeq == desc_.seq
+      peerSeq == mine.seq
           ? "called collective #" + std::to_string(peerSeq) +
                 " with a different kind, size, dtype, op, root or algorithm"
           : "is in collective #" + std::to_string(peerSeq);
-  throw Error(ErrorCode::kMismatch, "smddp: " + where(-1) + ": " + where(peer) + " " + what +
-                                        " (seen in shared memory): the ranks called different "
+  const std::string seen = mine.seq == desc_.seq
+                               ? "seen in shared memory"
+                               : "seen in shared memory as " + desc_.describe() + " began";
+  throw Error(ErrorCode::kMismatch, "smddp: " + where(-1, mine) + ": " + where(peer) + " " + what +
+                                        " (" + seen + "): the ranks called different "
                                         "collectives or different sizes");
 }
 
@@ -208,14 +213,16 @@ bool Exec::cancelAll() {
   return pending.empty() || transport_.cancel(pending);
 }
 
-std::string Exec::where(int peer) const {
+std::string Exec::where(int peer) const { return where(peer, desc_); }
+
+std::string Exec::where(int peer, const CollectiveDesc& desc) const {
   const auto& peers = transport_.peers();
   const int r = peer < 0 ? rank_ : peer;
   std::string s = "rank " + std::to_string(r);
   if (static_cast<size_t>(r) < peers.size() && !peers[static_cast<size_t>(r)].host.empty()) {
     s += " (" + peers[static_cast<size_t>(r)].host + ")";
   }
-  if (peer < 0) s += ": " + desc_.describe();
+  if (peer < 0) s += ": " + desc.describe();
   return s;
 }
 

@@ -25,12 +25,21 @@ class SharedArena;  // transport/shm/arena.h (the arena algorithms include it)
 
 namespace smddp::algo {
 
+// A check that one collective leaves to this rank's next: the root of a one-chunk shm broadcast
+// checks its peers' identity for `use` when its next collective begins (shm_step.h).
+struct DeferredCheck {
+  bool pending = false;
+  uint64_t use = 0;
+  CollectiveDesc desc;  // the collective the check belongs to
+};
+
 // Reusable per-communicator memory for algorithms: op records and scratch buffers. Grows on demand
-// and is kept, so steady-state collectives allocate nothing.
+// and is kept, so steady-state collectives allocate nothing. Also carries the deferred check.
 class ExecResources {
  public:
   transport::Op& op(size_t index);
   void* scratch(int index, size_t bytes);
+  DeferredCheck deferred;
 
  private:
   std::deque<transport::Op> ops_;
@@ -84,6 +93,18 @@ class Exec {
   // Throws Error(kMismatch) naming `peer`, whose arena data belongs to collective #peerSeq (or to
   // this one with a different shape when peerSeq is ours).
   [[noreturn]] void throwMismatch(int peer, uint64_t peerSeq) const;
+  // The same for an earlier collective of this rank, `mine`, whose check was deferred to this one.
+  [[noreturn]] void throwMismatch(int peer, uint64_t peerSeq, const CollectiveDesc& mine) const;
+
+  // Leaves the identity check of this collective's arena use `use` to this rank's next
+  // collective (settleDeferred in registry.h), which takes it (false: none is left).
+  void deferCheck(uint64_t use) { resources_.deferred = DeferredCheck{true, use, desc_}; }
+  bool takeDeferredCheck(DeferredCheck& check) {
+    if (!resources_.deferred.pending) return false;
+    check = resources_.deferred;
+    resources_.deferred.pending = false;
+    return true;
+  }
 
   // Per-communicator scratch memory; index selects one of several independent areas.
   void* scratch(size_t bytes, int index = 0) { return resources_.scratch(index, bytes); }
@@ -99,7 +120,8 @@ class Exec {
             const char* wordWhat);
   void checkFailure(const transport::Op& op) const;
   [[noreturn]] void throwTimeout(const std::string& waitingFor) const;
-  std::string where(int peer) const;
+  std::string where(int peer) const;  // "rank 2 (host)"; -1: this rank and its collective
+  std::string where(int peer, const CollectiveDesc& desc) const;
 
   transport::Transport& transport_;
   ExecResources& resources_;

@@ -98,6 +98,12 @@ const std::vector<Algorithm>& registry() {
   return algorithms;
 }
 
+void runCollective(const Algorithm& algorithm, Exec& exec, const CollectiveArgs& args) {
+  settleDeferred(exec);
+  algorithm.run(exec, args);
+  exec.waitAll();
+}
+
 const Algorithm* findAlgorithm(CollectiveKind kind, const char* name) {
   for (const Algorithm& a : registry()) {
     if (a.kind == kind && std::strcmp(name, a.name) == 0) return &a;

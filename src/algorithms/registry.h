@@ -40,4 +40,10 @@ struct Topology {
 const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topology& topology,
                                  const AlgorithmOverrides& overrides);
 
+// Runs one collective on this rank as the core does: first the check an earlier collective
+// deferred to this one (an shm broadcast's root), then the algorithm, then waits for its ops.
+void runCollective(const Algorithm& algorithm, Exec& exec, const CollectiveArgs& args);
+// Runs a deferred check that no later collective took (the communicator shuts down).
+void settleDeferred(Exec& exec);
+
 }  // namespace smddp::algo

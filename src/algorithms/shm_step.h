@@ -8,6 +8,8 @@
 // writer's with its own before it touches the writer's data, so ranks in different collectives
 // (or different sizes of one) fail with kMismatch instead of mixing data. Always on: it costs
 // two words per use, and the hash is computed once per collective when it is posted.
+// A rank that reads nobody in a use (the root of a one-chunk broadcast) defers its check of its
+// peers to its next collective: deferCheck() now, settle() when that collective begins.
 #pragma once
 
 #include <algorithm>
@@ -79,6 +81,29 @@ class ArenaStep {
   }
   // This rank reads no slot of this use any more.
   void release() { arena_.consumed(exec_.rank()).store(use_ + 1, std::memory_order_release); }
+
+  // Leaves the check of every peer's phase-1 identity for this use to this rank's next
+  // collective, which runs settle() before it touches the arena (the identities are kept long
+  // enough: transport/shm/arena.h).
+  void deferCheck() { exec_.deferCheck(use_); }
+  // Runs the check an earlier collective of this rank deferred, if any: waits (bounded by this
+  // collective's deadline) until each peer published that use, and compares its identity with
+  // the earlier collective's.
+  static void settle(Exec& exec) {
+    DeferredCheck check;
+    if (!exec.takeDeferredCheck(check)) return;
+    transport::SharedArena& arena = requireArena(exec);
+    for (int r = 0; r < exec.size(); ++r) {
+      if (r == exec.rank()) continue;
+      exec.waitWord(arena.posted(r), 2 * check.use + 1, r,
+                    "enter this rank's previous collective, a broadcast from this rank");
+      const uint64_t seq = arena.identSeq(r, check.use).load(std::memory_order_relaxed);
+      const uint64_t shape = arena.identShape(r, check.use).load(std::memory_order_relaxed);
+      if (seq != check.desc.seq || shape != check.desc.shape) {
+        exec.throwMismatch(r, seq, check.desc);
+      }
+    }
+  }
 
  private:
   static transport::SharedArena& requireArena(const Exec& exec) {

@@ -86,6 +86,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
 CommunicatorImpl::~CommunicatorImpl() {
   engine_->stop();
   engine_.reset();
+  settleDeferredCheck();
   watch_.reset();  // joins the beacon thread
   transport_.reset();  // closes the endpoint before the op records it might reference go away
 }
@@ -140,8 +141,7 @@ void CommunicatorImpl::run(RequestState& request) {
       es.monitor = watch_->monitor();
       es.arena = arena_.get();
       algo::Exec exec(*transport_, resources_, request.desc, es);
-      request.algorithm->run(exec, request.args);
-      exec.waitAll();
+      algo::runCollective(*request.algorithm, exec, request.args);
     }
     watch_->finished(request.desc, nullptr);
   } catch (const Error& e) {
@@ -185,6 +185,25 @@ void CommunicatorImpl::logChoice(const algo::CollectiveDesc& desc) {
                                         << desc.seq << ", "
                                         << algo::formatBytes(desc.count * dataTypeSize(desc.dtype))
                                         << ")");
+}
+
+// The last collective may have left a check (an shm broadcast's root checks its peers' identity at
+// its next collective): run it now, bounded by the collective timeout, and report a mismatch.
+void CommunicatorImpl::settleDeferredCheck() {
+  if (!resources_.deferred.pending || aborted_.load() || broken_.load()) return;
+  algo::ExecSettings es;
+  es.timeout = settings_.timeout;
+  es.deadline = Clock::now() + settings_.timeout;
+  es.spinUs = settings_.spinUs;
+  es.abortFlag = &aborted_;
+  es.monitor = watch_->monitor();
+  es.arena = arena_.get();
+  try {
+    algo::Exec exec(*transport_, resources_, resources_.deferred.desc, es);
+    algo::settleDeferred(exec);
+  } catch (const std::exception& e) {
+    SMDDP_WARN(rank_, "at shutdown: " << e.what());
+  }
 }
 
 void CommunicatorImpl::markBroken(const std::string& reason) {

@@ -62,6 +62,7 @@ class CommunicatorImpl {
   void run(RequestState& request);
   void runLocal(const algo::CollectiveArgs& args);
   void markBroken(const std::string& reason);
+  void settleDeferredCheck();
   void logChoice(const algo::CollectiveDesc& desc);
 
   std::unique_ptr<transport::Transport> transport_;

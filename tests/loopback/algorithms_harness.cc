@@ -146,7 +146,7 @@ void RankContext::run(const Algorithm& a, const CollectiveArgs& args, size_t seg
   settings.spinUs = 5;
   settings.arena = arena;
   Exec exec(transport, resources, desc, settings);
-  a.run(exec, args);
+  runCollective(a, exec, args);  // settles a deferred check first, as the core does
 }
 
 void RankContext::fail(const std::string& message) {

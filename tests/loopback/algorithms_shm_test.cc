@@ -1,11 +1,14 @@
 // The shared-memory arena algorithms over a heap arena shared by thread-ranks (4 KiB slots, so
 // the larger cases run several chunks and both slots): the full all_reduce matrix for shm_direct
 // and shm_split; arena identity checks (ranks in different collectives, or different sizes of one,
-// fail with kMismatch on every rank instead of reading each other's data). Timeouts and dead
+// fail with kMismatch instead of reading each other's data; a one-chunk broadcast's root at its
+// next collective), and roots running ahead without false alarms. Timeouts and dead
 // peers on the arena path are covered by the multi-process failure tests (tests/mp/).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "algorithms_checks.h"
@@ -15,6 +18,7 @@ namespace smddp::algo::testing {
 namespace {
 
 using K = CollectiveKind;
+using namespace std::chrono_literals;
 
 class ShmAllReduce : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
 
@@ -77,23 +81,80 @@ TEST(ShmIdentity, DifferentSizesFailEverywhere) {
   }
 }
 
-TEST(ShmIdentity, DifferentRootsFailOnTheRoots) {
-  // Ranks 0 and 2 each believe they are the root; both must notice the disagreement.
+CollectiveArgs broadcastArgs(std::vector<float>& buf, size_t count, int root) {
+  CollectiveArgs args;
+  args.kind = K::kBroadcast;
+  args.send = args.recv = buf.data();
+  args.count = count;
+  args.dtype = DataType::kFloat32;
+  args.root = root;
+  return args;
+}
+
+// Ranks 0 and 2 each believe they are the root; rank 1 follows rank 2, which agrees with it. The
+// root of a one-chunk broadcast (64 floats < the 4 KiB slot) checks its peers when its next
+// collective begins: the broadcast returns, the next collective fails, naming the broadcast.
+TEST(ShmIdentity, DifferentRootsFailOnTheRootsAtTheirNextCollective) {
   runRanks(3, [&](RankContext& ctx) {
     std::vector<float> buf(64, static_cast<float>(ctx.rank));
-    CollectiveArgs args;
-    args.kind = K::kBroadcast;
-    args.send = args.recv = buf.data();
-    args.count = buf.size();
-    args.dtype = DataType::kFloat32;
-    args.root = ctx.rank == 0 ? 0 : 2;
+    ctx.run(algorithm(K::kBroadcast, "shm"), broadcastArgs(buf, 64, ctx.rank == 0 ? 0 : 2),
+            1 << 20);
+    if (ctx.rank == 1) return;  // its broadcast matched its root's
+    CollectiveArgs barrier;
     try {
-      ctx.run(algorithm(K::kBroadcast, "shm"), args, 1 << 20);
-      if (ctx.rank != 1) ctx.fail("a root returned although the ranks disagree on the root");
+      ctx.run(algorithm(K::kBarrier, "shm"), barrier, 1 << 20);
+      ctx.fail("a root's next collective ran although the ranks disagreed on the root");
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      if (e.code() != ErrorCode::kMismatch || what.find("broadcast #0") == std::string::npos ||
+          what.find("as barrier #1 began") == std::string::npos) {
+        ctx.fail(std::string("wrong error: ") + what);
+      }
+    }
+  });
+}
+
+// With several chunks (4096 floats = 4 slots) the roots check on the first and fail in it.
+TEST(ShmIdentity, DifferentRootsOfAManyChunkBroadcastFailInIt) {
+  runRanks(2, [&](RankContext& ctx) {
+    std::vector<float> buf(4096, static_cast<float>(ctx.rank));
+    try {
+      ctx.run(algorithm(K::kBroadcast, "shm"), broadcastArgs(buf, 4096, ctx.rank), 1 << 20);
+      ctx.fail("a root returned although the ranks disagree on the root");
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kMismatch) ctx.fail(std::string("wrong error: ") + e.what());
     }
   });
+}
+
+// Roots that run ahead (one-chunk broadcasts whose check waits for the next collective) never see
+// a false mismatch or stale data: long runs from one root, alternating roots, and a
+// message-based collective between (it settles the check too), with a rank that lags now and then.
+TEST(ShmIdentity, RootsRunningAheadSeeNoFalseMismatch) {
+  for (int n : {2, 3, 5}) {
+    runRanks(n, [&](RankContext& ctx) {
+      std::vector<float> buf(1000);
+      for (int i = 0; i < 400; ++i) {
+        const int root = i < 100 ? 0 : i < 200 ? i % n : (i / 7) % n;
+        const size_t count = 1 + static_cast<size_t>(i * 37) % 1000;  // one chunk
+        const auto value = [&](size_t j) { return static_cast<float>((i * 7 + root + j) % 100); };
+        for (size_t j = 0; j < count; ++j) buf[j] = ctx.rank == root ? value(j) : -1.0f;
+        if (ctx.rank == (i / 50) % n && i % 5 == 0) std::this_thread::sleep_for(1ms);
+        ctx.run(algorithm(K::kBroadcast, "shm"), broadcastArgs(buf, count, root), 1 << 20);
+        for (size_t j = 0; j < count; ++j) {
+          if (buf[j] != value(j)) {
+            ctx.fail("broadcast " + std::to_string(i) + " from " + std::to_string(root) +
+                     ": index " + std::to_string(j) + " is stale or wrong");
+            return;
+          }
+        }
+        if (i % 50 == 49) {
+          checkAllReduce(ctx, algorithm(K::kAllReduce, "recursive_doubling"),
+                         {13, DataType::kFloat32, ReduceOp::kSum, false, 1 << 20});
+        }
+      }
+    });
+  }
 }
 
 TEST(ShmIdentity, BarrierAgainstAllReduce) {

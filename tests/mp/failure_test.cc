@@ -179,6 +179,40 @@ TEST_P(FailureMp, MismatchedCollectivesRaiseOnEveryRank) {
   EXPECT_EQ(report, "");
 }
 
+// Ranks 0 and 2 each believe they are the broadcast's root (rank 1 follows rank 2). A one-chunk
+// shm broadcast's root checks its peers at its next collective; when there is none, the
+// communicator's shutdown does, and logs the mismatch naming the broadcast.
+TEST_P(FailureMp, RootsThatDisagreeAreReportedAtShutdownAfterTheirLastBroadcast) {
+  if (GetParam() != "shm") GTEST_SKIP() << "the deferred check is the shm arena's";
+  const std::string dir = dir_;
+  const std::string report = test::forkRanks(kRanks, 90s, [&](int rank) {
+    auto c = join(store(), GetParam(), rank, 20s);
+    std::vector<float> a(16, static_cast<float>(rank));
+    const Buffer b(a.data(), a.size(), DataType::kFloat32);
+    c->broadcast(b, b, rank == 0 ? 0 : 2).wait();
+    const std::string log = dir + "/stderr." + std::to_string(rank);
+    std::fflush(stderr);
+    if (std::freopen(log.c_str(), "w", stderr) == nullptr) return 6;
+    const auto t0 = Clock::now();
+    c.reset();  // the shutdown runs the check the broadcast left
+    std::fflush(stderr);
+    if (secondsSince(t0) > 15.0) return 4;
+    std::FILE* f = std::fopen(log.c_str(), "r");
+    if (f == nullptr) return 6;
+    std::string text(4096, '\0');
+    text.resize(std::fread(&text[0], 1, text.size(), f));
+    std::fclose(f);
+    const bool named = text.find("at shutdown") != std::string::npos &&
+                       text.find("broadcast #0") != std::string::npos &&
+                       text.find("root " + std::to_string(rank)) != std::string::npos &&
+                       text.find("different kind, size, dtype, op, root") != std::string::npos;
+    if (rank == 1) return text.find("at shutdown") == std::string::npos ? 0 : 7;
+    if (!named) std::printf("rank %d logged: %s\n", rank, text.c_str());
+    return named ? 0 : 3;
+  });
+  EXPECT_EQ(report, "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Providers, FailureMp, ::testing::Values("shm", "tcp"));
 
 }  // namespace

@@ -3,7 +3,7 @@
 - bad input (AVG on int32, int16, BXOR, overlapping all_gather buffers, roots outside the group,
   a meta tensor) raises at once, and the group still gives right answers afterwards;
   non-contiguous tensors (transposed, strided) work in all_reduce, broadcast and all_gather;
-- ranks that disagree on a collective (size, dtype, kind) all raise within a few PG timeouts;
+- ranks that disagree on a collective (size, dtype, kind, root) all raise within a few PG timeouts;
 - a rank SIGKILLed inside a stream of all_reduces makes the others raise within seconds (PG
   timeout 60 s) naming it, and destroy_process_group of the broken group returns promptly.
 """
@@ -18,8 +18,8 @@ def test_bad_input_raises_at_once_and_group_stays_usable(world):
     harness.run(workers_faults.bad_input, world, init="file", timeout=120)
 
 
-# A mismatch (size, dtype or kind) must raise on every rank, never complete with wrong data.
-@pytest.mark.parametrize("kind", ["size", "dtype", "collective"])
+# A mismatch (size, dtype, kind or root) must raise on every rank, never complete with wrong data.
+@pytest.mark.parametrize("kind", ["size", "dtype", "collective", "root"])
 def test_mismatched_collective_raises_on_every_rank(kind):
     harness.run(workers_faults.mismatch, 2, init="file", timeout=60, args=(kind,))
 

@@ -118,6 +118,10 @@ def mismatch(rank, world, init_method, kind):
     elif kind == "dtype":
         fn = lambda: dist.all_reduce(torch.ones(8, dtype=torch.float32 if rank == 0  # noqa: E731
                                                 else torch.float64))
+    elif kind == "root":  # each rank its own root: the broadcast's root checks at the next call
+        def fn():
+            dist.broadcast(torch.ones(8), rank)
+            dist.all_reduce(torch.ones(8))
     else:  # different collectives
         fn = (lambda: dist.all_reduce(torch.ones(8))) if rank == 0 else (  # noqa: E731
             lambda: dist.broadcast(torch.ones(8), 0))

@@ -12,13 +12,18 @@
 //      slot is read by all); a peer's `posted` >= 2u-1 implies it, since a rank stores
 //      `consumed` for a use before it publishes the next (a rule every arena algorithm must
 //      keep: shm_step.h's acquire() relies on it);
-//   2. writes data, then its identity for slot u % 2 (the collective's sequence number and a hash
-//      of its shape: kind, dtype, count, op, root, algorithm), then `posted` = 2u+1
-//      (release); an optional second phase of the same use publishes `posted` = 2u+2;
+//   2. writes data, then its identity for use u (the collective's sequence number and a hash of
+//      its shape: kind, dtype, count, op, root, algorithm; kept for three uses), then
+//      `posted` = 2u+1 (release); an optional second phase of the same use publishes
+//      `posted` = 2u+2;
 //   3. reads peers' slots after their `posted` reached the phase it needs (acquire), checking
 //      their ident against its own (a mismatch is an error, never wrong data);
 //   4. stores `consumed` = u + 1 when it will not read any slot of use u again.
 // Counters only grow, so nothing is ever reset and a late reader never mistakes an old use.
+// Identities are kept for three uses, not two, because the root of a one-chunk broadcast checks
+// its peers' identity for use u only when its next collective begins (shm_step.h, settle()). A
+// peer overwrites that identity at use u+3 at the earliest, and by rule 1 that waits until the
+// root released use u+1 (or published u+2): after the check.
 //
 // Backing: one POSIX shared-memory object for the communicator, created by rank 0, sized with
 // posix_fallocate (a full /dev/shm is an error at creation, never a SIGBUS later) and unlinked as
@@ -51,8 +56,10 @@ class SharedArena {
 
   std::atomic<uint64_t>& posted(int r) { return control(r)->posted; }
   std::atomic<uint64_t>& consumed(int r) { return control(r)->consumed; }
-  std::atomic<uint64_t>& identSeq(int r, uint64_t use) { return control(r)->seq[use & 1]; }
-  std::atomic<uint64_t>& identShape(int r, uint64_t use) { return control(r)->shape[use & 1]; }
+  std::atomic<uint64_t>& identSeq(int r, uint64_t use) { return control(r)->seq[use % kIdents]; }
+  std::atomic<uint64_t>& identShape(int r, uint64_t use) {
+    return control(r)->shape[use % kIdents];
+  }
   unsigned char* slot(int r, uint64_t use) {
     return region(r) + kControlBytes + (use & 1) * slotBytes_;
   }
@@ -67,12 +74,14 @@ class SharedArena {
  private:
   static constexpr size_t kLine = 64;
   static constexpr size_t kControlBytes = 4096;
+  static constexpr uint64_t kIdents = 3;  // uses whose identity is kept (see above)
   struct Control {
     alignas(kLine) std::atomic<uint64_t> posted;
-    std::atomic<uint64_t> seq[2];
-    std::atomic<uint64_t> shape[2];
+    std::atomic<uint64_t> seq[kIdents];
+    std::atomic<uint64_t> shape[kIdents];
     alignas(kLine) std::atomic<uint64_t> consumed;
   };
+  static_assert(offsetof(Control, consumed) == kLine, "posted and the identities share one line");
   static_assert(sizeof(Control) <= kControlBytes, "control words exceed the control page");
 
   unsigned char* region(int r) const { return base_ + static_cast<size_t>(r) * regionBytes_; }
