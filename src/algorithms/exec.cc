@@ -177,7 +177,7 @@ void Exec::throwMismatch(int peer, uint64_t peerSeq, const CollectiveDesc& mine)
           : "is in collective #" + std::to_string(peerSeq);
   const std::string seen = mine.seq == desc_.seq
                                ? "seen in shared memory"
-                               : "seen in shared memory as " + desc_.describe() + " began";
+                               : "seen in shared memory during " + desc_.describe();
   throw Error(ErrorCode::kMismatch, "smddp: " + where(-1, mine) + ": " + where(peer) + " " + what +
                                         " (" + seen + "): the ranks called different "
                                         "collectives or different sizes");

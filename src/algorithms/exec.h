@@ -97,7 +97,7 @@ class Exec {
   [[noreturn]] void throwMismatch(int peer, uint64_t peerSeq, const CollectiveDesc& mine) const;
 
   // Leaves the identity check of this collective's arena use `use` to this rank's next
-  // collective (settleDeferred in registry.h), which takes it (false: none is left).
+  // collective (shm_step.h), which takes it (false: none is left).
   void deferCheck(uint64_t use) { resources_.deferred = DeferredCheck{true, use, desc_}; }
   bool takeDeferredCheck(DeferredCheck& check) {
     if (!resources_.deferred.pending) return false;

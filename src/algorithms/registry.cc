@@ -99,7 +99,7 @@ const std::vector<Algorithm>& registry() {
 }
 
 void runCollective(const Algorithm& algorithm, Exec& exec, const CollectiveArgs& args) {
-  settleDeferred(exec);
+  if (!algorithm.needsArena) settleDeferred(exec);  // the arena ones settle as they release
   algorithm.run(exec, args);
   exec.waitAll();
 }

@@ -40,8 +40,9 @@ struct Topology {
 const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topology& topology,
                                  const AlgorithmOverrides& overrides);
 
-// Runs one collective on this rank as the core does: first the check an earlier collective
-// deferred to this one (an shm broadcast's root), then the algorithm, then waits for its ops.
+// Runs one collective on this rank as the core does: the algorithm, then waits for its ops. A
+// check an earlier collective deferred (an shm broadcast's root) runs first when the algorithm
+// does not use the arena; the arena algorithms run it as they release their first use.
 void runCollective(const Algorithm& algorithm, Exec& exec, const CollectiveArgs& args);
 // Runs a deferred check that no later collective took (the communicator shuts down).
 void settleDeferred(Exec& exec);

@@ -4,11 +4,11 @@
 //   every other rank waits for it, copies it out and releases. On the first chunk the others
 //   also publish their identity and the root checks it, so ranks that disagree on the root fail
 //   (kMismatch) instead of the root returning alone. With one chunk the root does not wait for
-//   that: it checks when its next collective begins (ArenaStep::settle; the others check the
-//   root's identity at once), so a root may run one broadcast ahead of its peers, as an eager
-//   send lets MPI's root. With more chunks it checks on the first. Slots alternate, so the root
-//   fills chunk k+1 while the others copy chunk k: each byte is copied twice (in once, out once
-//   per reader), in parallel, through cache.
+//   that: it checks in its next collective, before it releases a use (ArenaStep::settle; the
+//   others check the root's identity at once), so a root may run one broadcast ahead of its
+//   peers, as an eager send lets MPI's root. With more chunks it checks on the first. Slots
+//   alternate, so the root fills chunk k+1 while the others copy chunk k: each byte is copied
+//   twice (in once, out once per reader), in parallel, through cache.
 // all_gather (shm), per chunk of half a slot of every rank's block: each rank copies its chunk in
 //   and publishes; each copies every peer's chunk out and releases. Bytes copied per rank: its
 //   block once in, the n-1 others out.
@@ -36,16 +36,14 @@ void broadcastShm(Exec& exec, const CollectiveArgs& args) {
       step.publish(1);
       if (out != in) std::memcpy(out + off, step.mine(), bytes);  // from cache, not memory
       // Every rank entered the same broadcast (same root): checked now, or deferred (above).
-      if (off == 0) {
-        if (bytes < args.bytes()) step.awaitAll(1);
-        else step.deferCheck();
-      }
+      if (off == 0 && bytes < args.bytes()) step.awaitAll(1);
     } else {
       if (off == 0) step.publish(1);  // our identity only, for the root's check
       step.await(args.root, 1);
       std::memcpy(out + off, step.slotOf(args.root), bytes);
     }
     step.release();
+    if (root && bytes == args.bytes()) step.deferCheck();
   }
 }
 

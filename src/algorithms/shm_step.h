@@ -9,7 +9,8 @@
 // (or different sizes of one) fail with kMismatch instead of mixing data. Always on: it costs
 // two words per use, and the hash is computed once per collective when it is posted.
 // A rank that reads nobody in a use (the root of a one-chunk broadcast) defers its check of its
-// peers to its next collective: deferCheck() now, settle() when that collective begins.
+// peers to its next collective: deferCheck() now, settle() as that collective releases its first
+// use (or as it begins, when it does not use the arena; or at shutdown).
 #pragma once
 
 #include <algorithm>
@@ -79,12 +80,15 @@ class ArenaStep {
       if (r != exec_.rank()) await(r, phase);
     }
   }
-  // This rank reads no slot of this use any more.
-  void release() { arena_.consumed(exec_.rank()).store(use_ + 1, std::memory_order_release); }
+  // This rank reads no slot of this use any more. First settles a check an earlier use left:
+  // a peer may overwrite that use's identity once this rank released the next one.
+  void release() {
+    settle(exec_);
+    arena_.consumed(exec_.rank()).store(use_ + 1, std::memory_order_release);
+  }
 
-  // Leaves the check of every peer's phase-1 identity for this use to this rank's next
-  // collective, which runs settle() before it touches the arena (the identities are kept long
-  // enough: transport/shm/arena.h).
+  // Leaves the check of every peer's phase-1 identity for this use (released already) to this
+  // rank's next release (the identities are kept long enough: transport/shm/arena.h).
   void deferCheck() { exec_.deferCheck(use_); }
   // Runs the check an earlier collective of this rank deferred, if any: waits (bounded by this
   // collective's deadline) until each peer published that use, and compares its identity with

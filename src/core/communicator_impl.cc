@@ -187,7 +187,7 @@ void CommunicatorImpl::logChoice(const algo::CollectiveDesc& desc) {
                                         << ")");
 }
 
-// The last collective may have left a check (an shm broadcast's root checks its peers' identity at
+// The last collective may have left a check (an shm broadcast's root checks its peers' identity in
 // its next collective): run it now, bounded by the collective timeout, and report a mismatch.
 void CommunicatorImpl::settleDeferredCheck() {
   if (!resources_.deferred.pending || aborted_.load() || broken_.load()) return;

@@ -21,9 +21,9 @@
 //   4. stores `consumed` = u + 1 when it will not read any slot of use u again.
 // Counters only grow, so nothing is ever reset and a late reader never mistakes an old use.
 // Identities are kept for three uses, not two, because the root of a one-chunk broadcast checks
-// its peers' identity for use u only when its next collective begins (shm_step.h, settle()). A
+// its peers' identity for use u only just before it releases use u+1 (shm_step.h, settle()). A
 // peer overwrites that identity at use u+3 at the earliest, and by rule 1 that waits until the
-// root released use u+1 (or published u+2): after the check.
+// root released use u+1 (or published u+2, which comes later): after the check.
 //
 // Backing: one POSIX shared-memory object for the communicator, created by rank 0, sized with
 // posix_fallocate (a full /dev/shm is an error at creation, never a SIGBUS later) and unlinked as
