@@ -4,8 +4,9 @@
 #   bash scripts/run.sh test   installs what is missing, builds, runs every test tier
 #   bash scripts/run.sh build  installs what is missing and builds only
 #   bash scripts/run.sh compare [bench/compare flags]
-#                              installs what is missing (Open MPI included), builds, runs
-#                              bench/compare (smddp vs gloo vs Open MPI, docs/PERF.md)
+#                              installs what is missing, builds, runs bench/compare
+#                              (smddp vs gloo vs Open MPI, docs/PERF.md)
+# Every mode installs the same packages (PACKAGES below, Open MPI among them).
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -40,7 +40,9 @@ PYBIND11_MODULE(_C, m) {
                        double timeoutSeconds, const std::string& name) {
              auto timeout = toMilliseconds(timeoutSeconds);
              py::gil_scoped_release noGil;
-             return c10::make_intrusive<ProcessGroupSmddp>(store, rank, size, timeout, name);
+             auto group = c10::make_intrusive<ProcessGroupSmddp>(store, rank, size, timeout, name);
+             ProcessGroupSmddp::track(group);
+             return group;
            }),
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout_seconds"),
            py::arg("name") = "smddp",
@@ -63,6 +65,9 @@ PYBIND11_MODULE(_C, m) {
       .def("_shutdown", &ProcessGroupSmddp::shutdown,  // releases the GIL itself
            "Waits (bounded) for pending collectives, finishes their Works and releases the "
            "communicator; later collectives raise. torch_smddp calls it at interpreter exit.");
+
+  m.def("_shutdown_live_groups", &ProcessGroupSmddp::shutdownLive,
+        "Shuts down every group still alive, however it was made (torch_smddp's atexit hook).");
 
   m.attr("torch_version") = smddp::torch_shim::compat::torchVersion();
   m.attr("base_class") = smddp::torch_shim::compat::kBaseClassName;

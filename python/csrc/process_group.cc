@@ -9,7 +9,10 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include "store_adapter.h"
 #include "tensor_map.h"
@@ -32,6 +35,32 @@ ProcessGroupSmddp::ProcessGroupSmddp(const c10::intrusive_ptr<::c10d::Store>& st
 }
 
 ProcessGroupSmddp::~ProcessGroupSmddp() { shutdown(); }
+
+namespace {
+std::mutex liveMutex;
+std::vector<c10::weak_intrusive_ptr<ProcessGroupSmddp>> liveGroups;  // guarded by liveMutex
+}  // namespace
+
+void ProcessGroupSmddp::track(const c10::intrusive_ptr<ProcessGroupSmddp>& group) {
+  std::lock_guard<std::mutex> lock(liveMutex);
+  liveGroups.erase(std::remove_if(liveGroups.begin(), liveGroups.end(),
+                                  [](const auto& weak) { return weak.expired(); }),
+                   liveGroups.end());
+  liveGroups.emplace_back(group);
+}
+
+void ProcessGroupSmddp::shutdownLive() {
+  std::vector<c10::intrusive_ptr<ProcessGroupSmddp>> alive;
+  {
+    std::lock_guard<std::mutex> lock(liveMutex);
+    for (auto& weak : liveGroups) {
+      if (auto group = weak.lock()) alive.push_back(std::move(group));
+    }
+    liveGroups.clear();
+  }
+  // Outside the lock: a completion callback may drop a group, whose destructor is harmless.
+  for (auto& group : alive) group->shutdown();
+}
 
 void ProcessGroupSmddp::shutdown() {
   // Joining the completion thread may wait on a Future callback that needs the GIL: never hold

@@ -24,6 +24,12 @@ class ProcessGroupSmddp : public compat::BackendBase {
                     std::chrono::milliseconds timeout, const std::string& name);
   ~ProcessGroupSmddp() override;
 
+  // Every group the binding made, however (create_backend or by hand), is tracked weakly;
+  // shutdownLive() shuts down those still alive (torch_smddp calls it at interpreter exit,
+  // while Python still runs).
+  static void track(const c10::intrusive_ptr<ProcessGroupSmddp>& group);
+  static void shutdownLive();
+
   const std::string getBackendName() const override { return "smddp"; }
   std::string provider() const { return comm().provider(); }
   std::chrono::milliseconds timeout() const { return timeout_; }

@@ -27,7 +27,7 @@ c10::intrusive_ptr<SmddpWork> SmddpWork::create(int rank, ::c10d::OpType opType,
                                                 std::shared_ptr<CompletionQueue> completions,
                                                 std::chrono::milliseconds timeout,
                                                 std::chrono::milliseconds groupTimeout) {
-  auto work = c10::make_intrusive<SmddpWork>(rank, opType, std::move(requests),
+  auto work = c10::make_intrusive<SmddpWork>(Key(), rank, opType, std::move(requests),
                                              std::move(outputs), std::move(staging),
                                              std::move(completions), timeout, groupTimeout);
   if (!work->completed_ && work->staging_.hasCopyBack()) {  // results land without a wait
@@ -41,7 +41,7 @@ c10::intrusive_ptr<SmddpWork> SmddpWork::create(int rank, ::c10d::OpType opType,
   return work;
 }
 
-SmddpWork::SmddpWork(int rank, ::c10d::OpType opType, Requests requests,
+SmddpWork::SmddpWork(Key /*only create()*/, int rank, ::c10d::OpType opType, Requests requests,
                      std::vector<at::Tensor> outputs, Staging staging,
                      std::shared_ptr<CompletionQueue> completions,
                      std::chrono::milliseconds timeout, std::chrono::milliseconds groupTimeout)

@@ -32,6 +32,12 @@
 namespace smddp::torch_shim {
 
 class SmddpWork : public ::c10d::Work {
+  // Only create() can name one, so every Work comes from create(), which arms a Work that must
+  // copy results back (the constructor stays public for c10::make_intrusive).
+  struct Key {
+    explicit Key() = default;
+  };
+
  public:
   using Requests = c10::SmallVector<Request, 1>;
 
@@ -43,9 +49,10 @@ class SmddpWork : public ::c10d::Work {
                                               std::shared_ptr<CompletionQueue> completions,
                                               std::chrono::milliseconds timeout,
                                               std::chrono::milliseconds groupTimeout);
-  SmddpWork(int rank, ::c10d::OpType opType, Requests requests, std::vector<at::Tensor> outputs,
-            Staging staging, std::shared_ptr<CompletionQueue> completions,
-            std::chrono::milliseconds timeout, std::chrono::milliseconds groupTimeout);
+  SmddpWork(Key, int rank, ::c10d::OpType opType, Requests requests,
+            std::vector<at::Tensor> outputs, Staging staging,
+            std::shared_ptr<CompletionQueue> completions, std::chrono::milliseconds timeout,
+            std::chrono::milliseconds groupTimeout);
   // A Work dropped before its requests completed (fire and forget: torch's join does that)
   // hands its tensors to the requests, which release them when done.
   ~SmddpWork() override;

@@ -8,7 +8,6 @@ collectives' Works, whose tensors need the interpreter, before it is torn down.
 """
 import atexit
 import inspect
-import weakref
 from datetime import timedelta
 
 import torch.distributed as dist
@@ -31,27 +30,20 @@ def _communicator_name(group_id):
     return BACKEND_NAME if not group_id else f"{BACKEND_NAME}.{group_id}"
 
 
-_live_groups = weakref.WeakSet()
-
-
-@atexit.register
-def _shutdown_live_groups():
-    for pg in list(_live_groups):
-        pg._shutdown()
+# Every ProcessGroupSmddp, from create_backend or built by hand, is tracked by the native part.
+atexit.register(_C._shutdown_live_groups)
 
 
 def create_backend(dist_backend_opts, pg_options=None):
     """Creator torch calls (extended API) for every group that uses backend "smddp"."""
     opts = dist_backend_opts
-    pg = _C.ProcessGroupSmddp(
+    return _C.ProcessGroupSmddp(
         opts.store,
         opts.group_rank,
         opts.group_size,
         _timeout_seconds(opts.timeout),
         _communicator_name(getattr(opts, "group_id", "")),
     )
-    _live_groups.add(pg)
-    return pg
 
 
 def is_registered():

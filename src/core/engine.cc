@@ -209,7 +209,14 @@ bool Engine::waitLocked(std::unique_lock<std::mutex>& lock, RequestState& reques
 
 void Engine::threadMain() {
   std::unique_lock<std::mutex> lock(mutex_);
-  std::chrono::microseconds poll = kDriverGrace;
+  std::chrono::microseconds poll{0};
+  // The poll interval and whether submits stamp their requests go together: submits stamp
+  // exactly while the thread polls at kDriverGrace (asynchronous use) or blocks.
+  const auto setPoll = [&](std::chrono::microseconds value) {
+    poll = value;
+    stampSubmits_.store(value == kDriverGrace, std::memory_order_relaxed);
+  };
+  setPoll(kDriverGrace);
   uint64_t driven = drivenByCallers_;
   uint64_t submits = submits_;
   auto lastSubmitSeen = Clock::now();
@@ -225,21 +232,18 @@ void Engine::threadMain() {
     if (!queue_.empty() && !busy_ &&
         (stop_ || (drivers_ == 0 && now - frontSince_ >= kDriverGrace))) {
       drive(lock, nullptr, Clock::time_point::max());
-      poll = kDriverGrace;  // asynchronous use: pick fresh requests up promptly
-      stampSubmits_.store(true, std::memory_order_relaxed);
+      setPoll(kDriverGrace);  // asynchronous use: pick fresh requests up promptly
       continue;
     }
     if (drivenByCallers_ != driven) {  // synchronous use: callers run their own, poll less
       driven = drivenByCallers_;
-      poll = std::min<std::chrono::microseconds>(poll * 2, kMaxPoll);
-      stampSubmits_.store(false, std::memory_order_relaxed);
+      setPoll(std::min<std::chrono::microseconds>(poll * 2, kMaxPoll));
     }
     if (queue_.empty() && !stop_ && now - lastSubmitSeen >= kIdleAfter) {
       threadBlocked_ = true;
-      stampSubmits_.store(true, std::memory_order_relaxed);  // the waking submit stamps
+      setPoll(kDriverGrace);  // the waking submit stamps; then poll promptly
       threadCv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       threadBlocked_ = false;
-      poll = kDriverGrace;
     } else if (!queue_.empty() && !busy_ && drivers_ == 0) {
       threadCv_.wait_until(lock, frontSince_ + kDriverGrace);  // its grace ends then
     } else {
