@@ -58,7 +58,8 @@ void ProcessGroupSmddp::shutdownLive() {
     }
     liveGroups.clear();
   }
-  // Outside the lock: a completion callback may drop a group, whose destructor is harmless.
+  // Outside the lock: a shutdown may wait (bounded) for collectives, and must not hold up
+  // groups being made or destroyed meanwhile.
   for (auto& group : alive) group->shutdown();
 }
 

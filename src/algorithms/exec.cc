@@ -163,8 +163,6 @@ void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idle
   }
 }
 
-void Exec::throwMismatch(int peer, uint64_t peerSeq) const { throwMismatch(peer, peerSeq, desc_); }
-
 void Exec::throwMismatch(int peer, uint64_t peerSeq, const CollectiveDesc& mine) const {
   // The beacons name both calls ("rank 0 called X but rank 2 called Y"); give them a moment.
   if (settings_.monitor != nullptr && settings_.monitor->awaitVerdict(kMismatchGrace)) {

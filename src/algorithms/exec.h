@@ -12,7 +12,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/collective.h"
@@ -26,9 +28,9 @@ class SharedArena;  // transport/shm/arena.h (the arena algorithms include it)
 namespace smddp::algo {
 
 // A check that one collective leaves to this rank's next: the root of a one-chunk shm broadcast
-// checks its peers' identity for `use` when its next collective begins (shm_step.h).
+// checks its peers' identity for `use` as its next collective releases its first arena use
+// (shm_step.h).
 struct DeferredCheck {
-  bool pending = false;
   uint64_t use = 0;
   CollectiveDesc desc;  // the collective the check belongs to
 };
@@ -39,7 +41,7 @@ class ExecResources {
  public:
   transport::Op& op(size_t index);
   void* scratch(int index, size_t bytes);
-  DeferredCheck deferred;
+  std::optional<DeferredCheck> deferred;
 
  private:
   std::deque<transport::Op> ops_;
@@ -90,20 +92,16 @@ class Exec {
   // Waits, with the same bounds and back-off as wait(), until `word` >= atLeast; `word` belongs
   // to `peer`, and `what` says what it is waiting for (timeout messages).
   void waitWord(const std::atomic<uint64_t>& word, uint64_t atLeast, int peer, const char* what);
-  // Throws Error(kMismatch) naming `peer`, whose arena data belongs to collective #peerSeq (or to
-  // this one with a different shape when peerSeq is ours).
-  [[noreturn]] void throwMismatch(int peer, uint64_t peerSeq) const;
-  // The same for an earlier collective of this rank, `mine`, whose check was deferred to this one.
+  // Throws Error(kMismatch): `peer`'s arena data belongs to collective #peerSeq (or to `mine` with
+  // a different shape when peerSeq is mine's) while this rank is in `mine`: this collective, or
+  // an earlier one whose check was deferred to this one.
   [[noreturn]] void throwMismatch(int peer, uint64_t peerSeq, const CollectiveDesc& mine) const;
 
   // Leaves the identity check of this collective's arena use `use` to this rank's next
-  // collective (shm_step.h), which takes it (false: none is left).
-  void deferCheck(uint64_t use) { resources_.deferred = DeferredCheck{true, use, desc_}; }
-  bool takeDeferredCheck(DeferredCheck& check) {
-    if (!resources_.deferred.pending) return false;
-    check = resources_.deferred;
-    resources_.deferred.pending = false;
-    return true;
+  // collective (shm_step.h), which takes it (nullopt: none is left).
+  void deferCheck(uint64_t use) { resources_.deferred = DeferredCheck{use, desc_}; }
+  std::optional<DeferredCheck> takeDeferredCheck() {
+    return std::exchange(resources_.deferred, std::nullopt);
   }
 
   // Per-communicator scratch memory; index selects one of several independent areas.

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "algorithms/algorithms.h"
+#include "algorithms/shm_step.h"
 #include "smddp/error.h"
 
 namespace smddp::algo {
@@ -97,6 +98,9 @@ const std::vector<Algorithm>& registry() {
   });
   return algorithms;
 }
+
+// An earlier collective left an arena check (only arena collectives defer), so exec.arena() is set.
+void settleDeferred(Exec& exec) { ArenaStep::settle(exec); }
 
 void runCollective(const Algorithm& algorithm, Exec& exec, const CollectiveArgs& args) {
   if (!algorithm.needsArena) settleDeferred(exec);  // the arena ones settle as they release

@@ -18,7 +18,9 @@ struct Algorithm {
   const char* name;         // as used in SMDDP_ALGO
   const char* description;  // steps and cost, one line
   AlgorithmFn run;
-  bool needsArena = false;  // runs only with the intra-host shared-memory arena
+  // Runs only with the intra-host shared-memory arena. Such an algorithm releases at least one
+  // arena use per collective (ArenaStep), which settles a deferred check (runCollective).
+  bool needsArena = false;
   uint64_t nameHash = 0;    // algorithmNameHash(name), for shapeHash without rehashing the name
 };
 
@@ -44,7 +46,8 @@ const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topolo
 // check an earlier collective deferred (an shm broadcast's root) runs first when the algorithm
 // does not use the arena; the arena algorithms run it as they release their first use.
 void runCollective(const Algorithm& algorithm, Exec& exec, const CollectiveArgs& args);
-// Runs a deferred check that no later collective took (the communicator shuts down).
+// Runs the check an earlier collective deferred (an shm broadcast's root), if any: before a
+// collective that does not use the arena, and at shutdown.
 void settleDeferred(Exec& exec);
 
 }  // namespace smddp::algo

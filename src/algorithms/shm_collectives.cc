@@ -17,7 +17,6 @@
 #include <cstring>
 
 #include "algorithms/algorithms.h"
-#include "algorithms/registry.h"
 #include "algorithms/shm_step.h"
 
 namespace smddp::algo {
@@ -46,9 +45,6 @@ void broadcastShm(Exec& exec, const CollectiveArgs& args) {
     if (root && bytes == args.bytes()) step.deferCheck();
   }
 }
-
-// An earlier collective left an arena check (only arena collectives defer), so exec.arena() is set.
-void settleDeferred(Exec& exec) { ArenaStep::settle(exec); }
 
 void allGatherShm(Exec& exec, const CollectiveArgs& args) {
   const int n = exec.size();

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "algorithms/exec.h"
 #include "smddp/error.h"
@@ -69,11 +70,7 @@ class ArenaStep {
   void await(int peer, int phase) {
     exec_.waitWord(arena_.posted(peer), 2 * use_ + static_cast<uint64_t>(phase), peer,
                    phase == 1 ? "publish its data" : "publish its reduced part");
-    if (phase == 1) {
-      const uint64_t seq = arena_.identSeq(peer, use_).load(std::memory_order_relaxed);
-      const uint64_t shape = arena_.identShape(peer, use_).load(std::memory_order_relaxed);
-      if (seq != exec_.desc().seq || shape != exec_.desc().shape) exec_.throwMismatch(peer, seq);
-    }
+    if (phase == 1) checkIdentity(exec_, arena_, peer, use_, exec_.desc());
   }
   void awaitAll(int phase) {
     for (int r = 0; r < exec_.size(); ++r) {
@@ -94,22 +91,27 @@ class ArenaStep {
   // collective's deadline) until each peer published that use, and compares its identity with
   // the earlier collective's.
   static void settle(Exec& exec) {
-    DeferredCheck check;
-    if (!exec.takeDeferredCheck(check)) return;
+    const std::optional<DeferredCheck> check = exec.takeDeferredCheck();
+    if (!check) return;
     transport::SharedArena& arena = requireArena(exec);
     for (int r = 0; r < exec.size(); ++r) {
       if (r == exec.rank()) continue;
-      exec.waitWord(arena.posted(r), 2 * check.use + 1, r,
+      exec.waitWord(arena.posted(r), 2 * check->use + 1, r,
                     "enter this rank's previous collective, a broadcast from this rank");
-      const uint64_t seq = arena.identSeq(r, check.use).load(std::memory_order_relaxed);
-      const uint64_t shape = arena.identShape(r, check.use).load(std::memory_order_relaxed);
-      if (seq != check.desc.seq || shape != check.desc.shape) {
-        exec.throwMismatch(r, seq, check.desc);
-      }
+      checkIdentity(exec, arena, r, check->use, check->desc);
     }
   }
 
  private:
+  // `peer` published phase 1 of `use`: it must be in collective `mine` (same sequence number and
+  // shape), else kMismatch naming both.
+  static void checkIdentity(const Exec& exec, transport::SharedArena& arena, int peer,
+                            uint64_t use, const CollectiveDesc& mine) {
+    const uint64_t seq = arena.identSeq(peer, use).load(std::memory_order_relaxed);
+    const uint64_t shape = arena.identShape(peer, use).load(std::memory_order_relaxed);
+    if (seq != mine.seq || shape != mine.shape) exec.throwMismatch(peer, seq, mine);
+  }
+
   static transport::SharedArena& requireArena(const Exec& exec) {
     if (exec.arena() == nullptr) {
       throw Error(ErrorCode::kInvalidArgument,

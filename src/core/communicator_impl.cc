@@ -3,6 +3,7 @@
 // later collectives fail at once, naming the first error, rather than risk mismatched messages.
 #include "core/communicator_impl.h"
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -15,6 +16,10 @@
 namespace smddp::core {
 
 using Clock = std::chrono::steady_clock;
+
+// How long a communicator shutting down waits for its peers' identity after its last
+// collective, a broadcast it was the root of (settleDeferredCheck).
+constexpr std::chrono::milliseconds kShutdownCheckBound{10000};
 
 int64_t spinForHost(int ranksOnHost, unsigned cores) {
   // Measured with 4 ranks on 2 cores: 8 B - 4 KiB all_reduce 37-56 us without spinning, 65-90 us
@@ -132,14 +137,8 @@ void CommunicatorImpl::run(RequestState& request) {
       runLocal(request.args);
     } else {
       logChoice(request.desc);
-      algo::ExecSettings es;
-      es.timeout = settings_.timeout;
-      es.deadline = now + coarseLag() + settings_.timeout;  // never earlier than intended
-      es.segmentBytes = settings_.segmentBytes;
-      es.spinUs = settings_.spinUs;
-      es.abortFlag = &aborted_;
-      es.monitor = watch_->monitor();
-      es.arena = arena_.get();
+      // The deadline is never earlier than intended (the coarse clock lags).
+      const algo::ExecSettings es = execSettings(now + coarseLag(), settings_.timeout);
       algo::Exec exec(*transport_, resources_, request.desc, es);
       algo::runCollective(*request.algorithm, exec, request.args);
     }
@@ -187,19 +186,28 @@ void CommunicatorImpl::logChoice(const algo::CollectiveDesc& desc) {
                                         << ")");
 }
 
-// The last collective may have left a check (an shm broadcast's root checks its peers' identity in
-// its next collective): run it now, bounded by the collective timeout, and report a mismatch.
-void CommunicatorImpl::settleDeferredCheck() {
-  if (!resources_.deferred.pending || aborted_.load() || broken_.load()) return;
+algo::ExecSettings CommunicatorImpl::execSettings(Clock::time_point start,
+                                                std::chrono::milliseconds timeout) {
   algo::ExecSettings es;
-  es.timeout = settings_.timeout;
-  es.deadline = Clock::now() + settings_.timeout;
+  es.timeout = timeout;
+  es.deadline = start + timeout;
+  es.segmentBytes = settings_.segmentBytes;
   es.spinUs = settings_.spinUs;
   es.abortFlag = &aborted_;
   es.monitor = watch_->monitor();
   es.arena = arena_.get();
+  return es;
+}
+
+// The last collective may have left a check (an shm broadcast's root checks its peers' identity in
+// its next collective): run it now and report a mismatch. Nobody can abort a destructor, so the
+// wait is bounded by kShutdownCheckBound rather than the collective timeout: peers that entered
+// the broadcast published their identity on entry.
+void CommunicatorImpl::settleDeferredCheck() {
+  if (!resources_.deferred || aborted_.load() || broken_.load()) return;
+  const auto es = execSettings(Clock::now(), std::min(settings_.timeout, kShutdownCheckBound));
   try {
-    algo::Exec exec(*transport_, resources_, resources_.deferred.desc, es);
+    algo::Exec exec(*transport_, resources_, resources_.deferred->desc, es);
     algo::settleDeferred(exec);
   } catch (const std::exception& e) {
     SMDDP_WARN(rank_, "at shutdown: " << e.what());

@@ -63,6 +63,9 @@ class CommunicatorImpl {
   void runLocal(const algo::CollectiveArgs& args);
   void markBroken(const std::string& reason);
   void settleDeferredCheck();
+  // What Exec needs for one run: deadline start + timeout, this communicator's knobs.
+  algo::ExecSettings execSettings(std::chrono::steady_clock::time_point start,
+                                  std::chrono::milliseconds timeout);
   void logChoice(const algo::CollectiveDesc& desc);
 
   std::unique_ptr<transport::Transport> transport_;

@@ -209,14 +209,13 @@ bool Engine::waitLocked(std::unique_lock<std::mutex>& lock, RequestState& reques
 
 void Engine::threadMain() {
   std::unique_lock<std::mutex> lock(mutex_);
-  std::chrono::microseconds poll{0};
   // The poll interval and whether submits stamp their requests go together: submits stamp
   // exactly while the thread polls at kDriverGrace (asynchronous use) or blocks.
+  std::chrono::microseconds poll = kDriverGrace;  // stampSubmits_ starts true
   const auto setPoll = [&](std::chrono::microseconds value) {
     poll = value;
     stampSubmits_.store(value == kDriverGrace, std::memory_order_relaxed);
   };
-  setPoll(kDriverGrace);
   uint64_t driven = drivenByCallers_;
   uint64_t submits = submits_;
   auto lastSubmitSeen = Clock::now();

@@ -120,17 +120,18 @@ inline void runAllReduceMatrix(const char* name, int n) {
   });
 }
 
-inline double broadcastValue(int root, size_t i) {
-  return static_cast<double>((root * 11 + i) % 100);
+// salt varies the values between calls (a stale slot then shows as wrong data).
+inline double broadcastValue(int root, size_t i, size_t salt = 0) {
+  return static_cast<double>((root * 11 + i + salt * 7) % 100);
 }
 
 inline void checkBroadcast(RankContext& ctx, const Algorithm& a, size_t count, DataType dt,
-                           int root, bool inPlace, size_t segment) {
+                           int root, bool inPlace, size_t segment, size_t salt = 0) {
   TestBuffer send(dt, count), recv(dt, count);
   const bool isRoot = ctx.rank == root;
   send.poison();  // a non-root's send is never read
   if (isRoot) {
-    for (size_t i = 0; i < count; ++i) send.set(i, broadcastValue(root, i));
+    for (size_t i = 0; i < count; ++i) send.set(i, broadcastValue(root, i, salt));
   }
   recv.poison();
   TestBuffer& out = inPlace ? send : recv;
@@ -143,11 +144,12 @@ inline void checkBroadcast(RankContext& ctx, const Algorithm& a, size_t count, D
   args.root = root;
   ctx.run(a, args, segment);
   const std::string what = describeCase(a, ctx.size, count, dt, ReduceOp::kSum, inPlace, segment) +
-                           " root=" + std::to_string(root);
+                           " root=" + std::to_string(root) +
+                           (salt != 0 ? " call " + std::to_string(salt) : "");
   for (size_t i = 0; i < count; ++i) {
-    if (out.get(i) != broadcastValue(root, i)) {
+    if (out.get(i) != broadcastValue(root, i, salt)) {
       ctx.fail(what + ": index " + std::to_string(i) + ": got " + show(out.get(i)) + ", expected " +
-               show(broadcastValue(root, i)));
+               show(broadcastValue(root, i, salt)));
       break;
     }
   }

@@ -134,21 +134,13 @@ TEST(ShmIdentity, DifferentRootsOfAManyChunkBroadcastFailInIt) {
 TEST(ShmIdentity, RootsRunningAheadSeeNoFalseMismatch) {
   for (int n : {2, 3, 5}) {
     runRanks(n, [&](RankContext& ctx) {
-      std::vector<float> buf(1000);
+      const Algorithm& shm = algorithm(K::kBroadcast, "shm");
       for (int i = 0; i < 400; ++i) {
         const int root = i < 100 ? 0 : i < 200 ? i % n : (i / 7) % n;
         const size_t count = 1 + static_cast<size_t>(i * 37) % 1000;  // one chunk
-        const auto value = [&](size_t j) { return static_cast<float>((i * 7 + root + j) % 100); };
-        for (size_t j = 0; j < count; ++j) buf[j] = ctx.rank == root ? value(j) : -1.0f;
         if (ctx.rank == (i / 50) % n && i % 5 == 0) std::this_thread::sleep_for(1ms);
-        ctx.run(algorithm(K::kBroadcast, "shm"), broadcastArgs(buf, count, root), 1 << 20);
-        for (size_t j = 0; j < count; ++j) {
-          if (buf[j] != value(j)) {
-            ctx.fail("broadcast " + std::to_string(i) + " from " + std::to_string(root) +
-                     ": index " + std::to_string(j) + " is stale or wrong");
-            return;
-          }
-        }
+        checkBroadcast(ctx, shm, count, DataType::kFloat32, root, true, 1 << 20,
+                       static_cast<size_t>(i) + 1);
         if (i % 50 == 49) {
           checkAllReduce(ctx, algorithm(K::kAllReduce, "recursive_doubling"),
                          {13, DataType::kFloat32, ReduceOp::kSum, false, 1 << 20});

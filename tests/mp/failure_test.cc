@@ -3,7 +3,9 @@
 // propagation or mismatch detection: a rank SIGKILLed at a random point of a stream of
 // collectives (1 KiB - 16 MiB), a rank that hangs (SIGSTOP: alive for the pid probe, silent for
 // the heartbeat), a rank that skips a collective, and mismatched collectives. Every surviving rank
-// must raise within the bound, naming the culprit. forkRanks bounds every case.
+// must raise within the bound, naming the culprit. Also: a broadcast's roots that disagree, with
+// no collective after it, are reported at shutdown (logged), and roots that agree are not.
+// forkRanks bounds every case.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -11,7 +13,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,7 +30,9 @@ using Clock = std::chrono::steady_clock;
 
 // Read once by the config parser, before any communicator exists: a short heartbeat timeout so the
 // hang test is quick (the default is 30 s).
-const int kEnvSet = (::setenv("SMDDP_HEARTBEAT_TIMEOUT_MS", "3000", 1), 0);
+// Warnings on (the default), which the shutdown case reads from its log.
+const int kEnvSet = (::setenv("SMDDP_HEARTBEAT_TIMEOUT_MS", "3000", 1),
+                     ::setenv("SMDDP_DEBUG", "WARN", 1), 0);
 constexpr int kRanks = 3;
 
 std::shared_ptr<Communicator> join(std::shared_ptr<Store> s, const std::string& provider, int rank,
@@ -179,29 +185,38 @@ TEST_P(FailureMp, MismatchedCollectivesRaiseOnEveryRank) {
   EXPECT_EQ(report, "");
 }
 
+// Broadcasts from `root` as c's last collective, then destroys c (the only reference) with
+// stderr going to a file; returns that file's text, or "" when the shutdown
+// took more than `bound` seconds.
+std::string lastBroadcastShutdownLog(std::shared_ptr<Communicator> c, int rank, int root,
+                                     const std::string& dir, double bound) {
+  std::vector<float> a(16, static_cast<float>(rank));
+  const Buffer b(a.data(), a.size(), DataType::kFloat32);
+  c->broadcast(b, b, root).wait();
+  const std::string log = dir + "/stderr." + std::to_string(rank);
+  std::fflush(stderr);
+  if (std::freopen(log.c_str(), "w", stderr) == nullptr) return "";
+  const auto t0 = Clock::now();
+  c.reset();  // the shutdown runs the check the broadcast left
+  std::fflush(stderr);
+  if (secondsSince(t0) > bound) return "";
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str() + " ";  // never "" once read
+}
+
 // Ranks 0 and 2 each believe they are the broadcast's root (rank 1 follows rank 2). A one-chunk
-// shm broadcast's root checks its peers at its next collective; when there is none, the
+// shm broadcast's root checks its peers in its next collective; when there is none, the
 // communicator's shutdown does, and logs the mismatch naming the broadcast.
 TEST_P(FailureMp, RootsThatDisagreeAreReportedAtShutdownAfterTheirLastBroadcast) {
   if (GetParam() != "shm") GTEST_SKIP() << "the deferred check is the shm arena's";
   const std::string dir = dir_;
   const std::string report = test::forkRanks(kRanks, 90s, [&](int rank) {
-    auto c = join(store(), GetParam(), rank, 20s);
-    std::vector<float> a(16, static_cast<float>(rank));
-    const Buffer b(a.data(), a.size(), DataType::kFloat32);
-    c->broadcast(b, b, rank == 0 ? 0 : 2).wait();
-    const std::string log = dir + "/stderr." + std::to_string(rank);
-    std::fflush(stderr);
-    if (std::freopen(log.c_str(), "w", stderr) == nullptr) return 6;
-    const auto t0 = Clock::now();
-    c.reset();  // the shutdown runs the check the broadcast left
-    std::fflush(stderr);
-    if (secondsSince(t0) > 15.0) return 4;
-    std::FILE* f = std::fopen(log.c_str(), "r");
-    if (f == nullptr) return 6;
-    std::string text(4096, '\0');
-    text.resize(std::fread(&text[0], 1, text.size(), f));
-    std::fclose(f);
+    const std::string text =
+        lastBroadcastShutdownLog(join(store(), GetParam(), rank, 20s), rank, rank == 0 ? 0 : 2,
+                                 dir, 15.0);
+    if (text.empty()) return 4;
     const bool named = text.find("at shutdown") != std::string::npos &&
                        text.find("broadcast #0") != std::string::npos &&
                        text.find("root " + std::to_string(rank)) != std::string::npos &&
@@ -209,6 +224,21 @@ TEST_P(FailureMp, RootsThatDisagreeAreReportedAtShutdownAfterTheirLastBroadcast)
     if (rank == 1) return text.find("at shutdown") == std::string::npos ? 0 : 7;
     if (!named) std::printf("rank %d logged: %s\n", rank, text.c_str());
     return named ? 0 : 3;
+  });
+  EXPECT_EQ(report, "");
+}
+
+// The control: roots that agree log nothing at shutdown, and the check there is quick.
+TEST_P(FailureMp, RootsThatAgreeLogNothingAtShutdown) {
+  if (GetParam() != "shm") GTEST_SKIP() << "the deferred check is the shm arena's";
+  const std::string dir = dir_;
+  const std::string report = test::forkRanks(kRanks, 90s, [&](int rank) {
+    const std::string text =
+        lastBroadcastShutdownLog(join(store(), GetParam(), rank, 20s), rank, 1, dir, 5.0);
+    if (text.empty()) return 4;
+    if (text.find("at shutdown") == std::string::npos) return 0;
+    std::printf("rank %d logged: %s\n", rank, text.c_str());
+    return 3;
   });
   EXPECT_EQ(report, "");
 }
