@@ -31,6 +31,7 @@ void barrierDissemination(Exec& exec, const CollectiveArgs& args);
 void allReduceShmDirect(Exec& exec, const CollectiveArgs& args);  // small messages
 void allReduceShmSplit(Exec& exec, const CollectiveArgs& args);   // large messages
 void broadcastShm(Exec& exec, const CollectiveArgs& args);
+void broadcastShmEager(Exec& exec, const CollectiveArgs& args);  // through the eager ring
 void allGatherShm(Exec& exec, const CollectiveArgs& args);
 void barrierShm(Exec& exec, const CollectiveArgs& args);
 

@@ -7,6 +7,8 @@
 #include <sched.h>
 #include <time.h>
 
+#include <algorithm>
+
 #include "common/logging.h"
 #include "smddp/error.h"
 
@@ -28,8 +30,16 @@ constexpr std::chrono::milliseconds kMismatchGrace{3000};
 // ranks on 2 cores.
 constexpr std::chrono::milliseconds kYieldOnlyFor{50};
 
-// Loads of a shared-memory word between two clock reads while spinning on it (~1 us at most).
-constexpr int kWordPolls = 64;
+void PendingChecks::push(const DeferredCheck& check) {
+  if (count_ == items_.size()) {
+    std::vector<DeferredCheck> grown(std::max<size_t>(8, 2 * items_.size()));
+    for (size_t i = 0; i < count_; ++i) grown[i] = items_[(head_ + i) % items_.size()];
+    items_.swap(grown);
+    head_ = 0;
+  }
+  items_[(head_ + count_) % items_.size()] = check;
+  ++count_;
+}
 
 transport::Op& ExecResources::op(size_t index) {
   while (ops_.size() <= index) ops_.emplace_back();
@@ -108,28 +118,6 @@ void Exec::wait(Handle handle) {
   }
   checkFailure(op);
   while (firstLive_ < posted_ && resources_.op(firstLive_).finished()) ++firstLive_;
-}
-
-void Exec::waitWord(const std::atomic<uint64_t>& word, uint64_t atLeast, int peer,
-                    const char* what) {
-  if (word.load(std::memory_order_acquire) >= atLeast) return;
-  const auto start = Clock::now();
-  const auto spinUntil = std::min(start + std::chrono::microseconds(settings_.spinUs),
-                                  settings_.deadline);
-  const int polls = settings_.spinUs > 0 ? kWordPolls : 0;  // no spinning: yield at once
-  int idlePolls = 0;
-  for (;;) {
-    // The hot path: the word alone, with the clock (~20 ns) read once per kWordPolls loads, so
-    // a change is seen within a few ns and no bookkeeping runs while spinning.
-    for (int i = 0; i < polls; ++i) {
-      if (word.load(std::memory_order_acquire) >= atLeast) return;
-    }
-    if (word.load(std::memory_order_acquire) >= atLeast) return;
-    const auto now = Clock::now();
-    if (now < spinUntil) continue;
-    transport_.progress();  // no messages in flight; it runs the transport's liveness checks
-    idle(now, start, idlePolls, peer, what);
-  }
 }
 
 void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idlePolls,

@@ -7,6 +7,7 @@
 // op (it gets an exception); when run() returns or throws, no op of this collective is pending.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -35,13 +36,38 @@ struct DeferredCheck {
   CollectiveDesc desc;  // the collective the check belongs to
 };
 
+// The checks that the root of eager broadcasts left pending (shm_ring.h), oldest first: a ring
+// buffer that grows once to the eager ring's depth and is kept.
+class PendingChecks {
+ public:
+  bool empty() const { return count_ == 0; }
+  size_t size() const { return count_; }
+  const DeferredCheck& front() const { return items_[head_]; }
+  void push(const DeferredCheck& check);
+  void pop() {
+    head_ = (head_ + 1) % items_.size();
+    --count_;
+  }
+
+ private:
+  std::vector<DeferredCheck> items_;
+  size_t head_ = 0;
+  size_t count_ = 0;
+};
+
 // Reusable per-communicator memory for algorithms: op records and scratch buffers. Grows on demand
-// and is kept, so steady-state collectives allocate nothing. Also carries the deferred check.
+// and is kept, so steady-state collectives allocate nothing. Also carries the deferred checks.
 class ExecResources {
  public:
   transport::Op& op(size_t index);
   void* scratch(int index, size_t bytes);
-  std::optional<DeferredCheck> deferred;
+  std::optional<DeferredCheck> deferred;  // left by a slot broadcast's root (shm_step.h)
+  PendingChecks ringChecks;               // left by eager broadcasts' roots (shm_ring.h)
+  // Some check is left; its collective's description (for the Exec that settles it).
+  bool hasDeferred() const { return deferred || !ringChecks.empty(); }
+  const CollectiveDesc& deferredDesc() const {
+    return deferred ? deferred->desc : ringChecks.front().desc;
+  }
 
  private:
   std::deque<transport::Op> ops_;
@@ -91,7 +117,13 @@ class Exec {
   transport::SharedArena* arena() const { return settings_.arena; }
   // Waits, with the same bounds and back-off as wait(), until `word` >= atLeast; `word` belongs
   // to `peer`, and `what` says what it is waiting for (timeout messages).
-  void waitWord(const std::atomic<uint64_t>& word, uint64_t atLeast, int peer, const char* what);
+  void waitWord(const std::atomic<uint64_t>& word, uint64_t atLeast, int peer, const char* what) {
+    waitUntil([&word, atLeast] { return word.load(std::memory_order_acquire) >= atLeast; }, peer,
+              what);
+  }
+  // As waitWord, until ready() (cheap, polled in a tight loop at first) returns true.
+  template <class Ready>
+  void waitUntil(Ready&& ready, int peer, const char* what);
   // Throws Error(kMismatch): `peer`'s arena data belongs to collective #peerSeq (or to `mine` with
   // a different shape when peerSeq is mine's) while this rank is in `mine`: this collective, or
   // an earlier one whose check was deferred to this one.
@@ -103,6 +135,8 @@ class Exec {
   std::optional<DeferredCheck> takeDeferredCheck() {
     return std::exchange(resources_.deferred, std::nullopt);
   }
+
+  PendingChecks& ringChecks() { return resources_.ringChecks; }
 
   // Per-communicator scratch memory; index selects one of several independent areas.
   void* scratch(size_t bytes, int index = 0) { return resources_.scratch(index, bytes); }
@@ -130,5 +164,29 @@ class Exec {
   size_t posted_ = 0;    // ops [0, posted_) of resources_ belong to this collective
   size_t firstLive_ = 0; // every op below this index is finished
 };
+
+template <class Ready>
+void Exec::waitUntil(Ready&& ready, int peer, const char* what) {
+  // Calls of ready() between two clock reads while spinning (~1 us at most for a word load).
+  constexpr int kPolls = 64;
+  if (ready()) return;
+  const auto start = Clock::now();
+  const auto spinUntil = std::min(start + std::chrono::microseconds(settings_.spinUs),
+                                  settings_.deadline);
+  const int polls = settings_.spinUs > 0 ? kPolls : 0;  // no spinning: yield at once
+  int idlePolls = 0;
+  for (;;) {
+    // The hot path: ready() alone, with the clock (~20 ns) read once per kPolls calls, so a
+    // change is seen within a few ns and no bookkeeping runs while spinning.
+    for (int i = 0; i < polls; ++i) {
+      if (ready()) return;
+    }
+    if (ready()) return;
+    const auto now = Clock::now();
+    if (now < spinUntil) continue;
+    transport_.progress();  // no messages in flight; it runs the transport's liveness checks
+    idle(now, start, idlePolls, peer, what);
+  }
+}
 
 }  // namespace smddp::algo

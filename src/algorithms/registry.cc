@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "algorithms/algorithms.h"
+#include "algorithms/shm_ring.h"
 #include "algorithms/shm_step.h"
 #include "smddp/error.h"
 
@@ -14,6 +15,8 @@ namespace smddp::algo {
 namespace {
 
 using K = CollectiveKind;
+constexpr Algorithm::ArenaUse kSlots = Algorithm::ArenaUse::kSlots;
+constexpr Algorithm::ArenaUse kRing = Algorithm::ArenaUse::kRing;
 
 std::string trim(const std::string& s) {
   size_t b = 0, e = s.size();
@@ -86,24 +89,31 @@ const std::vector<Algorithm>& registry() {
        barrierDissemination},
       {K::kAllReduce, "shm_direct",
        "shared memory, one host: every rank reduces all n inputs; for small messages",
-       allReduceShmDirect, true},
+       allReduceShmDirect, kSlots},
       {K::kAllReduce, "shm_split",
        "shared memory, one host: rank r reduces slice r of every input, all copy all slices",
-       allReduceShmSplit, true},
+       allReduceShmSplit, kSlots},
       {K::kBroadcast, "shm", "shared memory, one host: root copies in, the others copy out",
-       broadcastShm, true},
+       broadcastShm, kSlots},
+      {K::kBroadcast, "shm_eager",
+       "shared memory, one host: through a 64-deep ring, so the root runs ahead; small messages",
+       broadcastShmEager, kRing},
       {K::kAllGather, "shm", "shared memory, one host: each copies its block in, all the rest out",
-       allGatherShm, true},
-      {K::kBarrier, "shm", "shared memory, one host: one flag per rank", barrierShm, true},
+       allGatherShm, kSlots},
+      {K::kBarrier, "shm", "shared memory, one host: one flag per rank", barrierShm, kSlots},
   });
   return algorithms;
 }
 
-// An earlier collective left an arena check (only arena collectives defer), so exec.arena() is set.
-void settleDeferred(Exec& exec) { ArenaStep::settle(exec); }
+// Only arena collectives defer checks, so exec.arena() is set whenever one is left.
+void settleDeferred(Exec& exec, const Algorithm* next) {
+  const Algorithm::ArenaUse uses = next != nullptr ? next->arena : Algorithm::ArenaUse::kNone;
+  if (uses != Algorithm::ArenaUse::kSlots) ArenaStep::settle(exec);
+  if (uses != Algorithm::ArenaUse::kRing) RingStep::settle(exec, true);
+}
 
 void runCollective(const Algorithm& algorithm, Exec& exec, const CollectiveArgs& args) {
-  if (!algorithm.needsArena) settleDeferred(exec);  // the arena ones settle as they release
+  settleDeferred(exec, &algorithm);
   algorithm.run(exec, args);
   exec.waitAll();
 }

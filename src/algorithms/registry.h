@@ -18,10 +18,14 @@ struct Algorithm {
   const char* name;         // as used in SMDDP_ALGO
   const char* description;  // steps and cost, one line
   AlgorithmFn run;
-  // Runs only with the intra-host shared-memory arena. Such an algorithm releases at least one
-  // arena use per collective (ArenaStep), which settles a deferred check (runCollective).
-  bool needsArena = false;
+  // What of the intra-host shared-memory arena it runs on, if anything. A kSlots algorithm
+  // releases at least one slot use per collective (ArenaStep), which settles a slot broadcast's
+  // deferred check; a kRing one settles the eager ring's as it goes (runCollective).
+  enum class ArenaUse { kNone, kSlots, kRing };
+  ArenaUse arena = ArenaUse::kNone;
   uint64_t nameHash = 0;    // algorithmNameHash(name), for shapeHash without rehashing the name
+
+  bool needsArena() const { return arena != ArenaUse::kNone; }
 };
 
 // Every algorithm, in a fixed order.
@@ -37,17 +41,20 @@ struct Topology {
   int ranks = 1;
   int hosts = 1;
   bool arena = false;  // every rank maps the shared-memory arena (transport/shm/arena.h)
+  size_t eagerBytes = 0;  // broadcasts up to this size take the arena's eager ring
 };
 
 const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topology& topology,
                                  const AlgorithmOverrides& overrides);
 
-// Runs one collective on this rank as the core does: the algorithm, then waits for its ops. A
-// check an earlier collective deferred (an shm broadcast's root) runs first when the algorithm
-// does not use the arena; the arena algorithms run it as they release their first use.
+// Runs one collective on this rank as the core does: the algorithm, then waits for its ops.
+// Checks earlier collectives deferred (shm broadcasts' roots) run first, except those the
+// algorithm settles itself: a slot broadcast's as a kSlots algorithm releases its first use, the
+// eager ring's as a kRing algorithm passes through the ring.
 void runCollective(const Algorithm& algorithm, Exec& exec, const CollectiveArgs& args);
-// Runs the check an earlier collective deferred (an shm broadcast's root), if any: before a
-// collective that does not use the arena, and at shutdown.
-void settleDeferred(Exec& exec);
+// Runs every check earlier collectives deferred (shm broadcasts' roots), waiting for the peers if
+// need be (bounded by exec's deadline); `next`, the algorithm about to run, may settle its own
+// kind itself. At shutdown `next` is null.
+void settleDeferred(Exec& exec, const Algorithm* next = nullptr);
 
 }  // namespace smddp::algo

@@ -17,7 +17,8 @@
 // win at every size (bench/ and docs/PERF.md): no message, no matching, one copy in and out:
 //   all_reduce: shm_direct up to 16 KiB (one synchronisation, every rank reduces everything),
 //     shm_split above (reduction split n ways, two synchronisations per chunk);
-//   broadcast, all_gather, barrier: shm.
+//   broadcast: shm_eager up to topology.eagerBytes (SMDDP_SHM_EAGER_BYTES), shm above;
+//   all_gather, barrier: shm.
 // topology.hosts is not used yet: it is where a hierarchical all_reduce will be chosen.
 #include "algorithms/registry.h"
 #include "smddp/error.h"
@@ -35,6 +36,9 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
   if (topology.arena) {
     if (kind == CollectiveKind::kAllReduce) {
       return bytes <= kShmDirectBytes ? "shm_direct" : "shm_split";
+    }
+    if (kind == CollectiveKind::kBroadcast && bytes > 0 && bytes <= topology.eagerBytes) {
+      return "shm_eager";
     }
     return "shm";
   }
@@ -67,7 +71,7 @@ const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topolo
     throw Error(ErrorCode::kInvalidArgument,
                 "smddp: no " + std::string(toString(kind)) + " algorithm named \"" + name + "\"");
   }
-  if (algorithm->needsArena && !topology.arena) {
+  if (algorithm->needsArena() && !topology.arena) {
     throw Error(ErrorCode::kInvalidArgument,
                 "smddp: " + std::string(toString(kind)) + " algorithm \"" + name +
                     "\" needs the shared-memory arena, which this communicator does not have "

@@ -9,14 +9,22 @@
 //   peers, as an eager send lets MPI's root. With more chunks it checks on the first. Slots
 //   alternate, so the root fills chunk k+1 while the others copy chunk k: each byte is copied
 //   twice (in once, out once per reader), in parallel, through cache.
+// broadcast (shm_eager), per chunk of the ring's payload: the root copies the chunk into its next
+//   ring entry and publishes; every other rank publishes its identity in its own entry, waits for
+//   the root's, checks it, copies the chunk out and releases. The root checks its peers'
+//   identities later (shm_ring.h), so it runs up to 64 uses ahead of the slowest peer instead of
+//   one: with more ranks than cores a root fills many entries per time slice and each peer
+//   drains many in its own. Bytes copied as for shm.
 // all_gather (shm), per chunk of half a slot of every rank's block: each rank copies its chunk in
 //   and publishes; each copies every peer's chunk out and releases. Bytes copied per rank: its
 //   block once in, the n-1 others out.
 // barrier (shm): publish, wait for every rank's publication, release: one cache-line write per
 //   rank and n-1 reads; no data.
+#include <algorithm>
 #include <cstring>
 
 #include "algorithms/algorithms.h"
+#include "algorithms/shm_ring.h"
 #include "algorithms/shm_step.h"
 
 namespace smddp::algo {
@@ -43,6 +51,27 @@ void broadcastShm(Exec& exec, const CollectiveArgs& args) {
     }
     step.release();
     if (root && bytes == args.bytes()) step.deferCheck();
+  }
+}
+
+void broadcastShmEager(Exec& exec, const CollectiveArgs& args) {
+  const bool root = exec.rank() == args.root;
+  const size_t chunk = RingStep::chunkBytes(exec, args.elementSize());
+  const auto* in = static_cast<const unsigned char*>(args.send);
+  auto* out = static_cast<unsigned char*>(args.recv);
+  for (size_t off = 0; off < args.bytes(); off += chunk) {
+    const size_t bytes = std::min(chunk, args.bytes() - off);
+    RingStep step(exec);
+    if (root) {
+      std::memcpy(step.mine(), in + off, bytes);
+      step.publish();
+      if (out != in) std::memcpy(out + off, in + off, bytes);
+    } else {
+      step.publish();  // our identity only, for the root's check
+      step.await(args.root);
+      std::memcpy(out + off, step.of(args.root), bytes);
+    }
+    step.release(root);
   }
 }
 

@@ -24,6 +24,18 @@
 
 namespace smddp::algo {
 
+// The arena of exec's communicator; Error(kInvalidArgument) when it has none.
+inline transport::SharedArena& requireArena(const Exec& exec) {
+  if (exec.arena() == nullptr) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() +
+                    ": this algorithm needs the shared-memory arena, which this communicator "
+                    "does not have (ranks on several hosts, SMDDP_SHM=0, or a provider other "
+                    "than shm)");
+  }
+  return *exec.arena();
+}
+
 class ArenaStep {
  public:
   explicit ArenaStep(Exec& exec) : exec_(exec), arena_(requireArena(exec)) {
@@ -110,17 +122,6 @@ class ArenaStep {
     const uint64_t seq = arena.identSeq(peer, use).load(std::memory_order_relaxed);
     const uint64_t shape = arena.identShape(peer, use).load(std::memory_order_relaxed);
     if (seq != mine.seq || shape != mine.shape) exec.throwMismatch(peer, seq, mine);
-  }
-
-  static transport::SharedArena& requireArena(const Exec& exec) {
-    if (exec.arena() == nullptr) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() +
-                      ": this algorithm needs the shared-memory arena, which this communicator "
-                      "does not have (ranks on several hosts, SMDDP_SHM=0, or a provider other "
-                      "than shm)");
-    }
-    return *exec.arena();
   }
 
   Exec& exec_;

@@ -14,6 +14,7 @@ smddp_layer(smddp_algorithms
   algorithms/barrier_dissemination.cc
   algorithms/shm_all_reduce.cc
   algorithms/shm_collectives.cc
+  algorithms/shm_ring.cc
   algorithms/registry.cc
   algorithms/selector.cc)
 target_link_libraries(smddp_algorithms PUBLIC smddp_transport smddp_reduce smddp_common)

@@ -117,6 +117,9 @@ Config Config::fromMap(const std::map<std::string, std::string>& env) {
   if (c.shmSlotBytes < 4096 || c.shmSlotBytes > (int64_t{1} << 30)) {
     bad("SMDDP_SHM_SLOT_BYTES", std::to_string(c.shmSlotBytes), "between 4K and 1G");
   }
+  if (c.shmEagerBytes < 0 || c.shmEagerBytes > 65536) {
+    bad("SMDDP_SHM_EAGER_BYTES", std::to_string(c.shmEagerBytes), "between 0 and 64K");
+  }
   if (c.spinUs < -1) bad("SMDDP_SPIN_US", std::to_string(c.spinUs), "a count >= 0, or -1 (auto)");
   return c;
 }

@@ -24,6 +24,7 @@ std::unique_ptr<transport::SharedArena> createArena(Store& store, const std::str
   std::string why;
   auto arena = transport::createSharedArena(store, prefix, transport.rank(), transport.size(),
                                             static_cast<size_t>(config.shmSlotBytes),
+                                            static_cast<size_t>(config.shmEagerBytes),
                                             settings.timeout, wanted, why);
   if (!arena && wanted) {
     SMDDP_WARN(transport.rank(), "no shared-memory arena (" << why

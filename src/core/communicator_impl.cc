@@ -32,6 +32,7 @@ Settings resolveSettings(const Options& options, const Config& config) {
   s.timeout = options.timeout.value_or(std::chrono::milliseconds(config.timeoutMs));
   s.segmentBytes = options.segmentBytes.value_or(static_cast<size_t>(config.segmentBytes));
   s.spinUs = config.spinUs;
+  s.shmEagerBytes = static_cast<size_t>(config.shmEagerBytes);
   s.overrides = algo::parseAlgorithmOverrides(options.algorithms.value_or(config.algorithms));
   s.watch.beaconPeriod = std::chrono::milliseconds(config.beaconMs);
   s.watch.heartbeatTimeout = std::chrono::milliseconds(config.heartbeatTimeoutMs);
@@ -60,6 +61,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   topology_.ranks = size_;
   topology_.hosts = hosts.empty() ? 1 : static_cast<int>(hosts.size());
   topology_.arena = arena_ != nullptr;
+  topology_.eagerBytes = arena_ ? std::min(settings_.shmEagerBytes, arena_->ringPayload()) : 0;
   if (settings_.spinUs < 0) {
     const auto& peers = transport_->peers();
     const std::string& me = static_cast<size_t>(rank_) < peers.size() ? peers[rank_].host : "";
@@ -204,10 +206,10 @@ algo::ExecSettings CommunicatorImpl::execSettings(Clock::time_point start,
 // wait is bounded by kShutdownCheckBound rather than the collective timeout: peers that entered
 // the broadcast published their identity on entry.
 void CommunicatorImpl::settleDeferredCheck() {
-  if (!resources_.deferred || aborted_.load() || broken_.load()) return;
+  if (!resources_.hasDeferred() || aborted_.load() || broken_.load()) return;
   const auto es = execSettings(Clock::now(), std::min(settings_.timeout, kShutdownCheckBound));
   try {
-    algo::Exec exec(*transport_, resources_, resources_.deferred->desc, es);
+    algo::Exec exec(*transport_, resources_, resources_.deferredDesc(), es);
     algo::settleDeferred(exec);
   } catch (const std::exception& e) {
     SMDDP_WARN(rank_, "at shutdown: " << e.what());

@@ -156,6 +156,17 @@ inline void checkBroadcast(RankContext& ctx, const Algorithm& a, size_t count, D
   if (!out.guardIntact()) ctx.fail(what + ": wrote past the end of the output");
 }
 
+// In-place float32 broadcast arguments over buf (the identity tests).
+inline CollectiveArgs broadcastArgs(std::vector<float>& buf, size_t count, int root) {
+  CollectiveArgs args;
+  args.kind = CollectiveKind::kBroadcast;
+  args.send = args.recv = buf.data();
+  args.count = count;
+  args.dtype = DataType::kFloat32;
+  args.root = root;
+  return args;
+}
+
 enum class Output { kContiguous, kBlockList, kInPlace };
 inline const char* toString(Output o) {
   return o == Output::kContiguous  ? "contiguous"

@@ -159,7 +159,7 @@ void runRanks(int n, const RankBody& body) {
   std::vector<ExecResources> resources(static_cast<size_t>(n));
   std::vector<std::vector<std::string>> failures(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) endpoints.push_back(fabric->endpoint(r));
-  transport::HeapArenaGroup arenaGroup(n, 4096);
+  transport::HeapArenaGroup arenaGroup(n, 4096, 100);
   std::vector<std::unique_ptr<transport::SharedArena>> arenas;
   for (int r = 0; r < n; ++r) arenas.push_back(arenaGroup.view(r));
   std::vector<std::thread> threads;

@@ -40,7 +40,11 @@ void mixedRound(RankContext& ctx, int round) {
   // The arena algorithms between message-based ones: their use counters advance on their own.
   checkAllReduce(ctx, algorithm(K::kAllReduce, "shm_direct"),
                  {13, DataType::kFloat16, ReduceOp::kSum, false, 262144});
+  checkBroadcast(ctx, algorithm(K::kBroadcast, "shm_eager"), 7, DataType::kInt64, round % n, true,
+                 262144);
   checkBroadcast(ctx, algorithm(K::kBroadcast, "shm"), 3000, DataType::kInt32, n - 1, false,
+                 262144);
+  checkBroadcast(ctx, algorithm(K::kBroadcast, "shm_eager"), 301, DataType::kFloat16, 0, false,
                  262144);
   checkAllReduce(ctx, algorithm(K::kAllReduce, "shm_split"),
                  {2049, DataType::kFloat32, ReduceOp::kMin, true, 262144});

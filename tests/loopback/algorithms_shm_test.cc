@@ -81,16 +81,6 @@ TEST(ShmIdentity, DifferentSizesFailEverywhere) {
   }
 }
 
-CollectiveArgs broadcastArgs(std::vector<float>& buf, size_t count, int root) {
-  CollectiveArgs args;
-  args.kind = K::kBroadcast;
-  args.send = args.recv = buf.data();
-  args.count = count;
-  args.dtype = DataType::kFloat32;
-  args.root = root;
-  return args;
-}
-
 // Ranks 0 and 2 each believe they are the root; rank 1 follows rank 2, which agrees with it. The
 // root of a one-chunk broadcast (64 floats < the 4 KiB slot) checks its peers in its next
 // collective, before it releases its first use: the broadcast returns, the next collective fails
@@ -128,13 +118,17 @@ TEST(ShmIdentity, DifferentRootsOfAManyChunkBroadcastFailInIt) {
   });
 }
 
-// Roots that run ahead (one-chunk broadcasts whose check waits for the next collective) never see
-// a false mismatch or stale data: long runs from one root, alternating roots, and a
-// message-based collective between (it settles the check too), with a rank that lags now and then.
-TEST(ShmIdentity, RootsRunningAheadSeeNoFalseMismatch) {
+// Roots that run ahead (one-chunk slot broadcasts whose check waits for the next collective;
+// eager broadcasts up to the ring's depth) never see a false mismatch or stale data: long runs
+// from one root, alternating roots, and a message-based collective between (it settles the checks
+// too), with a rank that lags now and then. Up to 1000 floats: one slot chunk, up to 40 of the
+// test ring's 100-byte entries.
+class ShmRunAhead : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ShmRunAhead, RootsRunningAheadSeeNoFalseMismatch) {
   for (int n : {2, 3, 5}) {
     runRanks(n, [&](RankContext& ctx) {
-      const Algorithm& shm = algorithm(K::kBroadcast, "shm");
+      const Algorithm& shm = algorithm(K::kBroadcast, GetParam());
       for (int i = 0; i < 400; ++i) {
         const int root = i < 100 ? 0 : i < 200 ? i % n : (i / 7) % n;
         const size_t count = 1 + static_cast<size_t>(i * 37) % 1000;  // one chunk
@@ -149,6 +143,8 @@ TEST(ShmIdentity, RootsRunningAheadSeeNoFalseMismatch) {
     });
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Broadcast, ShmRunAhead, ::testing::Values("shm", "shm_eager"));
 
 TEST(ShmIdentity, BarrierAgainstAllReduce) {
   expectMismatch(

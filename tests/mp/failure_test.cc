@@ -189,8 +189,8 @@ TEST_P(FailureMp, MismatchedCollectivesRaiseOnEveryRank) {
 // stderr going to a file; returns that file's text, or "" when the shutdown
 // took more than `bound` seconds.
 std::string lastBroadcastShutdownLog(std::shared_ptr<Communicator> c, int rank, int root,
-                                     const std::string& dir, double bound) {
-  std::vector<float> a(16, static_cast<float>(rank));
+                                     size_t count, const std::string& dir, double bound) {
+  std::vector<float> a(count, static_cast<float>(rank));
   const Buffer b(a.data(), a.size(), DataType::kFloat32);
   c->broadcast(b, b, root).wait();
   const std::string log = dir + "/stderr." + std::to_string(rank);
@@ -206,41 +206,48 @@ std::string lastBroadcastShutdownLog(std::shared_ptr<Communicator> c, int rank, 
   return text.str() + " ";  // never "" once read
 }
 
+// The broadcast sizes whose root defers its check: 64 B through the eager ring, 8 KiB in one
+// slot chunk.
+constexpr size_t kDeferringCounts[] = {16, 2048};
+
 // Ranks 0 and 2 each believe they are the broadcast's root (rank 1 follows rank 2). A one-chunk
 // shm broadcast's root checks its peers in its next collective; when there is none, the
 // communicator's shutdown does, and logs the mismatch naming the broadcast.
 TEST_P(FailureMp, RootsThatDisagreeAreReportedAtShutdownAfterTheirLastBroadcast) {
   if (GetParam() != "shm") GTEST_SKIP() << "the deferred check is the shm arena's";
   const std::string dir = dir_;
-  const std::string report = test::forkRanks(kRanks, 90s, [&](int rank) {
-    const std::string text =
-        lastBroadcastShutdownLog(join(store(), GetParam(), rank, 20s), rank, rank == 0 ? 0 : 2,
-                                 dir, 15.0);
-    if (text.empty()) return 4;
-    const bool named = text.find("at shutdown") != std::string::npos &&
-                       text.find("broadcast #0") != std::string::npos &&
-                       text.find("root " + std::to_string(rank)) != std::string::npos &&
-                       text.find("different kind, size, dtype, op, root") != std::string::npos;
-    if (rank == 1) return text.find("at shutdown") == std::string::npos ? 0 : 7;
-    if (!named) std::printf("rank %d logged: %s\n", rank, text.c_str());
-    return named ? 0 : 3;
-  });
-  EXPECT_EQ(report, "");
+  for (size_t count : kDeferringCounts) {
+    const std::string report = test::forkRanks(kRanks, 90s, [&](int rank) {
+      const std::string text = lastBroadcastShutdownLog(join(store(), GetParam(), rank, 20s), rank,
+                                                        rank == 0 ? 0 : 2, count, dir, 15.0);
+      if (text.empty()) return 4;
+      const bool named = text.find("at shutdown") != std::string::npos &&
+                         text.find("broadcast #0") != std::string::npos &&
+                         text.find("root " + std::to_string(rank)) != std::string::npos &&
+                         text.find("different kind, size, dtype, op, root") != std::string::npos;
+      if (rank == 1) return text.find("at shutdown") == std::string::npos ? 0 : 7;
+      if (!named) std::printf("rank %d logged: %s\n", rank, text.c_str());
+      return named ? 0 : 3;
+    });
+    EXPECT_EQ(report, "") << count << " floats";
+  }
 }
 
 // The control: roots that agree log nothing at shutdown, and the check there is quick.
 TEST_P(FailureMp, RootsThatAgreeLogNothingAtShutdown) {
   if (GetParam() != "shm") GTEST_SKIP() << "the deferred check is the shm arena's";
   const std::string dir = dir_;
-  const std::string report = test::forkRanks(kRanks, 90s, [&](int rank) {
-    const std::string text =
-        lastBroadcastShutdownLog(join(store(), GetParam(), rank, 20s), rank, 1, dir, 5.0);
-    if (text.empty()) return 4;
-    if (text.find("at shutdown") == std::string::npos) return 0;
-    std::printf("rank %d logged: %s\n", rank, text.c_str());
-    return 3;
-  });
-  EXPECT_EQ(report, "");
+  for (size_t count : kDeferringCounts) {
+    const std::string report = test::forkRanks(kRanks, 90s, [&](int rank) {
+      const std::string text =
+          lastBroadcastShutdownLog(join(store(), GetParam(), rank, 20s), rank, 1, count, dir, 5.0);
+      if (text.empty()) return 4;
+      if (text.find("at shutdown") == std::string::npos) return 0;
+      std::printf("rank %d logged: %s\n", rank, text.c_str());
+      return 3;
+    });
+    EXPECT_EQ(report, "") << count << " floats";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, FailureMp, ::testing::Values("shm", "tcp"));

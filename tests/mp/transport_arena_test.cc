@@ -54,7 +54,7 @@ std::vector<Joined> joinAll(int n, size_t slotBytes, const std::string& prefix,
     threads.emplace_back([&, r] {
       Joined& j = out[static_cast<size_t>(r)];
       try {
-        j.arena = transport::createSharedArena(*store, prefix, r, n, slotBytes, 10s,
+        j.arena = transport::createSharedArena(*store, prefix, r, n, slotBytes, 4096, 10s,
                                                 wanted(r), j.why);
       } catch (const std::exception& e) {
         j.error = e.what();

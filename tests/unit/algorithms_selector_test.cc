@@ -55,6 +55,13 @@ TEST(Selector, ArenaAlgorithmsWhenEveryRankSharesTheHost) {
         EXPECT_STREQ(selectAlgorithm(k, bytes, t, none).name, "shm") << toString(k);
       }
     }
+    // With an eager ring, broadcasts up to its size take it.
+    const Topology eager{ranks, 1, true, 4096};
+    EXPECT_STREQ(selectAlgorithm(K::kBroadcast, 1, eager, none).name, "shm_eager");
+    EXPECT_STREQ(selectAlgorithm(K::kBroadcast, 4096, eager, none).name, "shm_eager");
+    EXPECT_STREQ(selectAlgorithm(K::kBroadcast, 4097, eager, none).name, "shm");
+    EXPECT_STREQ(selectAlgorithm(K::kAllGather, 4, eager, none).name, "shm");
+    EXPECT_STREQ(selectAlgorithm(K::kBarrier, 0, eager, none).name, "shm");
     // An override still wins over the arena.
     EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 8, t, {{K::kAllReduce, "ring"}}).name, "ring");
   }
@@ -62,7 +69,7 @@ TEST(Selector, ArenaAlgorithmsWhenEveryRankSharesTheHost) {
 
 TEST(Selector, ArenaAlgorithmWithoutArenaIsAnError) {
   for (const Algorithm& a : registry()) {
-    if (!a.needsArena) continue;
+    if (!a.needsArena()) continue;
     try {
       selectAlgorithm(a.kind, 1024, Topology{2, 1, false}, {{a.kind, a.name}});
       ADD_FAILURE() << a.name << " selected without an arena";

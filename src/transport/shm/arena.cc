@@ -85,21 +85,35 @@ size_t SharedArena::roundSlot(size_t slotBytes) {
   return (std::max<size_t>(slotBytes, 64) + kPage - 1) / kPage * kPage;
 }
 
-size_t SharedArena::regionBytes(size_t slotBytes) {
-  return kControlBytes + 2 * roundSlot(slotBytes);
+size_t SharedArena::ringStride(size_t eagerBytes) {
+  return (sizeof(RingHeader) + std::max<size_t>(eagerBytes, 1) + kLine - 1) / kLine * kLine;
+}
+
+namespace {
+size_t ringBytes(size_t eagerBytes) {
+  return (SharedArena::kRingDepth * SharedArena::ringStride(eagerBytes) + kPage - 1) / kPage *
+         kPage;
+}
+}  // namespace
+
+size_t SharedArena::regionBytes(size_t slotBytes, size_t eagerBytes) {
+  return kControlBytes + ringBytes(eagerBytes) + 2 * roundSlot(slotBytes);
 }
 
 SharedArena::SharedArena(std::shared_ptr<void> memory, unsigned char* base, int rank, int size,
-                         size_t slotBytes)
+                         size_t slotBytes, size_t eagerBytes)
     : memory_(std::move(memory)),
       base_(base),
       rank_(rank),
       size_(size),
       slotBytes_(roundSlot(slotBytes)),
-      regionBytes_(regionBytes(slotBytes)) {}
+      ringStride_(ringStride(eagerBytes)),
+      slotsOffset_(kControlBytes + ringBytes(eagerBytes)),
+      regionBytes_(regionBytes(slotBytes, eagerBytes)) {}
 
-HeapArenaGroup::HeapArenaGroup(int size, size_t slotBytes) : size_(size), slotBytes_(slotBytes) {
-  const size_t bytes = SharedArena::regionBytes(slotBytes) * static_cast<size_t>(size);
+HeapArenaGroup::HeapArenaGroup(int size, size_t slotBytes, size_t eagerBytes)
+    : size_(size), slotBytes_(slotBytes), eagerBytes_(eagerBytes) {
+  const size_t bytes = SharedArena::regionBytes(slotBytes, eagerBytes) * static_cast<size_t>(size);
   void* p = std::aligned_alloc(kPage, bytes);
   if (p == nullptr) throw std::bad_alloc();
   std::memset(p, 0, bytes);
@@ -108,15 +122,15 @@ HeapArenaGroup::HeapArenaGroup(int size, size_t slotBytes) : size_(size), slotBy
 
 std::unique_ptr<SharedArena> HeapArenaGroup::view(int rank) const {
   return std::make_unique<SharedArena>(memory_, static_cast<unsigned char*>(memory_.get()), rank,
-                                       size_, slotBytes_);
+                                       size_, slotBytes_, eagerBytes_);
 }
 
 std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& prefix, int rank,
-                                               int size, size_t slotBytes,
+                                               int size, size_t slotBytes, size_t eagerBytes,
                                                std::chrono::milliseconds timeout,
                                                bool wanted, std::string& why) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  const size_t bytes = SharedArena::regionBytes(slotBytes) * static_cast<size_t>(size);
+  const size_t bytes = SharedArena::regionBytes(slotBytes, eagerBytes) * static_cast<size_t>(size);
   auto map = std::make_shared<Mapping>();
   std::string name;
   const char* const unwanted = "not wanted (SMDDP_SHM=0 or Options::sharedMemory = false)";
@@ -164,7 +178,7 @@ std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& 
   }
   auto* base = static_cast<unsigned char*>(map->address);
   return std::make_unique<SharedArena>(std::shared_ptr<void>(map, base), base, rank, size,
-                                       slotBytes);
+                                       slotBytes, eagerBytes);
 }
 
 }  // namespace smddp::transport

@@ -25,6 +25,16 @@
 // peer overwrites that identity at use u+3 at the earliest, and by rule 1 that waits until the
 // root released use u+1 (or published u+2, which comes later): after the check.
 //
+// The eager ring (shm_ring.h, small broadcasts): besides the slots each rank owns kRingDepth
+// entries, each a header (stamp, collective sequence number, shape hash) and up to ringPayload()
+// bytes. Ring uses are counted apart from slot uses (takeRingUse). At ring use u every rank writes
+// its entry u % kRingDepth (the root: data and identity; the others: identity only), after every
+// peer's `ringConsumed` reached u - kRingDepth + 1; a reader waits for the writer's stamp = u + 1.
+// A root lets its peers' identities go unchecked for up to kRingDepth uses, holding its own
+// `ringConsumed` at the oldest unchecked use so that nobody overwrites what it still has to read.
+// The depth lets a root run many broadcasts ahead of its peers, as Open MPI's per-peer fast boxes
+// do, instead of one with the two slots.
+//
 // Backing: one POSIX shared-memory object for the communicator, created by rank 0, sized with
 // posix_fallocate (a full /dev/shm is an error at creation, never a SIGBUS later) and unlinked as
 // soon as every rank mapped it, so nothing is left behind even if ranks are killed. Tests use
@@ -48,7 +58,14 @@ class SharedArena {
  public:
   // Rank `rank`'s view of the arena.
   SharedArena(std::shared_ptr<void> memory, unsigned char* base, int rank, int size,
-              size_t slotBytes);
+              size_t slotBytes, size_t eagerBytes);
+
+  static constexpr uint64_t kRingDepth = 64;
+  struct RingHeader {
+    std::atomic<uint64_t> stamp;  // ring use + 1 once the entry is written for that use
+    std::atomic<uint64_t> seq;
+    std::atomic<uint64_t> shape;
+  };
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -61,15 +78,29 @@ class SharedArena {
     return control(r)->shape[use % kIdents];
   }
   unsigned char* slot(int r, uint64_t use) {
-    return region(r) + kControlBytes + (use & 1) * slotBytes_;
+    return region(r) + slotsOffset_ + (use & 1) * slotBytes_;
   }
 
   // This rank's next use index (not shared: every rank counts its own identically).
   uint64_t takeUse() { return nextUse_++; }
 
-  // Bytes of one rank's region for a slot size (slot rounded up to a page).
-  static size_t regionBytes(size_t slotBytes);
+  // The eager ring (above). ringPayload() >= the eagerBytes asked for.
+  size_t ringPayload() const { return ringStride_ - sizeof(RingHeader); }
+  RingHeader& ringHeader(int r, uint64_t use) {
+    return *reinterpret_cast<RingHeader*>(ringEntry(r, use));
+  }
+  unsigned char* ringData(int r, uint64_t use) { return ringEntry(r, use) + sizeof(RingHeader); }
+  std::atomic<uint64_t>& ringConsumed(int r) { return control(r)->ringConsumed; }
+  uint64_t takeRingUse() { return nextRingUse_++; }
+  // Not shared: the least `ringConsumed` of the peers as this rank last read it, and how many
+  // ring uses this rank released.
+  uint64_t& ringPeersDone() { return ringPeersDone_; }
+  uint64_t& ringReleased() { return ringReleased_; }
+
+  // Bytes of one rank's region for a slot size (slot rounded up to a page) and eager size.
+  static size_t regionBytes(size_t slotBytes, size_t eagerBytes);
   static size_t roundSlot(size_t slotBytes);
+  static size_t ringStride(size_t eagerBytes);
 
  private:
   static constexpr size_t kLine = 64;
@@ -80,32 +111,42 @@ class SharedArena {
     std::atomic<uint64_t> seq[kIdents];
     std::atomic<uint64_t> shape[kIdents];
     alignas(kLine) std::atomic<uint64_t> consumed;
+    alignas(kLine) std::atomic<uint64_t> ringConsumed;
   };
   static_assert(offsetof(Control, consumed) == kLine, "posted and the identities share one line");
   static_assert(sizeof(Control) <= kControlBytes, "control words exceed the control page");
 
   unsigned char* region(int r) const { return base_ + static_cast<size_t>(r) * regionBytes_; }
   Control* control(int r) const { return reinterpret_cast<Control*>(region(r)); }
+  unsigned char* ringEntry(int r, uint64_t use) const {
+    return region(r) + kControlBytes + (use % kRingDepth) * ringStride_;
+  }
 
   std::shared_ptr<void> memory_;  // keeps the mapping alive
   unsigned char* base_;
   int rank_;
   int size_;
   size_t slotBytes_;
+  size_t ringStride_;
+  size_t slotsOffset_;  // the control page, then the ring, then the slots
   size_t regionBytes_;
   uint64_t nextUse_ = 0;
+  uint64_t nextRingUse_ = 0;
+  uint64_t ringPeersDone_ = 0;
+  uint64_t ringReleased_ = 0;
 };
 
 // Heap-backed memory for `size` thread-ranks of one process; view(r) gives rank r its arena.
 class HeapArenaGroup {
  public:
-  HeapArenaGroup(int size, size_t slotBytes);
+  HeapArenaGroup(int size, size_t slotBytes, size_t eagerBytes);
   std::unique_ptr<SharedArena> view(int rank) const;
 
  private:
   std::shared_ptr<void> memory_;
   int size_;
   size_t slotBytes_;
+  size_t eagerBytes_;
 };
 
 // Collective over the store: rank 0 creates and sizes the shared object, every rank maps it, and
@@ -114,7 +155,7 @@ class HeapArenaGroup {
 // settings disagree fall back together instead of waiting for each other. Throws Error(kStore)
 // when the store itself fails or times out.
 std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& prefix, int rank,
-                                               int size, size_t slotBytes,
+                                               int size, size_t slotBytes, size_t eagerBytes,
                                                std::chrono::milliseconds timeout, bool wanted,
                                                std::string& why);
 

@@ -1,0 +1,112 @@
+// RingStep: the eager ring's waits, flow control and pending identity checks (shm_ring.h).
+#include "algorithms/shm_ring.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace smddp::algo {
+
+using transport::SharedArena;
+
+RingStep::RingStep(Exec& exec) : exec_(exec), arena_(requireArena(exec)) {
+  use_ = arena_.takeRingUse();
+  if (exec.ringChecks().size() >= kSettleBatch) settle(exec, false);
+  constexpr uint64_t depth = SharedArena::kRingDepth;
+  if (use_ >= depth && arena_.ringPeersDone() < use_ - depth + 1) waitForPeers(use_ - depth + 1);
+}
+
+size_t RingStep::chunkBytes(const Exec& exec, size_t elementSize) {
+  const size_t cap = requireArena(exec).ringPayload();
+  return std::max(elementSize, cap / elementSize * elementSize);
+}
+
+// Reads every peer's `ringConsumed` (which the last pass through here cached the least of) and
+// waits for those below `need`, settling this rank's own pending checks meanwhile: a peer may be
+// waiting for them.
+void RingStep::waitForPeers(uint64_t need) {
+  uint64_t least = std::numeric_limits<uint64_t>::max();
+  for (int r = 0; r < exec_.size(); ++r) {
+    if (r == exec_.rank()) continue;
+    const std::atomic<uint64_t>& word = arena_.ringConsumed(r);
+    if (word.load(std::memory_order_acquire) < need) {
+      exec_.waitUntil(
+          [&] {
+            if (word.load(std::memory_order_acquire) >= need) return true;
+            settle(exec_, false);
+            return false;
+          },
+          r, "finish with an eager broadcast entry");
+    }
+    least = std::min(least, word.load(std::memory_order_acquire));
+  }
+  arena_.ringPeersDone() = least;
+}
+
+void RingStep::publish() {
+  SharedArena::RingHeader& h = arena_.ringHeader(exec_.rank(), use_);
+  h.seq.store(exec_.desc().seq, std::memory_order_relaxed);
+  h.shape.store(exec_.desc().shape, std::memory_order_relaxed);
+  h.stamp.store(use_ + 1, std::memory_order_release);
+}
+
+void RingStep::await(int peer) {
+  const std::atomic<uint64_t>& stamp = arena_.ringHeader(peer, use_).stamp;
+  exec_.waitUntil(
+      [&] {
+        if (stamp.load(std::memory_order_acquire) > use_) return true;
+        settle(exec_, false);
+        return false;
+      },
+      peer, "publish its eager broadcast data");
+  checkIdentity(exec_, arena_, peer, use_, exec_.desc());
+}
+
+void RingStep::release(bool deferCheck) {
+  if (deferCheck) exec_.ringChecks().push(DeferredCheck{use_, exec_.desc()});
+  arena_.ringReleased() = use_ + 1;
+  storeConsumed(exec_, arena_);
+}
+
+void RingStep::settle(Exec& exec, bool block) {
+  PendingChecks& pending = exec.ringChecks();
+  if (pending.empty()) return;
+  SharedArena& arena = requireArena(exec);
+  const size_t before = pending.size();
+  while (!pending.empty()) {
+    const DeferredCheck& check = pending.front();
+    bool published = true;
+    for (int r = 0; r < exec.size() && published; ++r) {
+      if (r == exec.rank()) continue;
+      const std::atomic<uint64_t>& stamp = arena.ringHeader(r, check.use).stamp;
+      if (stamp.load(std::memory_order_acquire) <= check.use) {
+        if (!block) {
+          published = false;
+          break;
+        }
+        exec.waitWord(stamp, check.use + 1, r,
+                      "enter an earlier broadcast from this rank (eager ring)");
+      }
+      checkIdentity(exec, arena, r, check.use, check.desc);
+    }
+    if (!published) break;
+    pending.pop();
+  }
+  if (pending.size() != before) storeConsumed(exec, arena);
+}
+
+void RingStep::storeConsumed(Exec& exec, SharedArena& arena) {
+  const PendingChecks& pending = exec.ringChecks();
+  const uint64_t released = arena.ringReleased();
+  const uint64_t consumed = pending.empty() ? released : std::min(released, pending.front().use);
+  arena.ringConsumed(exec.rank()).store(consumed, std::memory_order_release);
+}
+
+void RingStep::checkIdentity(const Exec& exec, SharedArena& arena, int peer, uint64_t use,
+                             const CollectiveDesc& mine) {
+  const SharedArena::RingHeader& h = arena.ringHeader(peer, use);
+  const uint64_t seq = h.seq.load(std::memory_order_relaxed);
+  const uint64_t shape = h.shape.load(std::memory_order_relaxed);
+  if (seq != mine.seq || shape != mine.shape) exec.throwMismatch(peer, seq, mine);
+}
+
+}  // namespace smddp::algo

@@ -1,0 +1,66 @@
+// RingStep: one use of the arena's eager ring by this rank (layout and rules in
+// transport/shm/arena.h): wait until this rank's entry is free, write it, publish, read the
+// root's, release. The eager broadcast (shm_eager.cc) is written in these steps only.
+//
+// Identity checks: every rank publishes its collective's sequence number and shape hash in its
+// entry at every use; a receiver checks the root's before it copies the data. The root reads
+// nobody, so it leaves the check of its peers' identities pending (PendingChecks, oldest first)
+// and holds its `ringConsumed` at the oldest pending use, which keeps those identities from
+// being overwritten. Pending checks are settled
+//   - as soon as all peers published that use, whenever this rank waits in the ring, and in
+//     batches of kSettleBatch as it passes through the ring without waiting;
+//   - all of them, waiting, before a collective that does not use the ring, and at shutdown
+//     (settle(block = true)).
+// No rank waits for another in a cycle: whichever rank is furthest behind has published every
+// use below its position, so every pending check of those uses can settle, the consumed words
+// reach its position, and its next use needs nothing else (its root, ahead of it, wrote it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "algorithms/exec.h"
+#include "algorithms/shm_step.h"
+#include "transport/shm/arena.h"
+
+namespace smddp::algo {
+
+class RingStep {
+ public:
+  // Takes this rank's next ring use and waits until every peer is done with the use that last
+  // had its entry (kRingDepth uses ago).
+  explicit RingStep(Exec& exec);
+
+  // Bytes per use: the ring's payload, whole elements, >= 1 element.
+  static size_t chunkBytes(const Exec& exec, size_t elementSize);
+
+  unsigned char* mine() { return arena_.ringData(exec_.rank(), use_); }
+  const unsigned char* of(int r) { return arena_.ringData(r, use_); }
+
+  // Publishes this rank's entry: identity, then the stamp (data, if any, written before).
+  void publish();
+  // Waits for `peer`'s entry of this use and checks that it is in the same collective.
+  void await(int peer);
+  // This rank reads nothing of this use any more; with deferCheck (the root) it leaves the check
+  // of its peers' identities pending.
+  void release(bool deferCheck);
+
+  // Settles the pending checks: those every peer has published (block = false), or all of them,
+  // waiting for the peers within this collective's deadline (block = true).
+  static void settle(Exec& exec, bool block);
+
+ private:
+  static constexpr size_t kSettleBatch = 16;  // pending checks a rank lets accumulate unprompted
+
+  void waitForPeers(uint64_t need);
+  // Stores this rank's `ringConsumed`: its released uses, held at the oldest pending check.
+  static void storeConsumed(Exec& exec, transport::SharedArena& arena);
+  static void checkIdentity(const Exec& exec, transport::SharedArena& arena, int peer, uint64_t use,
+                            const CollectiveDesc& mine);
+
+  Exec& exec_;
+  transport::SharedArena& arena_;
+  uint64_t use_;
+};
+
+}  // namespace smddp::algo
