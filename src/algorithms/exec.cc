@@ -33,11 +33,11 @@ constexpr std::chrono::milliseconds kYieldOnlyFor{50};
 void PendingChecks::push(const DeferredCheck& check) {
   if (count_ == items_.size()) {
     std::vector<DeferredCheck> grown(std::max<size_t>(8, 2 * items_.size()));
-    for (size_t i = 0; i < count_; ++i) grown[i] = items_[(head_ + i) % items_.size()];
+    for (size_t i = 0; i < count_; ++i) grown[i] = items_[(head_ + i) & (items_.size() - 1)];
     items_.swap(grown);
     head_ = 0;
   }
-  items_[(head_ + count_) % items_.size()] = check;
+  items_[(head_ + count_) & (items_.size() - 1)] = check;
   ++count_;
 }
 

@@ -37,7 +37,7 @@ struct DeferredCheck {
 };
 
 // The checks that the root of eager broadcasts left pending (shm_ring.h), oldest first: a ring
-// buffer that grows once to the eager ring's depth and is kept.
+// buffer (a power of two long) that grows once to the eager ring's depth and is kept.
 class PendingChecks {
  public:
   bool empty() const { return count_ == 0; }
@@ -45,7 +45,7 @@ class PendingChecks {
   const DeferredCheck& front() const { return items_[head_]; }
   void push(const DeferredCheck& check);
   void pop() {
-    head_ = (head_ + 1) % items_.size();
+    head_ = (head_ + 1) & (items_.size() - 1);
     --count_;
   }
 

@@ -31,29 +31,49 @@ constexpr size_t kBroadcastSmallBytes = 64 * 1024;
 constexpr size_t kAllGatherSmallTotalBytes = 64 * 1024;
 constexpr size_t kShmDirectBytes = 16 * 1024;
 
-const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topology) {
-  const size_t ranks = topology.ranks > 0 ? static_cast<size_t>(topology.ranks) : 1;
-  if (topology.arena) {
-    if (kind == CollectiveKind::kAllReduce) {
-      return bytes <= kShmDirectBytes ? "shm_direct" : "shm_split";
-    }
-    if (kind == CollectiveKind::kBroadcast && bytes > 0 && bytes <= topology.eagerBytes) {
-      return "shm_eager";
-    }
-    return "shm";
+// The registry's entry of a default choice, looked up by name once (the selector runs per call).
+const Algorithm& builtIn(CollectiveKind kind, const char* name) {
+  const Algorithm* algorithm = findAlgorithm(kind, name);
+  if (algorithm == nullptr) {
+    throw Error(ErrorCode::kInternal, "smddp: no built-in " + std::string(toString(kind)) +
+                                          " algorithm named \"" + name + "\"");
   }
+  return *algorithm;
+}
+
+const Algorithm& defaultAlgorithm(CollectiveKind kind, size_t bytes, const Topology& topology) {
+  using K = CollectiveKind;
+  static const Algorithm& shmDirect = builtIn(K::kAllReduce, "shm_direct");
+  static const Algorithm& shmSplit = builtIn(K::kAllReduce, "shm_split");
+  static const Algorithm& shmBroadcast = builtIn(K::kBroadcast, "shm");
+  static const Algorithm& shmEager = builtIn(K::kBroadcast, "shm_eager");
+  static const Algorithm& shmAllGather = builtIn(K::kAllGather, "shm");
+  static const Algorithm& shmBarrier = builtIn(K::kBarrier, "shm");
+  static const Algorithm& recursiveDoubling = builtIn(K::kAllReduce, "recursive_doubling");
+  static const Algorithm& allReduceRing = builtIn(K::kAllReduce, "ring");
+  static const Algorithm& binomial = builtIn(K::kBroadcast, "binomial");
+  static const Algorithm& chain = builtIn(K::kBroadcast, "chain");
+  static const Algorithm& bruck = builtIn(K::kAllGather, "bruck");
+  static const Algorithm& allGatherRing = builtIn(K::kAllGather, "ring");
+  static const Algorithm& dissemination = builtIn(K::kBarrier, "dissemination");
+  const size_t ranks = topology.ranks > 0 ? static_cast<size_t>(topology.ranks) : 1;
   switch (kind) {
-    case CollectiveKind::kAllReduce:
-      return bytes <= kAllReduceSmallBytes ? "recursive_doubling" : "ring";
-    case CollectiveKind::kBroadcast:
-      return bytes <= kBroadcastSmallBytes || ranks <= 2 ? "binomial" : "chain";
-    case CollectiveKind::kAllGather:
-      return bytes * ranks <= kAllGatherSmallTotalBytes ? "bruck" : "ring";
-    case CollectiveKind::kBarrier:
-    case CollectiveKind::kControl:
+    case K::kAllReduce:
+      if (topology.arena) return bytes <= kShmDirectBytes ? shmDirect : shmSplit;
+      return bytes <= kAllReduceSmallBytes ? recursiveDoubling : allReduceRing;
+    case K::kBroadcast:
+      if (topology.arena) {
+        return bytes > 0 && bytes <= topology.eagerBytes ? shmEager : shmBroadcast;
+      }
+      return bytes <= kBroadcastSmallBytes || ranks <= 2 ? binomial : chain;
+    case K::kAllGather:
+      if (topology.arena) return shmAllGather;
+      return bytes * ranks <= kAllGatherSmallTotalBytes ? bruck : allGatherRing;
+    case K::kBarrier:
+    case K::kControl:
       break;
   }
-  return "dissemination";
+  return topology.arena ? shmBarrier : dissemination;
 }
 
 }  // namespace
@@ -64,16 +84,15 @@ const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topolo
     throw Error(ErrorCode::kInternal, "smddp: no algorithm is selected for control messages");
   }
   const auto it = overrides.find(kind);
-  const char* name =
-      it != overrides.end() ? it->second.c_str() : defaultName(kind, bytes, topology);
-  const Algorithm* algorithm = findAlgorithm(kind, name);
+  if (it == overrides.end()) return defaultAlgorithm(kind, bytes, topology);
+  const Algorithm* algorithm = findAlgorithm(kind, it->second.c_str());
   if (algorithm == nullptr) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "smddp: no " + std::string(toString(kind)) + " algorithm named \"" + name + "\"");
+    throw Error(ErrorCode::kInvalidArgument, "smddp: no " + std::string(toString(kind)) +
+                                                 " algorithm named \"" + it->second + "\"");
   }
   if (algorithm->needsArena() && !topology.arena) {
     throw Error(ErrorCode::kInvalidArgument,
-                "smddp: " + std::string(toString(kind)) + " algorithm \"" + name +
+                "smddp: " + std::string(toString(kind)) + " algorithm \"" + it->second +
                     "\" needs the shared-memory arena, which this communicator does not have "
                     "(ranks on several hosts, SMDDP_SHM=0, or a provider other than shm)");
   }
