@@ -1,7 +1,8 @@
 // The reduction kernels, written once as templates and instantiated by each kernels_<isa>.cc under
 // that file's compiler flags (SSE2 baseline, AVX2+F16C+FMA, AVX-512). Plain loops the compiler
 // vectorizes for the target; only the 16-bit float block conversions use intrinsics (F16C for
-// float16, AVX2 shuffles for bfloat16 in the AVX2 build).
+// float16, AVX2 shuffles for bfloat16 in the AVX2 build, AVX-512 bfloat16 whole blocks in
+// registers).
 // Invariants:
 // - Everything is in an anonymous namespace: each ISA's instantiations have internal linkage, so
 //   the linker can never merge an AVX-512 copy into the baseline path (an ODR trap with -m flags).
@@ -130,6 +131,36 @@ inline void narrowBlock(const float* in, BFloat16* out) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), _mm256_packus_epi32(lo, hi));
   }
 }
+#elif defined(__AVX512F__) && defined(__AVX512BW__)
+// AVX-512 bfloat16, by hand, 16 lanes in registers: zero-extend to 32 bits and shift into the top
+// half; narrow with floatToBf16's rounding and one truncating pack (vpmovdw). reduceBlock below
+// runs whole blocks through these without a float scratch. Not the AVX512_BF16 instructions:
+// they flush subnormals, which floatToBf16 keeps. (The all-lanes masked forms, as above.)
+inline __m512 widen16(const BFloat16* in) {
+  const __m512i v = _mm512_maskz_cvtepu16_epi32(
+      kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in)));
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll16, v, 16));
+}
+
+inline void narrow16(__m512 f, BFloat16* out) {
+  const __m512i u = _mm512_castps_si512(f);
+  const __m512i lsb =
+      _mm512_maskz_and_epi32(kAll16, _mm512_maskz_srli_epi32(kAll16, u, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_maskz_add_epi32(
+      kAll16, u, _mm512_maskz_add_epi32(kAll16, lsb, _mm512_set1_epi32(0x7FFF)));
+  const __mmask16 nan = _mm512_cmp_ps_mask(f, f, _CMP_UNORD_Q);
+  const __m512i r = _mm512_mask_or_epi32(rounded, nan, u, _mm512_set1_epi32(0x00400000));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out),
+                      _mm512_maskz_cvtepi32_epi16(kAll16, _mm512_maskz_srli_epi32(kAll16, r, 16)));
+}
+
+inline void widenBlock(const BFloat16* in, float* out) {
+  for (size_t j = 0; j < kBlock; j += 16) _mm512_storeu_ps(out + j, widen16(in + j));
+}
+
+inline void narrowBlock(const float* in, BFloat16* out) {
+  for (size_t j = 0; j < kBlock; j += 16) narrow16(_mm512_loadu_ps(in + j), out + j);
+}
 #else
 inline void widenBlock(const BFloat16* in, float* out) {
   for (size_t j = 0; j < kBlock; ++j) out[j] = bf16ToFloat(in[j].bits);
@@ -140,8 +171,38 @@ inline void narrowBlock(const float* in, BFloat16* out) {
 }
 #endif
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+// Op on 16 float lanes, with the scalar ops' exact semantics (element_ops.h): MIN/MAX pick a when
+// it compares less/greater or is NaN, else b.
+template <class Op>
+__m512 applyVector(__m512 a, __m512 b) {
+  if constexpr (std::is_same_v<Op, SumOp>) {
+    return _mm512_add_ps(a, b);
+  } else if constexpr (std::is_same_v<Op, ProdOp>) {
+    return _mm512_mul_ps(a, b);
+  } else {
+    constexpr int kPick = std::is_same_v<Op, MinOp> ? _CMP_LT_OQ : _CMP_GT_OQ;
+    const __mmask16 pickA =
+        _mm512_cmp_ps_mask(a, b, kPick) | _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);
+    return _mm512_mask_blend_ps(pickA, b, a);
+  }
+}
+#endif
+
 template <class T, class Op>
 void reduceBlock(T* d, const T* x, const T* y) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  // bfloat16 stays in registers, no float scratch. bench/reduce_bench, avx512, 1 MiB in place,
+  // sum: 72 GB/s auto-vectorized through the scratch, 82-85 with widen16/narrow16 through it,
+  // 87-89 in registers (float32: 155-163). Per element bf16 now costs what float32 does; per
+  // byte, twice: the rounding (~10 instructions per 16 lanes) is the bound in cache.
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    for (size_t j = 0; j < kBlock; j += 16) {
+      narrow16(applyVector<Op>(widen16(x + j), widen16(y + j)), d + j);  // reads before writes
+    }
+    return;
+  }
+#endif
   float fx[kBlock], fy[kBlock];
   widenBlock(x, fx);
   widenBlock(y, fy);
