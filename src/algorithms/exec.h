@@ -37,7 +37,8 @@ struct DeferredCheck {
 };
 
 // The checks that the root of eager broadcasts left pending (shm_ring.h), oldest first: a ring
-// buffer (a power of two long) that grows once to the eager ring's depth and is kept.
+// buffer, a power of two long, that doubles from 8 up to the eager ring's depth (at most that many
+// are pending) and is kept.
 class PendingChecks {
  public:
   bool empty() const { return count_ == 0; }

@@ -13,6 +13,11 @@ RingStep::RingStep(Exec& exec) : exec_(exec), arena_(requireArena(exec)) {
   if (exec.ringChecks().size() >= kSettleBatch) settle(exec, false);
   constexpr uint64_t depth = SharedArena::kRingDepth;
   if (use_ >= depth && arena_.ringPeersDone() < use_ - depth + 1) waitForPeers(use_ - depth + 1);
+  // Every peer released the uses up to use_ - depth, so it published them: checks that old
+  // settle without waiting. Doing it here, not only when this rank waits, bounds the queue by the
+  // depth and never leaves a peer waiting for a check this rank could settle.
+  const PendingChecks& pending = exec.ringChecks();
+  if (!pending.empty() && pending.front().use + depth <= use_) settle(exec, false);
 }
 
 size_t RingStep::chunkBytes(const Exec& exec, size_t elementSize) {
@@ -71,7 +76,7 @@ void RingStep::settle(Exec& exec, bool block) {
   PendingChecks& pending = exec.ringChecks();
   if (pending.empty()) return;
   SharedArena& arena = requireArena(exec);
-  const size_t before = pending.size();
+  bool popped = false;  // since the last store of this rank's `ringConsumed`
   while (!pending.empty()) {
     const DeferredCheck& check = pending.front();
     bool published = true;
@@ -83,6 +88,8 @@ void RingStep::settle(Exec& exec, bool block) {
           published = false;
           break;
         }
+        if (popped) storeConsumed(exec, arena);  // the peer may be waiting for it
+        popped = false;
         exec.waitWord(stamp, check.use + 1, r,
                       "enter an earlier broadcast from this rank (eager ring)");
       }
@@ -90,8 +97,9 @@ void RingStep::settle(Exec& exec, bool block) {
     }
     if (!published) break;
     pending.pop();
+    popped = true;
   }
-  if (pending.size() != before) storeConsumed(exec, arena);
+  if (popped) storeConsumed(exec, arena);
 }
 
 void RingStep::storeConsumed(Exec& exec, SharedArena& arena) {
@@ -104,9 +112,8 @@ void RingStep::storeConsumed(Exec& exec, SharedArena& arena) {
 void RingStep::checkIdentity(const Exec& exec, SharedArena& arena, int peer, uint64_t use,
                              const CollectiveDesc& mine) {
   const SharedArena::RingHeader& h = arena.ringHeader(peer, use);
-  const uint64_t seq = h.seq.load(std::memory_order_relaxed);
-  const uint64_t shape = h.shape.load(std::memory_order_relaxed);
-  if (seq != mine.seq || shape != mine.shape) exec.throwMismatch(peer, seq, mine);
+  checkIdentityWords(exec, peer, h.seq.load(std::memory_order_relaxed),
+                     h.shape.load(std::memory_order_relaxed), mine);
 }
 
 }  // namespace smddp::algo

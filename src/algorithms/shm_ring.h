@@ -1,17 +1,20 @@
 // RingStep: one use of the arena's eager ring by this rank (layout and rules in
 // transport/shm/arena.h): wait until this rank's entry is free, write it, publish, read the
-// root's, release. The eager broadcast (shm_eager.cc) is written in these steps only.
+// root's, release. The eager broadcast (shm_collectives.cc) is written in these steps only.
 //
 // Identity checks: every rank publishes its collective's sequence number and shape hash in its
 // entry at every use; a receiver checks the root's before it copies the data. The root reads
 // nobody, so it leaves the check of its peers' identities pending (PendingChecks, oldest first)
 // and holds its `ringConsumed` at the oldest pending use, which keeps those identities from
 // being overwritten. Pending checks are settled
-//   - as soon as all peers published that use, whenever this rank waits in the ring, and in
-//     batches of kSettleBatch as it passes through the ring without waiting;
+//   - as soon as all peers published that use, whenever this rank waits in the ring, in batches
+//     of kSettleBatch as it passes through the ring without waiting, and at the latest when the
+//     check's use comes round again (flow control then proved that every peer published it);
 //   - all of them, waiting, before a collective that does not use the ring, and at shutdown
 //     (settle(block = true)).
-// No rank waits for another in a cycle: whichever rank is furthest behind has published every
+// So a disagreement the root alone can see is raised within 64 ring uses, by the next collective
+// off the ring, or at shutdown (a WARN), whichever comes first. No rank waits for another in a
+// cycle: whichever rank is furthest behind has published every
 // use below its position, so every pending check of those uses can settle, the consumed words
 // reach its position, and its next use needs nothing else (its root, ahead of it, wrote it).
 #pragma once

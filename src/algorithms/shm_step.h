@@ -10,7 +10,8 @@
 // two words per use, and the hash is computed once per collective when it is posted.
 // A rank that reads nobody in a use (the root of a one-chunk broadcast) defers its check of its
 // peers to its next collective: deferCheck() now, settle() as that collective releases its first
-// use (or as it begins, when it does not use the arena; or at shutdown).
+// use (or as it begins, when it does not use the slots: a message-based or an eager-ring
+// collective; or at shutdown). The eager ring has its own pending checks (shm_ring.h).
 #pragma once
 
 #include <algorithm>
@@ -34,6 +35,13 @@ inline transport::SharedArena& requireArena(const Exec& exec) {
                     "than shm)");
   }
   return *exec.arena();
+}
+
+// `peer` published identity (seq, shape) for a use of collective `mine`: it must be the same (same
+// sequence number and shape), else kMismatch naming both.
+inline void checkIdentityWords(const Exec& exec, int peer, uint64_t seq, uint64_t shape,
+                               const CollectiveDesc& mine) {
+  if (seq != mine.seq || shape != mine.shape) exec.throwMismatch(peer, seq, mine);
 }
 
 class ArenaStep {
@@ -119,9 +127,8 @@ class ArenaStep {
   // shape), else kMismatch naming both.
   static void checkIdentity(const Exec& exec, transport::SharedArena& arena, int peer,
                             uint64_t use, const CollectiveDesc& mine) {
-    const uint64_t seq = arena.identSeq(peer, use).load(std::memory_order_relaxed);
-    const uint64_t shape = arena.identShape(peer, use).load(std::memory_order_relaxed);
-    if (seq != mine.seq || shape != mine.shape) exec.throwMismatch(peer, seq, mine);
+    checkIdentityWords(exec, peer, arena.identSeq(peer, use).load(std::memory_order_relaxed),
+                       arena.identShape(peer, use).load(std::memory_order_relaxed), mine);
   }
 
   Exec& exec_;

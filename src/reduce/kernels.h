@@ -1,8 +1,8 @@
 // The reduction kernels, written once as templates and instantiated by each kernels_<isa>.cc under
 // that file's compiler flags (SSE2 baseline, AVX2+F16C+FMA, AVX-512). Plain loops the compiler
-// vectorizes for the target; only the 16-bit float block conversions use intrinsics (F16C for
-// float16, AVX2 shuffles for bfloat16 in the AVX2 build, AVX-512 bfloat16 whole blocks in
-// registers).
+// vectorizes for the target; only the 16-bit float paths use intrinsics (F16C for float16, AVX2
+// shuffles for bfloat16 in the AVX2 build, and in the AVX-512 build bfloat16 whole blocks in
+// registers, the op included: applyVector).
 // Invariants:
 // - Everything is in an anonymous namespace: each ISA's instantiations have internal linkage, so
 //   the linker can never merge an AVX-512 copy into the baseline path (an ODR trap with -m flags).
@@ -137,8 +137,8 @@ inline void narrowBlock(const float* in, BFloat16* out) {
 // runs whole blocks through these without a float scratch. Not the AVX512_BF16 instructions:
 // they flush subnormals, which floatToBf16 keeps. (The all-lanes masked forms, as above.)
 inline __m512 widen16(const BFloat16* in) {
-  const __m512i v = _mm512_maskz_cvtepu16_epi32(
-      kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in)));
+  const __m512i v =
+      _mm512_maskz_cvtepu16_epi32(kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in)));
   return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll16, v, 16));
 }
 
@@ -181,6 +181,8 @@ __m512 applyVector(__m512 a, __m512 b) {
   } else if constexpr (std::is_same_v<Op, ProdOp>) {
     return _mm512_mul_ps(a, b);
   } else {
+    static_assert(std::is_same_v<Op, MinOp> || std::is_same_v<Op, MaxOp>,
+                  "an op without a vector form");
     constexpr int kPick = std::is_same_v<Op, MinOp> ? _CMP_LT_OQ : _CMP_GT_OQ;
     const __mmask16 pickA =
         _mm512_cmp_ps_mask(a, b, kPick) | _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q);

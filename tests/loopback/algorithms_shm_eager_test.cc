@@ -1,8 +1,9 @@
 // The eager broadcast (shm_eager) through the arena's ring, over a heap arena shared by
 // thread-ranks (100-byte test entries, so most cases run several ring uses): a root runs the
 // ring's whole depth ahead of peers that have not entered yet; ranks that disagree on the root
-// fail on the roots, naming the broadcast, in the roots' next collective, whether that collective
-// uses the ring or not; a receiver whose size differs fails at once, and the root as it settles.
+// fail on the roots, naming the broadcast, by their next collective off the ring (earlier when
+// the peers' identities are there as they wait in the ring); a receiver whose size differs
+// fails at once, and the root as it settles.
 // Data correctness over every dtype, count and world size is in algorithms_broadcast_test.cc.
 #include <gtest/gtest.h>
 
@@ -32,7 +33,9 @@ bool namesMismatch(const Error& e, const std::string& broadcast, const std::stri
 
 // The root finishes kRingDepth one-entry broadcasts before any peer enters the first one; then
 // the peers run them and get every call's data. With a shallower ring (or the two slots) the
-// root would wait for its peers, which wait for it: both sides time out instead.
+// root would wait for its peers, which wait for it: both sides time out instead. A further call
+// (the ring wraps: the root must wait until its peers drained the first entry) and a collective
+// off the ring (which settles the root's 64 pending checks) follow.
 TEST(ShmEager, RootRunsTheRingsDepthAhead) {
   constexpr int kCalls = static_cast<int>(transport::SharedArena::kRingDepth);
   for (int n : {2, 3, 5}) {
@@ -50,22 +53,32 @@ TEST(ShmEager, RootRunsTheRingsDepthAhead) {
                        static_cast<size_t>(i) + 1);
       }
       if (ctx.rank == 1) rootDone.store(true);
+      checkBroadcast(ctx, eager(), 20, DataType::kFloat32, 1, false, 1 << 20, kCalls + 1);
+      checkAllReduce(ctx, algorithm(K::kAllReduce, "recursive_doubling"),
+                     {13, DataType::kFloat32, ReduceOp::kSum, false, 1 << 20});
     });
   }
 }
 
 // Ranks 0 and 2 each believe they are the root; rank 1 follows rank 2, which agrees with it.
-// Both roots return from the broadcast and fail in the next one, from rank 1, as they wait for its
-// data: their pending check sees a peer that published another root. Rank 1 completes both.
-TEST(ShmEager, DifferentRootsFailOnTheRootsInTheirNextBroadcast) {
+// Both roots return from the broadcast. Each fails, naming it, either in its next broadcast (from
+// rank 1, agreed), if its peers' identities are there when it first waits in the ring, or at
+// the latest before the barrier after it, off the ring. Rank 1 completes both broadcasts.
+TEST(ShmEager, DifferentRootsFailOnTheRootsByTheirNextCollectiveOffTheRing) {
   runRanks(3, [&](RankContext& ctx) {
     std::vector<float> buf(16, static_cast<float>(ctx.rank));
     ctx.run(eager(), broadcastArgs(buf, 16, ctx.rank == 0 ? 0 : 2), 1 << 20);
+    CollectiveArgs barrier;
+    barrier.kind = K::kBarrier;
+    std::string during = "broadcast #1";
     try {
       ctx.run(eager(), broadcastArgs(buf, 16, 1), 1 << 20);
-      if (ctx.rank != 1) ctx.fail("a root's next broadcast ran although the ranks disagreed");
+      if (ctx.rank == 1) return;
+      during = "barrier #2";
+      ctx.run(algorithm(K::kBarrier, "dissemination"), barrier, 1 << 20);
+      ctx.fail("a root's barrier ran although the ranks disagreed");
     } catch (const Error& e) {
-      if (ctx.rank == 1 || !namesMismatch(e, "broadcast #0", "broadcast #1")) {
+      if (ctx.rank == 1 || !namesMismatch(e, "broadcast #0", during)) {
         ctx.fail(std::string("wrong error: ") + e.what());
       }
     }

@@ -3,9 +3,8 @@
 // the others through their own mapping; the object is unlinked once all mapped it (nothing left in
 // /dev/shm); a size /dev/shm cannot hold fails on every rank with the reason, no SIGBUS; and ranks
 // configured differently fall back together.
-#include <gtest/gtest.h>
-
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -44,8 +43,10 @@ struct Joined {
   std::string error;
 };
 
-std::vector<Joined> joinAll(int n, size_t slotBytes, const std::string& prefix,
-                            const std::function<bool(int)>& wanted = [](int) { return true; }) {
+std::vector<Joined> joinAll(
+    int n, size_t slotBytes, const std::string& prefix,
+    const std::function<bool(int)>& wanted = [](int) { return true; },
+    const std::function<size_t(int)>& eagerBytes = [](int) { return size_t{4096}; }) {
   const std::string dir = test::makeTempDir("smddp-arena");
   auto store = makeFileStore(dir);
   std::vector<Joined> out(static_cast<size_t>(n));
@@ -54,8 +55,8 @@ std::vector<Joined> joinAll(int n, size_t slotBytes, const std::string& prefix,
     threads.emplace_back([&, r] {
       Joined& j = out[static_cast<size_t>(r)];
       try {
-        j.arena = transport::createSharedArena(*store, prefix, r, n, slotBytes, 4096, 10s,
-                                                wanted(r), j.why);
+        j.arena = transport::createSharedArena(*store, prefix, r, n, slotBytes, eagerBytes(r), 10s,
+                                               wanted(r), j.why);
       } catch (const std::exception& e) {
         j.error = e.what();
       }
@@ -111,8 +112,8 @@ TEST(SharedArena, ImpossibleSizeFailsOnEveryRankWithTheReason) {
 TEST(SharedArena, RanksThatDisagreeFallBackTogether) {
   for (int off : {0, 2}) {
     const auto t0 = std::chrono::steady_clock::now();
-    auto ranks = joinAll(3, 4096, "disagree" + std::to_string(off),
-                         [off](int r) { return r != off; });
+    auto ranks =
+        joinAll(3, 4096, "disagree" + std::to_string(off), [off](int r) { return r != off; });
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << "ranks waited for each other";
     for (int r = 0; r < 3; ++r) {
       auto& j = ranks[static_cast<size_t>(r)];
@@ -125,6 +126,23 @@ TEST(SharedArena, RanksThatDisagreeFallBackTogether) {
     }
     EXPECT_TRUE(ourObjects().empty());
   }
+}
+
+// Eager sizes that give the same entry size (hence the same object size) but different
+// broadcast thresholds: the ranks must not map the arena, or they would pick different algorithms.
+TEST(SharedArena, RanksWithAnotherEagerSizeFallBackTogether) {
+  ASSERT_EQ(transport::SharedArena::ringStride(4001), transport::SharedArena::ringStride(4008));
+  auto ranks = joinAll(
+      3, 4096, "eager", [](int) { return true; },
+      [](int r) { return r == 2 ? size_t{4008} : size_t{4001}; });
+  for (int r = 0; r < 3; ++r) {
+    auto& j = ranks[static_cast<size_t>(r)];
+    EXPECT_FALSE(j.arena) << "rank " << r;
+    EXPECT_TRUE(j.error.empty()) << j.error;
+  }
+  EXPECT_NE(ranks[2].why.find("4096/4008 here but 4096/4001 on rank 0"), std::string::npos)
+      << ranks[2].why;
+  EXPECT_TRUE(ourObjects().empty());
 }
 
 }  // namespace

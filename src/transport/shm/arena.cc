@@ -134,6 +134,9 @@ std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& 
   auto map = std::make_shared<Mapping>();
   std::string name;
   const char* const unwanted = "not wanted (SMDDP_SHM=0 or Options::sharedMemory = false)";
+  // The layout every rank must share: the slot size, and the eager size, which also decides which
+  // broadcasts take the ring (two eager sizes can give one entry size, hence one object size).
+  const std::string layout = std::to_string(slotBytes) + "/" + std::to_string(eagerBytes);
   if (rank == 0) {
     if (wanted) {
       name = objectName(prefix);
@@ -141,6 +144,7 @@ std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& 
     } else {
       why = unwanted;
     }
+    store.set(prefix + "/arena/layout", layout);
     store.set(prefix + "/arena/name", why.empty() ? name : "!" + why);
     if (!why.empty()) return nullptr;  // every rank reads why: nothing to agree on
   } else {
@@ -149,8 +153,12 @@ std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& 
       why = "rank 0: " + value.substr(1);
       return nullptr;
     }
+    const std::string rootLayout = store.get(prefix + "/arena/layout", timeout);
     if (!wanted) {
       why = unwanted;
+    } else if (rootLayout != layout) {
+      why = "SMDDP_SHM_SLOT_BYTES/SMDDP_SHM_EAGER_BYTES are " + layout + " here but " +
+            rootLayout + " on rank 0";
     } else {
       name = value;
       why = openObject(name, bytes, *map);

@@ -151,8 +151,9 @@ class HeapArenaGroup {
 
 // Collective over the store: rank 0 creates and sizes the shared object, every rank maps it, and
 // all agree whether it worked. Returns null on every rank (with `why` set) when any rank could not
-// map it or did not want it (wanted = false, e.g. SMDDP_SHM=0 on that rank only): ranks whose
-// settings disagree fall back together instead of waiting for each other. Throws Error(kStore)
+// map it, did not want it (wanted = false, e.g. SMDDP_SHM=0 on that rank only) or has another
+// slot or eager size than rank 0: ranks whose settings disagree fall back together instead of
+// waiting for each other. Throws Error(kStore)
 // when the store itself fails or times out.
 std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& prefix, int rank,
                                                int size, size_t slotBytes, size_t eagerBytes,
