@@ -7,8 +7,6 @@
 #include <sched.h>
 #include <time.h>
 
-#include <algorithm>
-
 #include "common/logging.h"
 #include "smddp/error.h"
 
@@ -31,13 +29,11 @@ constexpr std::chrono::milliseconds kMismatchGrace{3000};
 constexpr std::chrono::milliseconds kYieldOnlyFor{50};
 
 void PendingChecks::push(const DeferredCheck& check) {
-  if (count_ == items_.size()) {
-    std::vector<DeferredCheck> grown(std::max<size_t>(8, 2 * items_.size()));
-    for (size_t i = 0; i < count_; ++i) grown[i] = items_[(head_ + i) & (items_.size() - 1)];
-    items_.swap(grown);
-    head_ = 0;
+  if (count_ == kCapacity) {
+    throw Error(ErrorCode::kInternal, "smddp: " + check.desc.describe() + ": more than " +
+                                          std::to_string(kCapacity) + " pending checks");
   }
-  items_[(head_ + count_) & (items_.size() - 1)] = check;
+  items_[(head_ + count_) & (kCapacity - 1)] = check;
   ++count_;
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -28,30 +29,31 @@ class SharedArena;  // transport/shm/arena.h (the arena algorithms include it)
 
 namespace smddp::algo {
 
-// A check that one collective leaves to this rank's next: the root of a one-chunk shm broadcast
-// checks its peers' identity for `use` as its next collective releases its first arena use
-// (shm_step.h).
+// A check of the peers' identities for arena use `use` that a broadcast's root leaves for later:
+// a one-chunk slot broadcast's (slot use, settled by the next collective: shm_step.h) or an eager
+// broadcast's (ring use, queued in PendingChecks: shm_ring.h).
 struct DeferredCheck {
   uint64_t use = 0;
   CollectiveDesc desc;  // the collective the check belongs to
 };
 
-// The checks that the root of eager broadcasts left pending (shm_ring.h), oldest first: a ring
-// buffer, a power of two long, that doubles from 8 up to the eager ring's depth (at most that many
-// are pending) and is kept.
+// The checks that the root of eager broadcasts left pending (shm_ring.h), oldest first: a fixed
+// ring buffer, as long as the eager ring is deep (a root has at most one check per entry).
 class PendingChecks {
  public:
+  static constexpr size_t kCapacity = 64;  // a power of two; shm_ring.cc checks it against the ring
+
   bool empty() const { return count_ == 0; }
   size_t size() const { return count_; }
   const DeferredCheck& front() const { return items_[head_]; }
-  void push(const DeferredCheck& check);
+  void push(const DeferredCheck& check);  // Error(kInternal) when full
   void pop() {
-    head_ = (head_ + 1) & (items_.size() - 1);
+    head_ = (head_ + 1) & (kCapacity - 1);
     --count_;
   }
 
  private:
-  std::vector<DeferredCheck> items_;
+  std::array<DeferredCheck, kCapacity> items_{};
   size_t head_ = 0;
   size_t count_ = 0;
 };
@@ -81,7 +83,7 @@ struct ExecSettings {
   size_t segmentBytes = 1048576;
   int64_t spinUs = 20;
   const std::atomic<bool>* abortFlag = nullptr;
-  const ExecMonitor* monitor = nullptr;  // peers' progress and failures; may be null
+  const ExecMonitor* monitor = nullptr;     // peers' progress and failures; may be null
   transport::SharedArena* arena = nullptr;  // intra-host shared memory; null when unavailable
 };
 
@@ -122,9 +124,15 @@ class Exec {
     waitUntil([&word, atLeast] { return word.load(std::memory_order_acquire) >= atLeast; }, peer,
               what);
   }
-  // As waitWord, until ready() (cheap, polled in a tight loop at first) returns true.
+  // As waitWord, until ready() (cheap, polled in a tight loop at first) returns true; aside()
+  // runs once per clock read (~1 us while spinning, every poll once it yields): work the wait
+  // must not starve but that has no place in the tight loop.
   template <class Ready>
-  void waitUntil(Ready&& ready, int peer, const char* what);
+  void waitUntil(Ready&& ready, int peer, const char* what) {
+    waitUntil(ready, peer, what, [] {});
+  }
+  template <class Ready, class Aside>
+  void waitUntil(Ready&& ready, int peer, const char* what, Aside&& aside);
   // Throws Error(kMismatch): `peer`'s arena data belongs to collective #peerSeq (or to `mine` with
   // a different shape when peerSeq is mine's) while this rank is in `mine`: this collective, or
   // an earlier one whose check was deferred to this one.
@@ -162,18 +170,18 @@ class Exec {
   ExecSettings settings_;
   int rank_;
   int size_;
-  size_t posted_ = 0;    // ops [0, posted_) of resources_ belong to this collective
-  size_t firstLive_ = 0; // every op below this index is finished
+  size_t posted_ = 0;     // ops [0, posted_) of resources_ belong to this collective
+  size_t firstLive_ = 0;  // every op below this index is finished
 };
 
-template <class Ready>
-void Exec::waitUntil(Ready&& ready, int peer, const char* what) {
+template <class Ready, class Aside>
+void Exec::waitUntil(Ready&& ready, int peer, const char* what, Aside&& aside) {
   // Calls of ready() between two clock reads while spinning (~1 us at most for a word load).
   constexpr int kPolls = 64;
   if (ready()) return;
   const auto start = Clock::now();
-  const auto spinUntil = std::min(start + std::chrono::microseconds(settings_.spinUs),
-                                  settings_.deadline);
+  const auto spinUntil =
+      std::min(start + std::chrono::microseconds(settings_.spinUs), settings_.deadline);
   const int polls = settings_.spinUs > 0 ? kPolls : 0;  // no spinning: yield at once
   int idlePolls = 0;
   for (;;) {
@@ -183,6 +191,7 @@ void Exec::waitUntil(Ready&& ready, int peer, const char* what) {
       if (ready()) return;
     }
     if (ready()) return;
+    aside();
     const auto now = Clock::now();
     if (now < spinUntil) continue;
     transport_.progress();  // no messages in flight; it runs the transport's liveness checks

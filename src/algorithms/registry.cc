@@ -96,7 +96,7 @@ const std::vector<Algorithm>& registry() {
       {K::kBroadcast, "shm", "shared memory, one host: root copies in, the others copy out",
        broadcastShm, kSlots},
       {K::kBroadcast, "shm_eager",
-       "shared memory, one host: through a 64-deep ring, so the root runs ahead; small messages",
+       "shared memory, one host: through a deep ring, so the root runs ahead; small messages",
        broadcastShmEager, kRing},
       {K::kAllGather, "shm", "shared memory, one host: each copies its block in, all the rest out",
        allGatherShm, kSlots},

@@ -41,39 +41,45 @@ const Algorithm& builtIn(CollectiveKind kind, const char* name) {
   return *algorithm;
 }
 
+// Every default choice, looked up once (one guard for the lot; the selector runs per call).
+struct Defaults {
+  using K = CollectiveKind;
+  const Algorithm& shmDirect = builtIn(K::kAllReduce, "shm_direct");
+  const Algorithm& shmSplit = builtIn(K::kAllReduce, "shm_split");
+  const Algorithm& shmBroadcast = builtIn(K::kBroadcast, "shm");
+  const Algorithm& shmEager = builtIn(K::kBroadcast, "shm_eager");
+  const Algorithm& shmAllGather = builtIn(K::kAllGather, "shm");
+  const Algorithm& shmBarrier = builtIn(K::kBarrier, "shm");
+  const Algorithm& recursiveDoubling = builtIn(K::kAllReduce, "recursive_doubling");
+  const Algorithm& allReduceRing = builtIn(K::kAllReduce, "ring");
+  const Algorithm& binomial = builtIn(K::kBroadcast, "binomial");
+  const Algorithm& chain = builtIn(K::kBroadcast, "chain");
+  const Algorithm& bruck = builtIn(K::kAllGather, "bruck");
+  const Algorithm& allGatherRing = builtIn(K::kAllGather, "ring");
+  const Algorithm& dissemination = builtIn(K::kBarrier, "dissemination");
+};
+
 const Algorithm& defaultAlgorithm(CollectiveKind kind, size_t bytes, const Topology& topology) {
   using K = CollectiveKind;
-  static const Algorithm& shmDirect = builtIn(K::kAllReduce, "shm_direct");
-  static const Algorithm& shmSplit = builtIn(K::kAllReduce, "shm_split");
-  static const Algorithm& shmBroadcast = builtIn(K::kBroadcast, "shm");
-  static const Algorithm& shmEager = builtIn(K::kBroadcast, "shm_eager");
-  static const Algorithm& shmAllGather = builtIn(K::kAllGather, "shm");
-  static const Algorithm& shmBarrier = builtIn(K::kBarrier, "shm");
-  static const Algorithm& recursiveDoubling = builtIn(K::kAllReduce, "recursive_doubling");
-  static const Algorithm& allReduceRing = builtIn(K::kAllReduce, "ring");
-  static const Algorithm& binomial = builtIn(K::kBroadcast, "binomial");
-  static const Algorithm& chain = builtIn(K::kBroadcast, "chain");
-  static const Algorithm& bruck = builtIn(K::kAllGather, "bruck");
-  static const Algorithm& allGatherRing = builtIn(K::kAllGather, "ring");
-  static const Algorithm& dissemination = builtIn(K::kBarrier, "dissemination");
+  static const Defaults d;
   const size_t ranks = topology.ranks > 0 ? static_cast<size_t>(topology.ranks) : 1;
   switch (kind) {
     case K::kAllReduce:
-      if (topology.arena) return bytes <= kShmDirectBytes ? shmDirect : shmSplit;
-      return bytes <= kAllReduceSmallBytes ? recursiveDoubling : allReduceRing;
+      if (topology.arena) return bytes <= kShmDirectBytes ? d.shmDirect : d.shmSplit;
+      return bytes <= kAllReduceSmallBytes ? d.recursiveDoubling : d.allReduceRing;
     case K::kBroadcast:
       if (topology.arena) {
-        return bytes > 0 && bytes <= topology.eagerBytes ? shmEager : shmBroadcast;
+        return bytes > 0 && bytes <= topology.eagerBytes ? d.shmEager : d.shmBroadcast;
       }
-      return bytes <= kBroadcastSmallBytes || ranks <= 2 ? binomial : chain;
+      return bytes <= kBroadcastSmallBytes || ranks <= 2 ? d.binomial : d.chain;
     case K::kAllGather:
-      if (topology.arena) return shmAllGather;
-      return bytes * ranks <= kAllGatherSmallTotalBytes ? bruck : allGatherRing;
+      if (topology.arena) return d.shmAllGather;
+      return bytes * ranks <= kAllGatherSmallTotalBytes ? d.bruck : d.allGatherRing;
     case K::kBarrier:
     case K::kControl:
       break;
   }
-  return topology.arena ? shmBarrier : dissemination;
+  return topology.arena ? d.shmBarrier : d.dissemination;
 }
 
 }  // namespace

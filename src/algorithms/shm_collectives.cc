@@ -6,14 +6,15 @@
 //   (kMismatch) instead of the root returning alone. With one chunk the root does not wait for
 //   that: it checks in its next collective, before it releases a use (ArenaStep::settle; the
 //   others check the root's identity at once), so a root may run one broadcast ahead of its
-//   peers, as an eager send lets MPI's root. With more chunks it checks on the first. Slots
+//   peers (small broadcasts take the eager ring, below, and run further). With more chunks it
+//   checks on the first. Slots
 //   alternate, so the root fills chunk k+1 while the others copy chunk k: each byte is copied
 //   twice (in once, out once per reader), in parallel, through cache.
 // broadcast (shm_eager), per chunk of the ring's payload: the root copies the chunk into its next
 //   ring entry and publishes; every other rank publishes its identity in its own entry, waits for
 //   the root's, checks it, copies the chunk out and releases. The root checks its peers'
-//   identities later (shm_ring.h), so it runs up to 64 uses ahead of the slowest peer instead of
-//   one: with more ranks than cores a root fills many entries per time slice and each peer
+//   identities later (shm_ring.h), so it runs up to the ring's depth (kRingDepth uses) ahead of
+//   the slowest peer instead of one: with more ranks than cores a root fills many entries per time slice and each peer
 //   drains many in its own. Bytes copied as for shm.
 // all_gather (shm), per chunk of half a slot of every rank's block: each rank copies its chunk in
 //   and publishes; each copies every peer's chunk out and releases. Bytes copied per rank: its
@@ -32,6 +33,7 @@ namespace smddp::algo {
 void broadcastShm(Exec& exec, const CollectiveArgs& args) {
   const bool root = exec.rank() == args.root;
   const size_t chunk = ArenaStep::chunkBytes(exec, args.elementSize());
+  const bool oneChunk = args.bytes() <= chunk;
   const auto* in = static_cast<const unsigned char*>(args.send);
   auto* out = static_cast<unsigned char*>(args.recv);
   for (size_t off = 0; off < args.bytes(); off += chunk) {
@@ -43,14 +45,14 @@ void broadcastShm(Exec& exec, const CollectiveArgs& args) {
       step.publish(1);
       if (out != in) std::memcpy(out + off, step.mine(), bytes);  // from cache, not memory
       // Every rank entered the same broadcast (same root): checked now, or deferred (above).
-      if (off == 0 && bytes < args.bytes()) step.awaitAll(1);
+      if (off == 0 && !oneChunk) step.awaitAll(1);
     } else {
       if (off == 0) step.publish(1);  // our identity only, for the root's check
       step.await(args.root, 1);
       std::memcpy(out + off, step.slotOf(args.root), bytes);
     }
     step.release();
-    if (root && bytes == args.bytes()) step.deferCheck();
+    if (root && oneChunk) step.deferCheck();
   }
 }
 

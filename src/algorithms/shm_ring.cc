@@ -8,16 +8,21 @@ namespace smddp::algo {
 
 using transport::SharedArena;
 
+static_assert(PendingChecks::kCapacity >= SharedArena::kRingDepth,
+              "a root may have one check pending per ring entry");
+
 RingStep::RingStep(Exec& exec) : exec_(exec), arena_(requireArena(exec)) {
   use_ = arena_.takeRingUse();
-  if (exec.ringChecks().size() >= kSettleBatch) settle(exec, false);
   constexpr uint64_t depth = SharedArena::kRingDepth;
   if (use_ >= depth && arena_.ringPeersDone() < use_ - depth + 1) waitForPeers(use_ - depth + 1);
-  // Every peer released the uses up to use_ - depth, so it published them: checks that old
-  // settle without waiting. Doing it here, not only when this rank waits, bounds the queue by the
-  // depth and never leaves a peer waiting for a check this rank could settle.
+  // A batch, or a check whose use comes round again: every peer released the uses up to
+  // use_ - depth, so it published them, and that check settles without waiting. Settling it
+  // here, not only when this rank waits, bounds the queue by the depth and never leaves a peer
+  // waiting for a check this rank could settle.
   const PendingChecks& pending = exec.ringChecks();
-  if (!pending.empty() && pending.front().use + depth <= use_) settle(exec, false);
+  if (!pending.empty() && (pending.size() >= kSettleBatch || pending.front().use + depth <= use_)) {
+    settle(exec, false);
+  }
 }
 
 size_t RingStep::chunkBytes(const Exec& exec, size_t elementSize) {
@@ -33,16 +38,12 @@ void RingStep::waitForPeers(uint64_t need) {
   for (int r = 0; r < exec_.size(); ++r) {
     if (r == exec_.rank()) continue;
     const std::atomic<uint64_t>& word = arena_.ringConsumed(r);
-    if (word.load(std::memory_order_acquire) < need) {
-      exec_.waitUntil(
-          [&] {
-            if (word.load(std::memory_order_acquire) >= need) return true;
-            settle(exec_, false);
-            return false;
-          },
-          r, "finish with an eager broadcast entry");
+    uint64_t done = word.load(std::memory_order_acquire);
+    if (done < need) {
+      exec_.waitUntil([&] { return (done = word.load(std::memory_order_acquire)) >= need; }, r,
+                      "finish with an eager broadcast entry", [&] { settle(exec_, false); });
     }
-    least = std::min(least, word.load(std::memory_order_acquire));
+    least = std::min(least, done);
   }
   arena_.ringPeersDone() = least;
 }
@@ -56,13 +57,8 @@ void RingStep::publish() {
 
 void RingStep::await(int peer) {
   const std::atomic<uint64_t>& stamp = arena_.ringHeader(peer, use_).stamp;
-  exec_.waitUntil(
-      [&] {
-        if (stamp.load(std::memory_order_acquire) > use_) return true;
-        settle(exec_, false);
-        return false;
-      },
-      peer, "publish its eager broadcast data");
+  exec_.waitUntil([&] { return stamp.load(std::memory_order_acquire) > use_; }, peer,
+                  "publish its eager broadcast data", [&] { settle(exec_, false); });
   checkIdentity(exec_, arena_, peer, use_, exec_.desc());
 }
 
@@ -80,7 +76,7 @@ void RingStep::settle(Exec& exec, bool block) {
   while (!pending.empty()) {
     const DeferredCheck& check = pending.front();
     bool published = true;
-    for (int r = 0; r < exec.size() && published; ++r) {
+    for (int r = 0; r < exec.size(); ++r) {
       if (r == exec.rank()) continue;
       const std::atomic<uint64_t>& stamp = arena.ringHeader(r, check.use).stamp;
       if (stamp.load(std::memory_order_acquire) <= check.use) {
@@ -103,9 +99,9 @@ void RingStep::settle(Exec& exec, bool block) {
 }
 
 void RingStep::storeConsumed(Exec& exec, SharedArena& arena) {
+  // Every pending use is below ringReleased() by the time this runs.
   const PendingChecks& pending = exec.ringChecks();
-  const uint64_t released = arena.ringReleased();
-  const uint64_t consumed = pending.empty() ? released : std::min(released, pending.front().use);
+  const uint64_t consumed = pending.empty() ? arena.ringReleased() : pending.front().use;
   arena.ringConsumed(exec.rank()).store(consumed, std::memory_order_release);
 }
 

@@ -38,11 +38,13 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
     "run through a shared-memory arena mapped by all of them (no messages). 0: everything goes " \
     "through libfabric.")                                                                        \
   X(shmSlotBytes, "SMDDP_SHM_SLOT_BYTES", Bytes, 1048576,                                        \
-    "Size of each of the two data slots every rank has in the shared-memory arena: the chunk "   \
-    "the arena collectives pipeline (also capped by SMDDP_SEGMENT_BYTES).")                      \
+    "Size of each of the two data slots every rank has in the shared-memory arena: broadcast "   \
+    "pipelines a whole slot per chunk, all_gather and the split all_reduce half a slot (both "   \
+    "also capped by SMDDP_SEGMENT_BYTES).")                                                      \
   X(shmEagerBytes, "SMDDP_SHM_EAGER_BYTES", Bytes, 4096,                                         \
-    "Broadcasts up to this size go through the arena's eager ring: 64 entries per rank, so a "   \
-    "root may run up to 64 broadcasts ahead of its peers. 0: every broadcast uses the slots.")   \
+    "Broadcasts up to this size (at most 64K) go through the arena's eager ring: 64 entries per " \
+    "rank, so a root may run up to 64 broadcasts ahead of its slowest peer. 0: every broadcast " \
+    "uses the slots.")                                                                           \
   X(spinUs, "SMDDP_SPIN_US", Int, -1,                                                            \
     "How long a waiting rank busy-polls before it starts yielding the core, in microseconds. "  \
     "-1 (auto): 20, or 0 when this host runs more ranks than it has cores.")                     \

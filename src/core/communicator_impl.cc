@@ -32,7 +32,6 @@ Settings resolveSettings(const Options& options, const Config& config) {
   s.timeout = options.timeout.value_or(std::chrono::milliseconds(config.timeoutMs));
   s.segmentBytes = options.segmentBytes.value_or(static_cast<size_t>(config.segmentBytes));
   s.spinUs = config.spinUs;
-  s.shmEagerBytes = static_cast<size_t>(config.shmEagerBytes);
   s.overrides = algo::parseAlgorithmOverrides(options.algorithms.value_or(config.algorithms));
   s.watch.beaconPeriod = std::chrono::milliseconds(config.beaconMs);
   s.watch.heartbeatTimeout = std::chrono::milliseconds(config.heartbeatTimeoutMs);
@@ -61,7 +60,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   topology_.ranks = size_;
   topology_.hosts = hosts.empty() ? 1 : static_cast<int>(hosts.size());
   topology_.arena = arena_ != nullptr;
-  topology_.eagerBytes = arena_ ? std::min(settings_.shmEagerBytes, arena_->ringPayload()) : 0;
+  topology_.eagerBytes = arena_ ? arena_->eagerBytes() : 0;
   if (settings_.spinUs < 0) {
     const auto& peers = transport_->peers();
     const std::string& me = static_cast<size_t>(rank_) < peers.size() ? peers[rank_].host : "";

@@ -26,7 +26,6 @@ struct Settings {
   std::chrono::milliseconds timeout{300000};
   size_t segmentBytes = 1048576;
   int64_t spinUs = -1;  // -1: automatic (see spinForHost)
-  size_t shmEagerBytes = 4096;  // broadcasts up to this size use the arena's eager ring
   algo::AlgorithmOverrides overrides;
   WatchSettings watch;  // beacon, heartbeat, mismatch check, dump (collective_watch.h)
 };

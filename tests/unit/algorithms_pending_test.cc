@@ -1,6 +1,6 @@
-// PendingChecks (algorithms/exec.h): the eager broadcast root's queue of unchecked uses, a ring
-// buffer that doubles as it fills. Pushes and pops interleaved so that it grows while its head is
-// inside the buffer (the copy must unwrap it), and keeps first-in first-out order throughout.
+// PendingChecks (algorithms/exec.h): the eager broadcast root's queue of unchecked uses, a fixed
+// ring buffer. Pushes and pops interleaved so that the queue fills up to 60 of its 64 places while
+// its head goes round the end of the buffer, keeping first-in first-out order throughout.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,11 +11,11 @@
 namespace smddp::algo {
 namespace {
 
-TEST(PendingChecks, KeepsOrderWhileGrowingWithAWrappedHead) {
+TEST(PendingChecks, KeepsOrderWhileFillingAcrossTheBufferEnd) {
   PendingChecks checks;
   std::deque<uint64_t> model;
   uint64_t next = 0;
-  // Rounds of 3 pushes and 2 pops: the head moves on while the count climbs past 8, 16, 32, 64.
+  // Rounds of 3 pushes and 2 pops: the head moves on while the count climbs to 60.
   for (int round = 0; round < 60; ++round) {
     for (int i = 0; i < 3; ++i) {
       DeferredCheck c;

@@ -107,6 +107,7 @@ SharedArena::SharedArena(std::shared_ptr<void> memory, unsigned char* base, int 
       rank_(rank),
       size_(size),
       slotBytes_(roundSlot(slotBytes)),
+      eagerBytes_(eagerBytes),
       ringStride_(ringStride(eagerBytes)),
       slotsOffset_(kControlBytes + ringBytes(eagerBytes)),
       regionBytes_(regionBytes(slotBytes, eagerBytes)) {}
@@ -136,6 +137,7 @@ std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& 
   const char* const unwanted = "not wanted (SMDDP_SHM=0 or Options::sharedMemory = false)";
   // The layout every rank must share: the slot size, and the eager size, which also decides which
   // broadcasts take the ring (two eager sizes can give one entry size, hence one object size).
+  // Rank 0 publishes it with the object's name ("<layout> <name>"; object names have no spaces).
   const std::string layout = std::to_string(slotBytes) + "/" + std::to_string(eagerBytes);
   if (rank == 0) {
     if (wanted) {
@@ -144,8 +146,7 @@ std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& 
     } else {
       why = unwanted;
     }
-    store.set(prefix + "/arena/layout", layout);
-    store.set(prefix + "/arena/name", why.empty() ? name : "!" + why);
+    store.set(prefix + "/arena/name", why.empty() ? layout + " " + name : "!" + why);
     if (!why.empty()) return nullptr;  // every rank reads why: nothing to agree on
   } else {
     const std::string value = store.get(prefix + "/arena/name", timeout);
@@ -153,14 +154,15 @@ std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& 
       why = "rank 0: " + value.substr(1);
       return nullptr;
     }
-    const std::string rootLayout = store.get(prefix + "/arena/layout", timeout);
+    const size_t space = value.find(' ');
+    const std::string rootLayout = value.substr(0, space);
     if (!wanted) {
       why = unwanted;
-    } else if (rootLayout != layout) {
+    } else if (space == std::string::npos || rootLayout != layout) {
       why = "SMDDP_SHM_SLOT_BYTES/SMDDP_SHM_EAGER_BYTES are " + layout + " here but " +
             rootLayout + " on rank 0";
     } else {
-      name = value;
+      name = value.substr(space + 1);
       why = openObject(name, bytes, *map);
     }
   }

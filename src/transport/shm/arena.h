@@ -84,7 +84,9 @@ class SharedArena {
   // This rank's next use index (not shared: every rank counts its own identically).
   uint64_t takeUse() { return nextUse_++; }
 
-  // The eager ring (above). ringPayload() >= the eagerBytes asked for.
+  // The eager ring (above): broadcasts up to eagerBytes() take it (0: none); ringPayload() >=
+  // eagerBytes() is what one entry holds.
+  size_t eagerBytes() const { return eagerBytes_; }
   size_t ringPayload() const { return ringStride_ - sizeof(RingHeader); }
   RingHeader& ringHeader(int r, uint64_t use) {
     return *reinterpret_cast<RingHeader*>(ringEntry(r, use));
@@ -127,6 +129,7 @@ class SharedArena {
   int rank_;
   int size_;
   size_t slotBytes_;
+  size_t eagerBytes_;
   size_t ringStride_;
   size_t slotsOffset_;  // the control page, then the ring, then the slots
   size_t regionBytes_;
