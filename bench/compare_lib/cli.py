@@ -19,7 +19,7 @@ import time
 from . import limits as limits_mod
 from . import report
 from .common import (BACKENDS, COLLECTIVES, ELEM_SIZE, parse_bytes, size_ladder, sweep_sizes,
-                     usable_cores)
+                     usable_cores, worker_env)
 from .runners import EngineRunner, MpiRunner, RunError, TorchGroup, build_mpi
 
 
@@ -74,7 +74,7 @@ class Backends:
 
     def __init__(self, args, repo, world, outdir, mpi_exe):
         self.runners, self.skipped = {}, {}
-        env = dict(os.environ, SMDDP_PROVIDER=args.provider, OMP_NUM_THREADS="1")
+        env = worker_env(args.provider)
         for b in args.backends:
             if b in ("smddp", "gloo"):
                 print(f"# starting {world} torch.distributed ranks with backend {b}", flush=True)

@@ -34,6 +34,11 @@ def bind_argv(rank, world):
     return ["taskset", "-c", str(cpus[rank])] if world <= len(cpus) else []
 
 
+def worker_env(provider):
+    """The environment of every benchmark rank: the smddp provider, one OpenMP thread."""
+    return dict(os.environ, SMDDP_PROVIDER=provider, OMP_NUM_THREADS="1")
+
+
 def parse_bytes(text):
     """'64K', '64KiB', '64KB', '1M', '8' -> bytes."""
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}

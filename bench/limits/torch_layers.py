@@ -22,7 +22,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # bench/
-from compare_lib.common import bind_argv, element_count, free_port, parse_bytes  # noqa: E402
+from compare_lib.common import (bind_argv, element_count, free_port, parse_bytes,  # noqa: E402
+                                 worker_env)
 from compare_lib.runners import EngineRunner, RunError  # noqa: E402
 
 
@@ -86,12 +87,12 @@ def engine_us(args, size):
 
 def launch(args):
     port = free_port()
+    env = worker_env("shm")  # as compare runs
     procs = []
     for rank in range(args.world):
         me = [sys.executable, os.path.abspath(__file__), "--rank", str(rank), "--port", str(port)]
         argv = bind_argv(rank, args.world) + me + sys.argv[1:]
         out = subprocess.PIPE if rank == 0 else subprocess.DEVNULL  # only rank 0 prints rows
-        env = dict(os.environ, SMDDP_PROVIDER="shm", OMP_NUM_THREADS="1")  # as compare runs
         procs.append(subprocess.Popen(argv, stdout=out, text=True, env=env))
     # Ranks print only a few lines (rank 0's rows at the end), so polling cannot fill a pipe; a
     # rank that fails ends the run at once instead of its peers waiting out the group timeout.

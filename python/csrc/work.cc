@@ -185,8 +185,9 @@ std::exception_ptr SmddpWork::finishClaimed() {
 
 void SmddpWork::finish() {
   {
+    // Posted only for an armed Work, whose claim never finishes it on the spot.
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!claimFinishLocked() || completed_) return;
+    if (!claimFinishLocked()) return;
   }
   finishClaimed();
 }

@@ -1,6 +1,7 @@
 // The c10d::Work returned by every smddp collective: wraps one or more smddp::Requests, the
-// tensors they use, and the Future that DDP's comm hooks chain on. One allocation per collective:
-// the Work itself (the base's mutex_, cv_, completed_ and exception_ are its state).
+// tensors they use, and the Future that DDP's comm hooks chain on. Allocations per collective: the
+// Work itself (the base's mutex_, cv_, completed_ and exception_ are its state) and its list of
+// output tensors.
 // Invariants: wait() never blocks longer than its timeout (or the group's, when none is given);
 // the Future's value is the list of output tensors and is set only after staged copies are back;
 // engine errors reach wait(), exception() and the Future unchanged (RuntimeError in Python).

@@ -14,8 +14,8 @@
 //   ring entry and publishes; every other rank publishes its identity in its own entry, waits for
 //   the root's, checks it, copies the chunk out and releases. The root checks its peers'
 //   identities later (shm_ring.h), so it runs up to the ring's depth (kRingDepth uses) ahead of
-//   the slowest peer instead of one: with more ranks than cores a root fills many entries per time slice and each peer
-//   drains many in its own. Bytes copied as for shm.
+//   the slowest peer instead of one: with more ranks than cores a root fills many entries per
+//   time slice and each peer drains many in its own. Bytes copied as for shm.
 // all_gather (shm), per chunk of half a slot of every rank's block: each rank copies its chunk in
 //   and publishes; each copies every peer's chunk out and releases. Bytes copied per rank: its
 //   block once in, the n-1 others out.

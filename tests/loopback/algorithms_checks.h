@@ -11,9 +11,11 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "algorithms_harness.h"
+#include "smddp/error.h"
 
 namespace smddp::algo::testing {
 
@@ -165,6 +167,27 @@ inline CollectiveArgs broadcastArgs(std::vector<float>& buf, size_t count, int r
   args.dtype = DataType::kFloat32;
   args.root = root;
   return args;
+}
+
+// True when `e` is a kMismatch that names `collective` and, after "during ", `during` (the
+// collective in which a deferred identity check found it).
+inline bool namesMismatch(const Error& e, const std::string& collective,
+                          const std::string& during) {
+  const std::string what = e.what();
+  return e.code() == ErrorCode::kMismatch && what.find(collective) != std::string::npos &&
+         what.find("during " + during) != std::string::npos;
+}
+
+// A barrier (algorithm `name`) that must fail on this rank with a mismatch naming `collective`,
+// seen during `during`.
+inline void expectBarrierMismatch(RankContext& ctx, const char* name,
+                                  const std::string& collective, const std::string& during) {
+  try {
+    ctx.run(algorithm(CollectiveKind::kBarrier, name), CollectiveArgs{}, 1 << 20);
+    ctx.fail("a barrier ran although the ranks disagreed about " + collective);
+  } catch (const Error& e) {
+    if (!namesMismatch(e, collective, during)) ctx.fail(std::string("wrong error: ") + e.what());
+  }
 }
 
 enum class Output { kContiguous, kBlockList, kInPlace };

@@ -116,12 +116,20 @@ TEST_F(FileStoreTest, PolledReadsSeeWholeGrowingValues) {
   });
   int64_t last = 0;
   int polls = 0;
-  bool ok = true;  // EXPECT and break, not ASSERT: the adder must be joined
-  while (ok && last < kAdds) {
+  // ADD_FAILURE and break, not ASSERT: the adder must be joined. Bounded: a lost add fails here.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (last < kAdds) {
     const int64_t seen = store->add("counter", 0);
-    EXPECT_GE(seen, last) << "after " << polls << " polls";
-    EXPECT_LE(seen, added.load() + 1) << "after " << polls << " polls";
-    ok = seen >= last && seen <= added.load() + 1;
+    const int64_t bound = added.load() + 1;
+    if (seen < last || seen > bound) {
+      ADD_FAILURE() << "after " << polls << " polls: read " << seen << ", before " << last
+                    << ", at most " << bound << " expected";
+      break;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      ADD_FAILURE() << "the polled value stopped at " << seen << " of " << kAdds;
+      break;
+    }
     last = seen;
     ++polls;
   }
