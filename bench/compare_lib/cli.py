@@ -38,7 +38,15 @@ def parse_args(argv):
     p.add_argument("--min", type=parse_bytes, default=8, help="smallest size (default 8)")
     p.add_argument("--max", type=parse_bytes, default=64 << 20, help="largest size (default 64M)")
     p.add_argument("--factor", type=int, default=4, help="sizes are max/factor^k >= min")
-    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--iters", type=int, default=20, help="timed calls per size above --small-max")
+    p.add_argument("--small-iters", type=int, default=1000,
+                   help="timed calls per size up to --small-max (default 1000; the torch "
+                        "backends fewer when that would take over --small-budget-ms, never "
+                        "fewer than --iters)")
+    p.add_argument("--small-max", type=parse_bytes, default=64 << 10,
+                   help="largest size timed with --small-iters (default 64K)")
+    p.add_argument("--small-budget-ms", type=float, default=50.0,
+                   help="torch backends: time a small size's loop may take (default 50)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--rounds", type=int, default=3, help="repetitions; medians are reported")
     p.add_argument("--worlds", type=_csv(None), default=["2", "4"])
@@ -55,6 +63,7 @@ def parse_args(argv):
     a = p.parse_args(argv)
     if a.quick:
         a.min, a.max, a.iters, a.warmup, a.rounds, a.worlds = 8, 64 << 10, 3, 1, 1, ["2"]
+        a.small_iters = 3
     a.worlds = [int(w) for w in a.worlds]
     return a
 
@@ -134,8 +143,8 @@ def run_world(args, world, sizes, bk, cells):
                         continue
                     t0 = time.monotonic()
                     try:
-                        res = bk.runners[b].run(coll, dtype, sweep_sizes(coll, sizes),
-                                                args.iters, args.warmup)
+                        res = _run_bands(bk.runners[b], coll, dtype, sweep_sizes(coll, sizes),
+                                         args)
                     except RunError as e:
                         cell.update(status="error", reason=str(e))
                         print(f"# ERROR {b} {coll} {dtype} world {world}: {e}", flush=True)
@@ -146,6 +155,27 @@ def run_world(args, world, sizes, bk, cells):
                     cell["rounds"].append(res["rows"])
                     print(f"# round {rnd + 1}/{args.rounds} world {world} {coll:10s} "
                           f"{dtype:8s} {b:6s} {time.monotonic() - t0:6.1f}s", flush=True)
+
+
+def _run_bands(runner, coll, dtype, sizes, args):
+    """One sweep in two bands: sizes up to --small-max with --small-iters calls (a few us each:
+    20 calls would time a window shorter than the scheduler's, which with 4 ranks on 2 cores
+    measures the phase of the time slices more than the collective), larger sizes with --iters.
+    The torch backends cap the small band at --small-budget-ms per size (gloo takes ms there)."""
+    rows = []
+    small = [s for s in sizes if s <= args.small_max]
+    large = [s for s in sizes if s > args.small_max]
+    for band, iters in ((small, max(args.small_iters, args.iters)), (large, args.iters)):
+        if not band:
+            continue
+        extra = {}
+        if band is small and isinstance(runner, TorchGroup) and iters > args.iters:
+            extra = {"budget_ms": args.small_budget_ms, "min_iters": args.iters}
+        res = runner.run(coll, dtype, band, iters, args.warmup, **extra)
+        if "unsupported" in res:
+            return res
+        rows += res["rows"]
+    return {"rows": rows}
 
 
 def _machine():
@@ -188,7 +218,8 @@ def main(argv, repo):
     started = time.time()
     sizes = size_ladder(args.min, args.max, args.factor)
     meta = {"machine": _machine(), "arguments": argv, "sizes": sizes, "iters": args.iters,
-            "warmup": args.warmup, "rounds": args.rounds, "provider": args.provider}
+            "small_iters": args.small_iters, "small_max": args.small_max,
+            "small_budget_ms": args.small_budget_ms, "warmup": args.warmup, "rounds": args.rounds, "provider": args.provider}
     print(f"# bench/compare {' '.join(argv)}\n# machine: {json.dumps(meta['machine'])}\n"
           f"# sizes: {sizes}", flush=True)
     lim = {"skipped": "--no-limits"} if args.no_limits else limits_mod.measure(bindir, args.quick)

@@ -75,9 +75,11 @@ class TorchGroup:
             got[rank] = msg
         return got
 
-    def run(self, coll, dtype, sizes, iters, warmup):
+    def run(self, coll, dtype, sizes, iters, warmup, budget_ms=None, min_iters=None):
+        """budget_ms: each size times min(iters, calls that fit in budget_ms by the warm-up's
+        pace) calls, at least min_iters."""
         cmd = json.dumps({"coll": coll, "dtype": dtype, "sizes": sizes, "iters": iters,
-                          "warmup": warmup})
+                          "warmup": warmup, "budget_ms": budget_ms, "min_iters": min_iters})
         for p in self.procs:
             p.stdin.write(cmd + "\n")
             p.stdin.flush()

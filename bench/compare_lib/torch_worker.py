@@ -1,7 +1,8 @@
 """One rank of a persistent torch.distributed process group driven by bench/compare.
 
 Usage: torch_worker.py BACKEND RANK WORLD INIT_METHOD. After init_process_group it reads one JSON
-command per line on stdin ({"coll", "dtype", "sizes", "iters", "warmup"} or {"quit": true}), runs
+command per line on stdin ({"coll", "dtype", "sizes", "iters", "warmup"[, "budget_ms",
+"min_iters"]} or {"quit": true}), runs
 that sweep and answers with one line on stdout starting with "@@": rank 0 sends the rows
 (time = max over ranks of the mean of `iters` barrier-aligned calls; wrong = sum over ranks of the
 elements that differ from the closed-form values after a separate checked call), other ranks "ok".
@@ -78,24 +79,39 @@ def probe(coll, dtype, rank, world):
         return str(e).splitlines()[0] if str(e) else type(e).__name__
 
 
+def calls_for(cmd, warm_s):
+    """The timed calls of one size: cmd["iters"], or with a budget as many as fit in it at the
+    slowest rank's warm-up pace (every rank must make the same number), at least min_iters."""
+    if not cmd.get("budget_ms"):
+        return cmd["iters"]
+    pace = torch.tensor([warm_s], dtype=torch.float64)
+    dist.all_reduce(pace, op=dist.ReduceOp.MAX)
+    fit = int(cmd["budget_ms"] * 1e-3 / max(float(pace[0]), 1e-9))
+    return max(cmd["min_iters"], min(cmd["iters"], fit))
+
+
 def sweep(cmd, rank, world):
     dtype = DTYPES[cmd["dtype"]]
     err = probe(cmd["coll"], dtype, rank, world)
     if err is not None:
         return {"unsupported": err}
-    sizes, iters, warmup = cmd["sizes"], cmd["iters"], cmd["warmup"]
+    sizes, warmup = cmd["sizes"], cmd["warmup"]
     times = torch.zeros(len(sizes), dtype=torch.float64)
     wrong = torch.zeros(len(sizes), dtype=torch.float64)
+    calls = [0] * len(sizes)
     for k, size in enumerate(sizes):
         count = element_count(cmd["coll"], size, world, cmd["dtype"])
         case = Case(cmd["coll"], count, dtype, rank, world)
+        t0 = time.perf_counter()
         for _ in range(warmup):
             case.call()
+        iters = calls_for(cmd, (time.perf_counter() - t0) / max(warmup, 1))
         dist.barrier()
         t0 = time.perf_counter()
         for _ in range(iters):
             case.call()
         times[k] = (time.perf_counter() - t0) * 1e6 / iters
+        calls[k] = iters
         wrong[k] = case.check()
     dist.all_reduce(times, op=dist.ReduceOp.MAX)
     dist.all_reduce(wrong, op=dist.ReduceOp.SUM)
@@ -103,7 +119,7 @@ def sweep(cmd, rank, world):
     for k, size in enumerate(sizes):
         count = element_count(cmd["coll"], size, world, cmd["dtype"])
         rows.append({"size": size, "count": count, "time_us": float(times[k]),
-                     "wrong": int(wrong[k])})
+                     "wrong": int(wrong[k]), "iters": calls[k]})
     return {"rows": rows}
 
 
