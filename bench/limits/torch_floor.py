@@ -2,13 +2,19 @@
 """torch_floor: what one torch.distributed call costs when nothing moves (world size 1), per
 backend, next to one plain ATen op. This is the floor of any torch-level latency: a backend's
 collective through torch can never be faster than this plus its own engine time.
+With --after (MiB sizes), it also prices the call with cold caches, as it runs after a large
+collective: each call follows an in-place add on a tensor of that size (which, like the
+collective, sweeps the core's caches), and the add's own time, from a loop of adds alone, is
+subtracted (median over interleaved rounds).
 
 Usage: .venv/bin/python bench/limits/torch_floor.py [--backends smddp,gloo] [--calls N]
+           [--after 1,2,4]
 Prints one line per (backend, call): the best of 5 loops of N calls, in microseconds per call.
 Invariant: world size 1 on 127.0.0.1, a fresh free port per backend; nothing leaves the host.
 """
 import argparse
 import os
+import statistics
 import sys
 import time
 
@@ -31,10 +37,28 @@ def per_call_us(fn, calls):
     return best
 
 
+def loop_us(fn, calls):
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - t0) / calls * 1e6
+
+
+def after_touch_us(call, mib, calls, rounds=7):
+    """Median over rounds of (touch + call) - (touch alone), per call, touch = big.add_(1)."""
+    big = torch.zeros(int(mib * (1 << 20)) // 4)
+    both = lambda: (big.add_(1), call())  # noqa: E731
+    alone = lambda: big.add_(1)  # noqa: E731
+    for fn in (both, alone):
+        loop_us(fn, min(calls, 200))
+    return statistics.median(loop_us(both, calls) - loop_us(alone, calls) for _ in range(rounds))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--backends", default="smddp,gloo")
     p.add_argument("--calls", type=int, default=50000)
+    p.add_argument("--after", default="", help="MiB sizes for the cold-cache rows, e.g. 1,2,4")
     args = p.parse_args()
     t = torch.zeros(16)
     print(f"# torch {torch.__version__}; 16-element float32 tensor, world size 1, "
@@ -57,6 +81,12 @@ def main():
                  lambda: pg.allreduce([t], opts).wait())]
         for name, fn in rows:
             print(f"{backend:>6s}  {name:62s}  {per_call_us(fn, args.calls):6.2f} us", flush=True)
+        for mib in [float(x) for x in args.after.split(",") if x]:
+            calls = max(200, int(args.calls / 10 / mib))
+            for name, fn in rows[:3]:
+                label = f"{name} after touching {mib:g} MiB"
+                print(f"{backend:>6s}  {label:62s}  {after_touch_us(fn, mib, calls):6.2f} us",
+                      flush=True)
         dist.destroy_process_group()
 
 
