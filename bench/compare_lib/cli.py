@@ -161,7 +161,9 @@ def _run_bands(runner, coll, dtype, sizes, args):
     """One sweep in two bands: sizes up to --small-max with --small-iters calls (a few us each:
     20 calls would time a window shorter than the scheduler's, which with 4 ranks on 2 cores
     measures the phase of the time slices more than the collective), larger sizes with --iters.
-    The torch backends cap the small band at --small-budget-ms per size (gloo takes ms there)."""
+    The torch backends cap the small band at --small-budget-ms per size (gloo takes ms there).
+    A band the backend rejects ("unsupported", a dtype check that does not depend on the size)
+    answers for the whole sweep."""
     rows = []
     small = [s for s in sizes if s <= args.small_max]
     large = [s for s in sizes if s > args.small_max]
@@ -218,8 +220,9 @@ def main(argv, repo):
     started = time.time()
     sizes = size_ladder(args.min, args.max, args.factor)
     meta = {"machine": _machine(), "arguments": argv, "sizes": sizes, "iters": args.iters,
-            "small_iters": args.small_iters, "small_max": args.small_max,
-            "small_budget_ms": args.small_budget_ms, "warmup": args.warmup, "rounds": args.rounds, "provider": args.provider}
+            "small_iters": max(args.small_iters, args.iters), "small_max": args.small_max,
+            "small_budget_ms": args.small_budget_ms, "warmup": args.warmup,
+            "rounds": args.rounds, "provider": args.provider}
     print(f"# bench/compare {' '.join(argv)}\n# machine: {json.dumps(meta['machine'])}\n"
           f"# sizes: {sizes}", flush=True)
     lim = {"skipped": "--no-limits"} if args.no_limits else limits_mod.measure(bindir, args.quick)

@@ -2,7 +2,8 @@
 group of worker processes fed one command per sweep), Open MPI (mpi_coll_perf under mpirun) and
 the smddp engine's own perf tools (build/bench/<coll>_perf -J).
 
-Each runner's run(coll, dtype, sizes) returns {"rows": [{size, count, time_us, wrong}]} or
+Each runner's run(coll, dtype, sizes, iters, warmup) returns {"rows": [{size, count, time_us,
+wrong}]} (the torch runner's rows also carry the calls each size made: iters) or
 {"unsupported": reason}, and raises RunError on a failure or a timeout.
 Invariant: never hangs and leaves no process behind: every wait has a deadline, and whatever is
 still alive at the deadline (or at close) is killed.

@@ -2,9 +2,9 @@
 
 Usage: torch_worker.py BACKEND RANK WORLD INIT_METHOD. After init_process_group it reads one JSON
 command per line on stdin ({"coll", "dtype", "sizes", "iters", "warmup"[, "budget_ms",
-"min_iters"]} or {"quit": true}), runs
-that sweep and answers with one line on stdout starting with "@@": rank 0 sends the rows
-(time = max over ranks of the mean of `iters` barrier-aligned calls; wrong = sum over ranks of the
+"min_iters"]} or {"quit": true}), runs that sweep and answers with one line on stdout starting
+with "@@": rank 0 sends the rows (time = max over ranks of the mean of the row's barrier-aligned
+calls, `iters` of them or fewer under a budget (calls_for); wrong = sum over ranks of the
 elements that differ from the closed-form values after a separate checked call), other ranks "ok".
 A dtype the backend rejects (gloo + bfloat16 on torch 1.13) answers {"unsupported": message}.
 Invariant: stdout carries only "@@" lines; everything else goes to stderr.
@@ -82,12 +82,12 @@ def probe(coll, dtype, rank, world):
 def calls_for(cmd, warm_s):
     """The timed calls of one size: cmd["iters"], or with a budget as many as fit in it at the
     slowest rank's warm-up pace (every rank must make the same number), at least min_iters."""
-    if not cmd.get("budget_ms"):
+    if cmd.get("budget_ms") is None:
         return cmd["iters"]
     pace = torch.tensor([warm_s], dtype=torch.float64)
     dist.all_reduce(pace, op=dist.ReduceOp.MAX)
     fit = int(cmd["budget_ms"] * 1e-3 / max(float(pace[0]), 1e-9))
-    return max(cmd["min_iters"], min(cmd["iters"], fit))
+    return max(cmd.get("min_iters") or 1, min(cmd["iters"], fit))
 
 
 def sweep(cmd, rank, world):
@@ -102,10 +102,11 @@ def sweep(cmd, rank, world):
     for k, size in enumerate(sizes):
         count = element_count(cmd["coll"], size, world, cmd["dtype"])
         case = Case(cmd["coll"], count, dtype, rank, world)
+        paced = max(warmup, 1 if cmd.get("budget_ms") is not None else 0)  # a pace needs a call
         t0 = time.perf_counter()
-        for _ in range(warmup):
+        for _ in range(paced):
             case.call()
-        iters = calls_for(cmd, (time.perf_counter() - t0) / max(warmup, 1))
+        iters = calls_for(cmd, (time.perf_counter() - t0) / max(paced, 1))
         dist.barrier()
         t0 = time.perf_counter()
         for _ in range(iters):

@@ -60,6 +60,7 @@ def main():
     p.add_argument("--calls", type=int, default=50000)
     p.add_argument("--after", default="", help="MiB sizes for the cold-cache rows, e.g. 1,2,4")
     args = p.parse_args()
+    torch.set_num_threads(1)  # one core sweeps the caches, as in bench/compare's torch workers
     t = torch.zeros(16)
     print(f"# torch {torch.__version__}; 16-element float32 tensor, world size 1, "
           f"best of 5 x {args.calls} calls")

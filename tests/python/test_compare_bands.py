@@ -16,12 +16,14 @@ from compare_lib.runners import TorchGroup  # noqa: E402
 
 
 class Recorder:
-    def __init__(self, unsupported=None):
-        self.calls, self.unsupported = [], unsupported
+    """A runner that records its calls; rejects the sweep from the `reject_from`-th call on."""
+
+    def __init__(self, unsupported=None, reject_from=0):
+        self.calls, self.unsupported, self.reject_from = [], unsupported, reject_from
 
     def run(self, coll, dtype, sizes, iters, warmup, **extra):
         self.calls.append((list(sizes), iters, extra))
-        if self.unsupported:
+        if self.unsupported and len(self.calls) > self.reject_from:
             return {"unsupported": self.unsupported}
         return {"rows": [{"size": s, "iters": iters} for s in sizes]}
 
@@ -46,20 +48,36 @@ def test_bands_split_at_small_max_and_keep_order():
     assert r.calls == [([16, 4096, 65536], 1000, {}), ([262144, 1 << 20], 20, {})]
 
 
-def test_only_torch_backends_get_a_budget_and_never_fewer_calls_than_iters():
+def test_only_torch_backends_get_a_budget_and_only_for_the_small_band():
     t = FakeTorch()
     cli._run_bands(t, "barrier", "float32", [0], _args())
     assert t.calls == [([0], 1000, {"budget_ms": 50.0, "min_iters": 20})]
+    mixed = FakeTorch()
+    cli._run_bands(mixed, "all_gather", "float32", [16, 1 << 20], _args())
+    assert mixed.calls == [([16], 1000, {"budget_ms": 50.0, "min_iters": 20}),
+                           ([1 << 20], 20, {})]
+
+
+def test_never_fewer_small_calls_than_iters():
     small = FakeTorch()
     cli._run_bands(small, "broadcast", "float32", [16, 1 << 20], _args(small_iters=3))
-    assert small.calls == [([16], 20, {}), ([1 << 20], 20, {})]  # --quick: 3 < iters
+    assert small.calls == [([16], 20, {}), ([1 << 20], 20, {})]
 
 
-def test_unsupported_ends_the_sweep():
-    r = Recorder(unsupported="no bfloat16")
+def test_quick_runs_three_calls_everywhere_without_a_budget():
+    a = cli.parse_args(["--quick"])
+    assert (a.iters, a.small_iters, a.max) == (3, 3, 64 << 10)
+    t = FakeTorch()
+    cli._run_bands(t, "all_reduce", "float32", [8, 64 << 10], a)
+    assert t.calls == [([8, 64 << 10], 3, {})]
+
+
+@pytest.mark.parametrize("reject_from, calls", [(0, 1), (1, 2)])
+def test_unsupported_in_either_band_answers_for_the_sweep(reject_from, calls):
+    r = Recorder(unsupported="no bfloat16", reject_from=reject_from)
     res = cli._run_bands(r, "all_reduce", "bfloat16", [16, 1 << 20], _args())
     assert res == {"unsupported": "no bfloat16"}
-    assert len(r.calls) == 1
+    assert len(r.calls) == calls
 
 
 @pytest.mark.parametrize("pace_s, want", [(1e-6, 1000), (1e-3, 50), (1.0, 20)])
