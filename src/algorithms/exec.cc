@@ -1,11 +1,13 @@
 // Exec: posts an algorithm's messages with the collective's tags and waits for them with a bounded
 // back-off. Waiting policy: busy-poll for spinUs after the last progress (lowest latency), then
 // yield the core on every idle poll so that a rank we wait for, sharing our core, can run; after
-// 1 ms of idling also sleep briefly so oversubscribed ranks do not burn their peers' time slices.
+// 50 ms of idling also sleep briefly so oversubscribed ranks do not burn their peers' time slices.
 #include "algorithms/exec.h"
 
 #include <sched.h>
 #include <time.h>
+
+#include <algorithm>
 
 #include "common/logging.h"
 #include "smddp/error.h"
@@ -114,6 +116,30 @@ void Exec::wait(Handle handle) {
   }
   checkFailure(op);
   while (firstLive_ < posted_ && resources_.op(firstLive_).finished()) ++firstLive_;
+}
+
+void Exec::waitWordSlow(const std::atomic<uint64_t>& word, uint64_t atLeast, int peer,
+                        const char* what, void (*aside)(void*), void* asideArg) {
+  // Loads of the word between two clock reads while spinning (~1 us at most).
+  constexpr int kPolls = 64;
+  const auto start = Clock::now();
+  const auto spinUntil =
+      std::min(start + std::chrono::microseconds(settings_.spinUs), settings_.deadline);
+  const int polls = settings_.spinUs > 0 ? kPolls : 0;  // no spinning: yield at once
+  int idlePolls = 0;
+  for (;;) {
+    // The hot path: the word alone, with the clock (~20 ns) read once per kPolls loads, so a
+    // change is seen within a few ns and no bookkeeping runs while spinning.
+    for (int i = 0; i < polls; ++i) {
+      if (word.load(std::memory_order_acquire) >= atLeast) return;
+    }
+    if (word.load(std::memory_order_acquire) >= atLeast) return;
+    if (aside != nullptr) aside(asideArg);
+    const auto now = Clock::now();
+    if (now < spinUntil) continue;
+    transport_.progress();  // no messages in flight; it runs the transport's liveness checks
+    idle(now, start, idlePolls, peer, what);
+  }
 }
 
 void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idlePolls,

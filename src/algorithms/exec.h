@@ -58,6 +58,14 @@ class PendingChecks {
   size_t count_ = 0;
 };
 
+// This rank's own bookkeeping of the eager ring (shm_ring.h); the peers see only the arena.
+struct RingState {
+  uint64_t nextUse = 0;    // this rank's next ring use (every rank counts alike)
+  uint64_t peersDone = 0;  // the least `ringConsumed` of the peers as this rank last read it
+  uint64_t released = 0;   // ring uses this rank released
+  PendingChecks checks;    // left by eager broadcasts' roots
+};
+
 // Reusable per-communicator memory for algorithms: op records and scratch buffers. Grows on demand
 // and is kept, so steady-state collectives allocate nothing. Also carries the deferred checks.
 class ExecResources {
@@ -65,11 +73,11 @@ class ExecResources {
   transport::Op& op(size_t index);
   void* scratch(int index, size_t bytes);
   std::optional<DeferredCheck> deferred;  // left by a slot broadcast's root (shm_step.h)
-  PendingChecks ringChecks;               // left by eager broadcasts' roots (shm_ring.h)
+  RingState ring;                         // the eager ring (shm_ring.h)
   // Some check is left; its collective's description (for the Exec that settles it).
-  bool hasDeferred() const { return deferred || !ringChecks.empty(); }
+  bool hasDeferred() const { return deferred || !ring.checks.empty(); }
   const CollectiveDesc& deferredDesc() const {
-    return deferred ? deferred->desc : ringChecks.front().desc;
+    return deferred ? deferred->desc : ring.checks.front().desc;
   }
 
  private:
@@ -119,20 +127,15 @@ class Exec {
   // The shared-memory arena of this host's ranks, or null (algorithms/shm_*.cc need it).
   transport::SharedArena* arena() const { return settings_.arena; }
   // Waits, with the same bounds and back-off as wait(), until `word` >= atLeast; `word` belongs
-  // to `peer`, and `what` says what it is waiting for (timeout messages).
-  void waitWord(const std::atomic<uint64_t>& word, uint64_t atLeast, int peer, const char* what) {
-    waitUntil([&word, atLeast] { return word.load(std::memory_order_acquire) >= atLeast; }, peer,
-              what);
+  // to `peer`, and `what` says what it is waiting for (timeout messages). The word is polled in
+  // a tight loop at first; aside(asideArg), if given, runs once per clock read (~1 us while
+  // spinning, every poll once it yields): work the wait must not starve but that has no place in
+  // the tight loop.
+  void waitWord(const std::atomic<uint64_t>& word, uint64_t atLeast, int peer, const char* what,
+                void (*aside)(void*) = nullptr, void* asideArg = nullptr) {
+    if (word.load(std::memory_order_acquire) >= atLeast) return;
+    waitWordSlow(word, atLeast, peer, what, aside, asideArg);
   }
-  // As waitWord, until ready() (cheap, polled in a tight loop at first) returns true; aside()
-  // runs once per clock read (~1 us while spinning, every poll once it yields): work the wait
-  // must not starve but that has no place in the tight loop.
-  template <class Ready>
-  void waitUntil(Ready&& ready, int peer, const char* what) {
-    waitUntil(ready, peer, what, [] {});
-  }
-  template <class Ready, class Aside>
-  void waitUntil(Ready&& ready, int peer, const char* what, Aside&& aside);
   // Throws Error(kMismatch): `peer`'s arena data belongs to collective #peerSeq (or to `mine` with
   // a different shape when peerSeq is mine's) while this rank is in `mine`: this collective, or
   // an earlier one whose check was deferred to this one.
@@ -145,7 +148,7 @@ class Exec {
     return std::exchange(resources_.deferred, std::nullopt);
   }
 
-  PendingChecks& ringChecks() { return resources_.ringChecks; }
+  RingState& ring() { return resources_.ring; }
 
   // Per-communicator scratch memory; index selects one of several independent areas.
   void* scratch(size_t bytes, int index = 0) { return resources_.scratch(index, bytes); }
@@ -155,6 +158,8 @@ class Exec {
 
  private:
   Handle post(transport::OpKind kind, int peer, uint64_t slot, void* buffer, size_t bytes);
+  void waitWordSlow(const std::atomic<uint64_t>& word, uint64_t atLeast, int peer,
+                    const char* what, void (*aside)(void*), void* asideArg);
   // One idle poll: bounds (deadline, abort, peer failure), then spin, yield or sleep. wordWhat
   // (with wordPeer) names a shared-memory word being waited for, for the timeout message only.
   void idle(Clock::time_point now, Clock::time_point lastProgress, int& idlePolls, int wordPeer,
@@ -173,30 +178,5 @@ class Exec {
   size_t posted_ = 0;     // ops [0, posted_) of resources_ belong to this collective
   size_t firstLive_ = 0;  // every op below this index is finished
 };
-
-template <class Ready, class Aside>
-void Exec::waitUntil(Ready&& ready, int peer, const char* what, Aside&& aside) {
-  // Calls of ready() between two clock reads while spinning (~1 us at most for a word load).
-  constexpr int kPolls = 64;
-  if (ready()) return;
-  const auto start = Clock::now();
-  const auto spinUntil =
-      std::min(start + std::chrono::microseconds(settings_.spinUs), settings_.deadline);
-  const int polls = settings_.spinUs > 0 ? kPolls : 0;  // no spinning: yield at once
-  int idlePolls = 0;
-  for (;;) {
-    // The hot path: ready() alone, with the clock (~20 ns) read once per kPolls calls, so a
-    // change is seen within a few ns and no bookkeeping runs while spinning.
-    for (int i = 0; i < polls; ++i) {
-      if (ready()) return;
-    }
-    if (ready()) return;
-    aside();
-    const auto now = Clock::now();
-    if (now < spinUntil) continue;
-    transport_.progress();  // no messages in flight; it runs the transport's liveness checks
-    idle(now, start, idlePolls, peer, what);
-  }
-}
 
 }  // namespace smddp::algo

@@ -12,22 +12,21 @@ static_assert(PendingChecks::kCapacity >= SharedArena::kRingDepth,
               "a root may have one check pending per ring entry");
 
 RingStep::RingStep(Exec& exec) : exec_(exec), arena_(requireArena(exec)) {
-  use_ = arena_.takeRingUse();
+  use_ = exec.ring().nextUse++;
   constexpr uint64_t depth = SharedArena::kRingDepth;
-  if (use_ >= depth && arena_.ringPeersDone() < use_ - depth + 1) waitForPeers(use_ - depth + 1);
+  if (use_ >= depth && exec.ring().peersDone < use_ - depth + 1) waitForPeers(use_ - depth + 1);
   // A batch, or a check whose use comes round again: every peer released the uses up to
   // use_ - depth, so it published them, and that check settles without waiting. Settling it
   // here, not only when this rank waits, bounds the queue by the depth and never leaves a peer
   // waiting for a check this rank could settle.
-  const PendingChecks& pending = exec.ringChecks();
+  const PendingChecks& pending = exec.ring().checks;
   if (!pending.empty() && (pending.size() >= kSettleBatch || pending.front().use + depth <= use_)) {
     settle(exec, false);
   }
 }
 
 size_t RingStep::chunkBytes(const Exec& exec, size_t elementSize) {
-  const size_t cap = requireArena(exec).ringPayload();
-  return std::max(elementSize, cap / elementSize * elementSize);
+  return wholeElements(requireArena(exec).ringPayload(), elementSize);
 }
 
 // Reads every peer's `ringConsumed` (which the last pass through here cached the least of) and
@@ -40,12 +39,12 @@ void RingStep::waitForPeers(uint64_t need) {
     const std::atomic<uint64_t>& word = arena_.ringConsumed(r);
     uint64_t done = word.load(std::memory_order_acquire);
     if (done < need) {
-      exec_.waitUntil([&] { return (done = word.load(std::memory_order_acquire)) >= need; }, r,
-                      "finish with an eager broadcast entry", [&] { settle(exec_, false); });
+      exec_.waitWord(word, need, r, "finish with an eager broadcast entry", settleSome, &exec_);
+      done = word.load(std::memory_order_acquire);
     }
     least = std::min(least, done);
   }
-  arena_.ringPeersDone() = least;
+  exec_.ring().peersDone = least;
 }
 
 void RingStep::publish() {
@@ -57,19 +56,19 @@ void RingStep::publish() {
 
 void RingStep::await(int peer) {
   const std::atomic<uint64_t>& stamp = arena_.ringHeader(peer, use_).stamp;
-  exec_.waitUntil([&] { return stamp.load(std::memory_order_acquire) > use_; }, peer,
-                  "publish its eager broadcast data", [&] { settle(exec_, false); });
+  exec_.waitWord(stamp, use_ + 1, peer, "publish its eager broadcast data", settleSome, &exec_);
   checkIdentity(exec_, arena_, peer, use_, exec_.desc());
 }
 
 void RingStep::release(bool deferCheck) {
-  if (deferCheck) exec_.ringChecks().push(DeferredCheck{use_, exec_.desc()});
-  arena_.ringReleased() = use_ + 1;
+  RingState& ring = exec_.ring();
+  if (deferCheck) ring.checks.push(DeferredCheck{use_, exec_.desc()});
+  ring.released = use_ + 1;
   storeConsumed(exec_, arena_);
 }
 
 void RingStep::settle(Exec& exec, bool block) {
-  PendingChecks& pending = exec.ringChecks();
+  PendingChecks& pending = exec.ring().checks;
   if (pending.empty()) return;
   SharedArena& arena = requireArena(exec);
   bool popped = false;  // since the last store of this rank's `ringConsumed`
@@ -99,10 +98,14 @@ void RingStep::settle(Exec& exec, bool block) {
 }
 
 void RingStep::storeConsumed(Exec& exec, SharedArena& arena) {
-  // Every pending use is below ringReleased() by the time this runs.
-  const PendingChecks& pending = exec.ringChecks();
-  const uint64_t consumed = pending.empty() ? arena.ringReleased() : pending.front().use;
-  arena.ringConsumed(exec.rank()).store(consumed, std::memory_order_release);
+  // Every pending use is below ring.released by the time this runs. A root with checks pending
+  // mostly stores what the word already holds (the oldest pending use): skipped.
+  const RingState& ring = exec.ring();
+  const uint64_t consumed = ring.checks.empty() ? ring.released : ring.checks.front().use;
+  std::atomic<uint64_t>& word = arena.ringConsumed(exec.rank());
+  if (word.load(std::memory_order_relaxed) != consumed) {
+    word.store(consumed, std::memory_order_release);
+  }
 }
 
 void RingStep::checkIdentity(const Exec& exec, SharedArena& arena, int peer, uint64_t use,

@@ -56,6 +56,8 @@ class RingStep {
   static constexpr size_t kSettleBatch = 16;  // pending checks a rank lets accumulate unprompted
 
   void waitForPeers(uint64_t need);
+  // settle(exec, false) as a wait's aside (Exec::waitWord): the peers may be waiting for it.
+  static void settleSome(void* exec) { settle(*static_cast<Exec*>(exec), false); }
   // Stores this rank's `ringConsumed`: its released uses, held at the oldest pending check.
   static void storeConsumed(Exec& exec, transport::SharedArena& arena);
   static void checkIdentity(const Exec& exec, transport::SharedArena& arena, int peer, uint64_t use,

@@ -110,7 +110,7 @@ SharedArena::SharedArena(std::shared_ptr<void> memory, unsigned char* base, int 
       eagerBytes_(eagerBytes),
       ringStride_(ringStride(eagerBytes)),
       slotsOffset_(kControlBytes + ringBytes(eagerBytes)),
-      regionBytes_(regionBytes(slotBytes, eagerBytes)) {}
+      regionBytes_(slotsOffset_ + 2 * slotBytes_) {}
 
 HeapArenaGroup::HeapArenaGroup(int size, size_t slotBytes, size_t eagerBytes)
     : size_(size), slotBytes_(slotBytes), eagerBytes_(eagerBytes) {

@@ -27,8 +27,8 @@
 //
 // The eager ring (shm_ring.h, small broadcasts): besides the slots each rank owns kRingDepth
 // entries, each a header (stamp, collective sequence number, shape hash) and up to ringPayload()
-// bytes. Ring uses are counted apart from slot uses (takeRingUse). At ring use u every rank writes
-// its entry u % kRingDepth (the root: data and identity; the others: identity only), after every
+// bytes. Ring uses are counted apart from slot uses (by the algorithms: RingState). At ring use u
+// every rank writes its entry u % kRingDepth (the root: data and identity; the others: identity only), after every
 // peer's `ringConsumed` reached u - kRingDepth + 1; a reader waits for the writer's stamp = u + 1.
 // A root lets its peers' identities go unchecked for up to kRingDepth uses, holding its own
 // `ringConsumed` at the oldest unchecked use so that nobody overwrites what it still has to read.
@@ -93,11 +93,6 @@ class SharedArena {
   }
   unsigned char* ringData(int r, uint64_t use) { return ringEntry(r, use) + sizeof(RingHeader); }
   std::atomic<uint64_t>& ringConsumed(int r) { return control(r)->ringConsumed; }
-  uint64_t takeRingUse() { return nextRingUse_++; }
-  // Not shared: the least `ringConsumed` of the peers as this rank last read it, and how many
-  // ring uses this rank released.
-  uint64_t& ringPeersDone() { return ringPeersDone_; }
-  uint64_t& ringReleased() { return ringReleased_; }
 
   // Bytes of one rank's region for a slot size (slot rounded up to a page) and eager size.
   static size_t regionBytes(size_t slotBytes, size_t eagerBytes);
@@ -134,9 +129,6 @@ class SharedArena {
   size_t slotsOffset_;  // the control page, then the ring, then the slots
   size_t regionBytes_;
   uint64_t nextUse_ = 0;
-  uint64_t nextRingUse_ = 0;
-  uint64_t ringPeersDone_ = 0;
-  uint64_t ringReleased_ = 0;
 };
 
 // Heap-backed memory for `size` thread-ranks of one process; view(r) gives rank r its arena.
