@@ -157,6 +157,11 @@ def run_world(args, world, sizes, bk, cells):
                           f"{dtype:8s} {b:6s} {time.monotonic() - t0:6.1f}s", flush=True)
 
 
+def small_iters(args):
+    """Calls per size up to --small-max: never fewer than --iters."""
+    return max(args.small_iters, args.iters)
+
+
 def _run_bands(runner, coll, dtype, sizes, args):
     """One sweep in two bands: sizes up to --small-max with --small-iters calls (a few us each:
     20 calls would time a window shorter than the scheduler's, which with 4 ranks on 2 cores
@@ -167,7 +172,7 @@ def _run_bands(runner, coll, dtype, sizes, args):
     rows = []
     small = [s for s in sizes if s <= args.small_max]
     large = [s for s in sizes if s > args.small_max]
-    for band, iters in ((small, max(args.small_iters, args.iters)), (large, args.iters)):
+    for band, iters in ((small, small_iters(args)), (large, args.iters)):
         if not band:
             continue
         extra = {}
@@ -220,7 +225,7 @@ def main(argv, repo):
     started = time.time()
     sizes = size_ladder(args.min, args.max, args.factor)
     meta = {"machine": _machine(), "arguments": argv, "sizes": sizes, "iters": args.iters,
-            "small_iters": max(args.small_iters, args.iters), "small_max": args.small_max,
+            "small_iters": small_iters(args), "small_max": args.small_max,
             "small_budget_ms": args.small_budget_ms, "warmup": args.warmup,
             "rounds": args.rounds, "provider": args.provider}
     print(f"# bench/compare {' '.join(argv)}\n# machine: {json.dumps(meta['machine'])}\n"

@@ -99,10 +99,10 @@ def sweep(cmd, rank, world):
     times = torch.zeros(len(sizes), dtype=torch.float64)
     wrong = torch.zeros(len(sizes), dtype=torch.float64)
     calls = [0] * len(sizes)
+    paced = max(warmup, 1 if cmd.get("budget_ms") is not None else 0)  # a pace needs a call
     for k, size in enumerate(sizes):
         count = element_count(cmd["coll"], size, world, cmd["dtype"])
         case = Case(cmd["coll"], count, dtype, rank, world)
-        paced = max(warmup, 1 if cmd.get("budget_ms") is not None else 0)  # a pace needs a call
         t0 = time.perf_counter()
         for _ in range(paced):
             case.call()

@@ -25,23 +25,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from compare_lib.common import free_port  # noqa: E402
 
 
-def per_call_us(fn, calls):
-    for _ in range(min(calls, 2000)):
-        fn()
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
-    return best
-
-
 def loop_us(fn, calls):
     t0 = time.perf_counter()
     for _ in range(calls):
         fn()
     return (time.perf_counter() - t0) / calls * 1e6
+
+
+def per_call_us(fn, calls):
+    loop_us(fn, min(calls, 2000))  # warm-up
+    return min(loop_us(fn, calls) for _ in range(5))
 
 
 def after_touch_us(call, mib, calls, rounds=7):

@@ -64,7 +64,8 @@ PYBIND11_MODULE(_C, m) {
            "Fails every pending and later collective of this group (Error kAborted).")
       .def("_shutdown", &ProcessGroupSmddp::shutdown,  // releases the GIL itself
            "Waits (bounded) for pending collectives, finishes their Works and releases the "
-           "communicator; later collectives raise. torch_smddp calls it at interpreter exit.");
+           "communicator; later collectives raise (at interpreter exit torch_smddp calls "
+           "_shutdown_live_groups, which does this for every live group).");
 
   m.def("_shutdown_live_groups", &ProcessGroupSmddp::shutdownLive,
         "Shuts down every group still alive, however it was made (torch_smddp's atexit hook).");
