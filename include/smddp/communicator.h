@@ -38,7 +38,9 @@ class Communicator {
   static std::shared_ptr<Communicator> create(std::shared_ptr<Store> store, int rank, int size,
                                               const Options& options = Options());
   explicit Communicator(std::unique_ptr<core::CommunicatorImpl> impl);
-  // Waits (bounded) for pending collectives, then releases the fabric resources.
+  // Waits (bounded) for pending collectives, then releases the fabric resources. Its Requests
+  // stay valid (all completed); another thread must not be inside a wait on one of them while
+  // the communicator is being destroyed.
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;

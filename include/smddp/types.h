@@ -35,7 +35,20 @@ enum class MemoryType : uint8_t {
   kCuda,
 };
 
-size_t dataTypeSize(DataType dtype);
+// Bytes per element; 0 for a value outside the enum. Inline: every collective's size uses it.
+constexpr size_t dataTypeSize(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat32: return 4;
+    case DataType::kFloat64: return 8;
+    case DataType::kFloat16: return 2;
+    case DataType::kBFloat16: return 2;
+    case DataType::kInt8: return 1;
+    case DataType::kUInt8: return 1;
+    case DataType::kInt32: return 4;
+    case DataType::kInt64: return 8;
+  }
+  return 0;
+}
 bool isFloatingPoint(DataType dtype);
 const char* toString(DataType dtype);
 const char* toString(ReduceOp op);

@@ -5,20 +5,6 @@
 
 namespace smddp {
 
-size_t dataTypeSize(DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat32: return 4;
-    case DataType::kFloat64: return 8;
-    case DataType::kFloat16: return 2;
-    case DataType::kBFloat16: return 2;
-    case DataType::kInt8: return 1;
-    case DataType::kUInt8: return 1;
-    case DataType::kInt32: return 4;
-    case DataType::kInt64: return 8;
-  }
-  return 0;
-}
-
 bool isFloatingPoint(DataType dtype) {
   return dtype == DataType::kFloat32 || dtype == DataType::kFloat64 ||
          dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;

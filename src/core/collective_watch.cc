@@ -32,12 +32,10 @@ CollectiveWatch::CollectiveWatch(std::shared_ptr<Store> store, const std::string
                                              recorder_, bs);
 }
 
-uint16_t CollectiveWatch::posted(const algo::CollectiveDesc& desc,
-                                 std::chrono::steady_clock::time_point now) {
-  const Signature sig = Signature::of(desc);
-  recorder_.posted(desc.seq, sig, now);
+void CollectiveWatch::posted(const algo::CollectiveDesc& desc,
+                             std::chrono::steady_clock::time_point now) {
+  recorder_.posted(desc.seq, Signature::of(desc), now);
   if (beacon_) beacon_->noteCalled(desc.seq);
-  return settings_.checkMismatch ? foldSignature(desc.shape) : 0;
 }
 
 void CollectiveWatch::started(const algo::CollectiveDesc& desc,

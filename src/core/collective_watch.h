@@ -36,9 +36,8 @@ class CollectiveWatch {
   CollectiveWatch(std::shared_ptr<Store> store, const std::string& prefix, int rank,
                   const std::vector<transport::PeerInfo>& peers, const WatchSettings& settings);
 
-  // Caller's thread, in sequence order: records the call at `now`; returns the tag signature
-  // hash (the fold of desc.shape, which must be set).
-  uint16_t posted(const algo::CollectiveDesc& desc, std::chrono::steady_clock::time_point now);
+  // Caller's thread, in sequence order: records the call at `now`.
+  void posted(const algo::CollectiveDesc& desc, std::chrono::steady_clock::time_point now);
   // Engine: the collective starts at `now`. Throws a failure already learnt from the peers.
   void started(const algo::CollectiveDesc& desc, std::chrono::steady_clock::time_point now);
   // Engine: the collective ended (error == nullptr: success). A failure this rank found itself

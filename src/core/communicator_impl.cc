@@ -9,6 +9,8 @@
 
 #include "common/clock.h"
 #include "common/logging.h"
+#include "core/mismatch.h"
+#include "core/recycling_allocator.h"
 #include "reduce/reducer.h"
 #include "smddp/error.h"
 #include "smddp/version.h"
@@ -82,11 +84,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   // Sequence numbers are assigned under the engine's lock, so they follow the queue's order even
   // when several threads post.
   engine_ = Engine::start([this](RequestState& r) { run(r); },
-                          [this](RequestState& r) {
-                            r.desc.seq = nextSeq_++;
-                            r.desc.signature = watch_->posted(r.desc, coarseNow());
-                          },
-                          settings_.timeout);
+                          [this](RequestState& r) { describePosted(r); }, settings_.timeout);
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
@@ -98,24 +96,50 @@ CommunicatorImpl::~CommunicatorImpl() {
 }
 
 Request CommunicatorImpl::post(algo::CollectiveArgs args) {
-  auto state = std::make_shared<RequestState>();
-  state->engine = engine_;
+  auto state = std::allocate_shared<RequestState>(RecyclingAllocator<RequestState>());
+  state->engine = engine_.get();
   state->desc.kind = args.kind;
   state->desc.dtype = args.dtype;
   state->desc.count = args.count;
   state->desc.op = args.op;
   state->desc.root = args.kind == CollectiveKind::kBroadcast ? args.root : -1;
-  const bool local = size_ == 1 || (args.count == 0 && args.kind != CollectiveKind::kBarrier);
-  if (!local) {
-    state->algorithm =
-        &algo::selectAlgorithm(args.kind, args.bytes(), topology_, settings_.overrides);
-    state->desc.algorithm = state->algorithm->name;
-  }
   state->args = std::move(args);
-  state->desc.shape =
-      algo::shapeHash(state->desc, state->algorithm != nullptr ? state->algorithm->nameHash : 0);
-  engine_->submit(state);
+  engine_->submit(state);  // describePosted, under the engine's lock
   return Request(std::move(state));
+}
+
+bool CommunicatorImpl::CallShape::matches(const algo::CollectiveDesc& d) const {
+  return known && kind == d.kind && dtype == d.dtype && count == d.count && op == d.op &&
+         root == d.root;
+}
+
+void CommunicatorImpl::describePosted(RequestState& request) {
+  algo::CollectiveDesc& d = request.desc;
+  const bool fresh = !lastShape_.matches(d);
+  if (fresh) {  // derived before it is kept: selection may throw
+    CallShape c;
+    c.kind = d.kind;
+    c.dtype = d.dtype;
+    c.count = d.count;
+    c.op = d.op;
+    c.root = d.root;
+    const bool local = size_ == 1 || (d.count == 0 && d.kind != CollectiveKind::kBarrier);
+    c.algorithm = local ? nullptr
+                        : &algo::selectAlgorithm(d.kind, request.args.bytes(), topology_,
+                                                 settings_.overrides);
+    c.shape = algo::shapeHash(d, c.algorithm != nullptr ? c.algorithm->nameHash : 0);
+    c.signature = settings_.watch.checkMismatch ? foldSignature(c.shape) : 0;
+    c.known = true;
+    lastShape_ = c;
+  }
+  request.algorithm = lastShape_.algorithm;
+  d.algorithm = lastShape_.algorithm != nullptr ? lastShape_.algorithm->name : nullptr;
+  d.shape = lastShape_.shape;
+  d.signature = lastShape_.signature;
+  d.seq = nextSeq_++;
+  watch_->posted(d, coarseNow());
+  // A repeat of the last call's shape repeats its algorithm, which was logged then if ever.
+  if (fresh && request.algorithm != nullptr) logChoice(d);
 }
 
 void CommunicatorImpl::run(RequestState& request) {
@@ -137,7 +161,6 @@ void CommunicatorImpl::run(RequestState& request) {
     if (request.algorithm == nullptr) {
       runLocal(request.args);
     } else {
-      logChoice(request.desc);
       // The deadline is never earlier than intended (the coarse clock lags).
       const algo::ExecSettings es = execSettings(now + coarseLag(), settings_.timeout);
       algo::Exec exec(*transport_, resources_, request.desc, es);

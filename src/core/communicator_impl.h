@@ -59,6 +59,9 @@ class CommunicatorImpl {
   std::string brokenReason() const;
 
  private:
+  // Under the engine's lock, in queue order: the algorithm, shape hash and tag signature
+  // (derived once per run of identical calls), the sequence number, the recorder's post entry.
+  void describePosted(RequestState& request);
   void run(RequestState& request);
   void runLocal(const algo::CollectiveArgs& args);
   void markBroken(const std::string& reason);
@@ -80,6 +83,20 @@ class CommunicatorImpl {
   std::string brokenReason_;
   std::atomic<bool> broken_{false};  // brokenReason_ is set (read without the mutex per run)
   std::set<std::string> loggedChoices_;
+  // What describePosted derived for the last call's arguments (guarded by the engine's lock).
+  struct CallShape {
+    bool known = false;
+    CollectiveKind kind = CollectiveKind::kBarrier;
+    DataType dtype = DataType::kUInt8;
+    size_t count = 0;
+    ReduceOp op = ReduceOp::kSum;
+    int root = -1;
+    const algo::Algorithm* algorithm = nullptr;  // nullptr: run locally
+    uint64_t shape = 0;
+    uint16_t signature = 0;
+    bool matches(const algo::CollectiveDesc& d) const;
+  };
+  CallShape lastShape_;
   uint64_t nextSeq_ = 0;  // guarded by the engine's lock (its Poster assigns it)
   std::unique_ptr<CollectiveWatch> watch_;
   std::shared_ptr<Engine> engine_;

@@ -26,7 +26,10 @@ class RequestState {
   algo::CollectiveArgs args;
   algo::CollectiveDesc desc;
   const algo::Algorithm* algorithm = nullptr;  // nullptr: handled locally (size 1 or no data)
-  std::shared_ptr<Engine> engine;
+  // Not owning (a reference count here cost two atomic operations per collective): the engine
+  // completes every request before it is destroyed (Engine::stop), and a handle reaches it only
+  // while its request is not done.
+  Engine* engine = nullptr;
   // Callers asleep in a wait on this request (changed under the engine's mutex, read by the
   // completer without it): see Engine::announce().
   std::atomic<int> sleepers{0};

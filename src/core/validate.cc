@@ -22,7 +22,10 @@ std::string describe(const char* name, const Buffer& b) {
   return std::string(name) + " (" + toString(b.dtype) + " x " + std::to_string(b.count) + ")";
 }
 
-void checkBuffer(const CallSite& at, CollectiveKind kind, const char* name, const Buffer& b) {
+// The detailed checks below name what is wrong; they run only when the few compares of the
+// common case (checkBuffer, checkSendRecvPair) fail, which keeps a valid call's check short.
+[[gnu::cold, gnu::noinline]] void rejectBuffer(const CallSite& at, CollectiveKind kind,
+                                               const char* name, const Buffer& b) {
   if (b.data == nullptr && b.count > 0) {
     fail(at, kind, ErrorCode::kInvalidArgument, std::string(name) + " is a null pointer with " +
                                                     std::to_string(b.count) + " elements");
@@ -35,6 +38,14 @@ void checkBuffer(const CallSite& at, CollectiveKind kind, const char* name, cons
          std::string(name) + " is CUDA memory (device " + std::to_string(b.device) +
              "), but this build of smddp supports host memory only");
   }
+}
+
+inline void checkBuffer(const CallSite& at, CollectiveKind kind, const char* name,
+                        const Buffer& b) {
+  const bool valid = (b.data != nullptr || b.count == 0) &&
+                     static_cast<unsigned>(b.dtype) < static_cast<unsigned>(kNumDataTypes) &&
+                     b.memory != MemoryType::kCuda;
+  if (!valid) rejectBuffer(at, kind, name, b);
 }
 
 void checkSameType(const CallSite& at, CollectiveKind kind, const Buffer& send, const Buffer& recv) {
@@ -52,16 +63,22 @@ bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
 
 // One input and one output (each already checked) of the same shape: in place (same pointer) or
 // disjoint.
-void checkSendRecvPair(const CallSite& at, CollectiveKind kind, const Buffer& send,
-                       const Buffer& recv) {
+[[gnu::cold, gnu::noinline]] void rejectSendRecvPair(const CallSite& at, CollectiveKind kind,
+                                                     const Buffer& send, const Buffer& recv) {
   checkSameType(at, kind, send, recv);
   if (send.count != recv.count) {
     fail(at, kind, ErrorCode::kInvalidArgument,
          describe("send", send) + " and " + describe("recv", recv) + " differ in size");
   }
-  if (send.data != recv.data && overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
-    fail(at, kind, ErrorCode::kInvalidArgument, "send and recv overlap without being the same buffer");
-  }
+  fail(at, kind, ErrorCode::kInvalidArgument, "send and recv overlap without being the same buffer");
+}
+
+inline void checkSendRecvPair(const CallSite& at, CollectiveKind kind, const Buffer& send,
+                              const Buffer& recv) {
+  const bool valid = send.dtype == recv.dtype && send.count == recv.count &&
+                     (send.data == recv.data ||
+                      !overlaps(send.data, send.bytes(), recv.data, recv.bytes()));
+  if (!valid) rejectSendRecvPair(at, kind, send, recv);
 }
 
 }  // namespace
