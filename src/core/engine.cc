@@ -85,10 +85,12 @@ void Engine::submit(std::shared_ptr<RequestState> request) {
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    dropClaimed();
     poster_(*request);
     if (queue_.empty()) frontSince_ = now;
     ++submits_;
     queue_.push_back(std::move(request));
+    if (queue_.size() == 1) syncHead();
     wake = threadBlocked_;
   }
   if (wake) threadCv_.notify_one();
@@ -121,14 +123,37 @@ void Engine::runOne(RequestState& request) {
 std::shared_ptr<RequestState> Engine::takeFront(Clock::time_point now, bool byCaller) {
   std::shared_ptr<RequestState> front = std::move(queue_.front());
   queue_.pop_front();
+  syncHead();
   if (!queue_.empty()) frontSince_ = now;
-  if (byCaller) ++drivenByCallers_;
+  if (byCaller) drivenByCallers_.store(drivenByCallers_.load(std::memory_order_relaxed) + 1,
+                                       std::memory_order_relaxed);
   return front;
+}
+
+// A completed (or still running) request costs nothing to release here: its callbacks ran at
+// completion. The next front's grace starts when the thread next looks (it stamps kUnstamped).
+void Engine::dropClaimed() {
+  if (queue_.empty() || !queue_.front()->claimed.load(std::memory_order_relaxed)) return;
+  queue_.pop_front();
+  syncHead();
+  if (!queue_.empty()) frontSince_ = kUnstamped;
+}
+
+void Engine::releaseBusy() {
+  busy_.store(false);  // seq_cst
+  // A sleeping caller may be waiting for its turn to drive what was queued meanwhile. It counted
+  // itself before checking busy_ under the lock, so it is seen here or it saw busy_ == false.
+  if (sleepers_.load() > 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dropClaimed();
+    if (!queue_.empty()) callersCv_.notify_all();
+  }
 }
 
 void Engine::drive(std::unique_lock<std::mutex>& lock, RequestState* until,
                    Clock::time_point deadline) {
-  busy_.store(true, std::memory_order_relaxed);  // read under mutex_ only
+  if (!acquireBusy()) return;  // a caller claimed its request since busy_ was read
+  dropClaimed();
   for (bool first = true; !queue_.empty(); first = false) {
     const bool more = queue_.size() > 1;
     const auto now = first && !more ? Clock::time_point() : Clock::now();
@@ -141,7 +166,7 @@ void Engine::drive(std::unique_lock<std::mutex>& lock, RequestState* until,
     lock.lock();
     if (reached) break;
   }
-  busy_.store(false, std::memory_order_relaxed);  // under mutex_, as every reader
+  busy_.store(false, std::memory_order_release);  // sleepers are counted under mutex_, held here
   // Drivers sleeping for their turn (a caller whose request is further back) may take the rest.
   if (!queue_.empty() && sleepers_.load() > 0) callersCv_.notify_all();
 }
@@ -154,27 +179,43 @@ bool Engine::waitFor(RequestState& request, std::chrono::milliseconds timeout) {
 
 bool Engine::waitQueued(RequestState& request, std::chrono::milliseconds grace,
                         std::chrono::milliseconds* bound) {
+  // The synchronous fast path, without the lock: this request is the front and nobody runs.
+  // After taking busy_ the front is read again: the request may have run (and left the queue,
+  // or been claimed by another waiter on it) before. The collective runs bounded by its own
+  // deadline, so the bound below holds.
+  if (head_.load(std::memory_order_acquire) == &request && acquireBusy()) {
+    if (head_.load(std::memory_order_acquire) == &request &&
+        !request.claimed.load(std::memory_order_relaxed)) {
+      request.claimed.store(true, std::memory_order_relaxed);
+      drivenByCallers_.store(drivenByCallers_.load(std::memory_order_relaxed) + 1,
+                             std::memory_order_relaxed);
+      *bound = collectiveTimeout_ + grace;
+      runOne(request);
+      releaseBusy();
+      return true;
+    }
+    releaseBusy();
+  }
   std::unique_lock<std::mutex> lock(mutex_);
+  dropClaimed();
   const auto ahead = static_cast<int64_t>(queue_.size() + (busy_ ? 1 : 0));
   *bound = collectiveTimeout_ * (ahead + 1) + grace;
-  // The synchronous fast path: this request is next and nobody runs. The bound leaves room for a
-  // whole collective, so it runs here at once (bounded by its own deadline); the clock is read
-  // only if something is left to wait for.
-  if (!busy_ && !queue_.empty() && queue_.front().get() == &request) {
-    busy_.store(true, std::memory_order_relaxed);  // read under mutex_ only
-    std::shared_ptr<RequestState> queued =
-        takeFront(queue_.size() > 1 ? Clock::now() : Clock::time_point(), true);
-    lock.unlock();
-    runOne(request);
-    queued.reset();
-    busy_ = false;
-    // A sleeping caller may be waiting for its turn to drive what was queued meanwhile. It counted
-    // itself before checking busy_ under the lock, so it is seen here or it saw busy_ == false.
-    if (sleepers_.load() > 0) {
-      lock.lock();
-      if (!queue_.empty()) callersCv_.notify_all();
+  // The same with the lock (others are queued behind, or the claim raced): the clock is read
+  // only if something is left to wait for. A claim that happened before busy_ was taken here is
+  // visible now and dropped.
+  if (!busy_ && !queue_.empty() && queue_.front().get() == &request && acquireBusy()) {
+    dropClaimed();
+    if (!queue_.empty() && queue_.front().get() == &request) {
+      std::shared_ptr<RequestState> queued =
+          takeFront(queue_.size() > 1 ? Clock::now() : Clock::time_point(), true);
+      lock.unlock();
+      runOne(request);
+      queued.reset();
+      releaseBusy();
+      return true;
     }
-    return true;
+    busy_.store(false);  // nothing was run; sleepers are counted under mutex_, held here
+    if (!queue_.empty() && sleepers_.load() > 0) callersCv_.notify_all();
   }
   const auto now = Clock::now();
   return waitLocked(lock, request, now, now + *bound);
@@ -216,10 +257,11 @@ void Engine::threadMain() {
     poll = value;
     stampSubmits_.store(value == kDriverGrace, std::memory_order_relaxed);
   };
-  uint64_t driven = drivenByCallers_;
+  uint64_t driven = drivenByCallers_.load(std::memory_order_relaxed);
   uint64_t submits = submits_;
   auto lastSubmitSeen = Clock::now();
   while (true) {
+    dropClaimed();
     if (stop_ && queue_.empty() && !busy_) return;
     const auto now = Clock::now();
     if (!queue_.empty() && frontSince_ == kUnstamped) frontSince_ = now;  // see submit()
@@ -234,8 +276,9 @@ void Engine::threadMain() {
       setPoll(kDriverGrace);  // asynchronous use: pick fresh requests up promptly
       continue;
     }
-    if (drivenByCallers_ != driven) {  // synchronous use: callers run their own, poll less
-      driven = drivenByCallers_;
+    const uint64_t byCallers = drivenByCallers_.load(std::memory_order_relaxed);
+    if (byCallers != driven) {  // synchronous use: callers run their own, poll less
+      driven = byCallers;
       setPoll(std::min<std::chrono::microseconds>(poll * 2, kMaxPoll));
     }
     if (queue_.empty() && !stop_ && now - lastSubmitSeen >= kIdleAfter) {

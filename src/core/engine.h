@@ -6,12 +6,14 @@
 // A caller drives only while its own deadline leaves room for a whole collective (collectives
 // cannot change threads midway), so wait(short timeout) still returns on time.
 //
-// Per-call cost on the synchronous path (post, then wait): two lock/unlock pairs of the engine
-// mutex (submit, claim) and no precise clock read: a submit stamps its request (the start of the
+// Per-call cost on the synchronous path (post, then wait): one lock/unlock pair of the engine
+// mutex (submit) and no precise clock read: a submit stamps its request (the start of the
 // thread's grace) only while the thread polls at kDriverGrace (asynchronous use); while callers
 // drive their own, the thread stamps an unstamped front itself at its next poll, which keeps the
-// kMaxPoll + kDriverGrace bound below. A wait reads the clock only when its request is not the
-// next to run or others are queued behind it.
+// kMaxPoll + kDriverGrace bound below. A caller whose request is the queue's front (head_) claims
+// it without the mutex: one compare-and-swap of busy_, and the request is marked claimed; it
+// stays in the queue until the next holder of the mutex pops it (dropClaimed). A wait reads the
+// clock only when its request is not the next to run.
 //
 // Wake-ups: the engine thread takes a request only after it waited kDriverGrace unclaimed. It is
 // not woken per request: while requests keep coming it polls, every kDriverGrace after it had to
@@ -78,6 +80,18 @@ class Engine {
   // Pops the queue's front to run it (lock held); the next one's grace starts at `now` (read
   // only when one is left). byCaller: a waiting caller runs it (the thread's poll back-off).
   std::shared_ptr<RequestState> takeFront(Clock::time_point now, bool byCaller);
+  // Pops a front that a caller claimed without the lock (mutex held; it is done or running).
+  void dropClaimed();
+  // The front as seen without the lock; set under mutex_ whenever the front changes.
+  void syncHead() {
+    head_.store(queue_.empty() ? nullptr : queue_.front().get(), std::memory_order_release);
+  }
+  bool acquireBusy() {
+    bool idle = false;
+    return busy_.compare_exchange_strong(idle, true);
+  }
+  // Clears busy_ without the lock, then wakes sleeping callers when there is work for them.
+  void releaseBusy();
   bool mayDrive(Clock::time_point deadline, Clock::time_point now) const {
     return deadline - now >= collectiveTimeout_;
   }
@@ -99,12 +113,15 @@ class Engine {
   // Callers blocked on callersCv_ (read without the mutex): a hand-back of busy_ with work
   // queued wakes them, as one of them may drive it.
   std::atomic<int> sleepers_{0};
-  // Someone is running requests (owns the transport). Set under mutex_; the synchronous fast path
-  // clears it without the lock (seq_cst; sleepers are then woken under the lock).
+  // Someone is running requests (owns the transport). Taken by compare-and-swap only (under
+  // mutex_, or by the lock-free claim); the claim clears it without the lock (seq_cst; sleepers
+  // are then woken under the lock).
   std::atomic<bool> busy_{false};
+  std::atomic<RequestState*> head_{nullptr};  // queue_.front(), for the lock-free claim
   int drivers_ = 0;    // callers in waitLocked whose deadline lets them drive (the fast path
                        // is not counted: it holds busy_ instead)
-  uint64_t drivenByCallers_ = 0;  // requests run by callers (the thread's poll back-off)
+  // Requests run by callers (the thread's poll back-off); written only by the holder of busy_.
+  std::atomic<uint64_t> drivenByCallers_{0};
   bool stop_ = false;
   std::thread thread_;
 };

@@ -33,6 +33,9 @@ class RequestState {
   // Callers asleep in a wait on this request (changed under the engine's mutex, read by the
   // completer without it): see Engine::announce().
   std::atomic<int> sleepers{0};
+  // A caller took it to run without the engine's lock (Engine::waitQueued); set while it holds the
+  // engine's busy_ flag, so whoever takes busy_ next sees it.
+  std::atomic<bool> claimed{false};
 
   // seq_cst (a plain load on x86): pairs with `sleepers`, see Engine::announce().
   bool done() const { return (state_.load() & kDone) != 0; }

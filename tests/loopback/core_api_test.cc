@@ -152,6 +152,61 @@ TEST_P(CoreApi, AsyncCollectiveProgressesWithoutAWaiterAfterSynchronousOnes) {
   });
 }
 
+// Two threads wait on each request at once (the handle copied), racing for the lock-free claim
+// of the synchronous path: every collective runs exactly once (an in-place SUM run twice would
+// come out n times too large) and both waits return.
+TEST_P(CoreApi, TwoWaitersOnOneRequestRunItOnce) {
+  const int n = GetParam();
+  auto comms = makeLoopbackGroup(n);
+  runRanks(comms, [&](int rank, Communicator& c) {
+    constexpr int kRounds = 200;
+    std::vector<float> buf(3);
+    for (int k = 0; k < kRounds; ++k) {
+      for (auto& v : buf) v = static_cast<float>(rank + k);
+      Request r = c.allReduce(Buffer(buf.data(), buf.size(), DataType::kFloat32),
+                              Buffer(buf.data(), buf.size(), DataType::kFloat32), ReduceOp::kSum);
+      Request copy = r;
+      std::thread other([copy]() mutable { copy.wait(); });
+      r.wait();
+      other.join();
+      const float expected = static_cast<float>(n * (n - 1) / 2 + n * k);
+      for (float v : buf) ASSERT_EQ(v, expected) << "rank " << rank << " round " << k;
+    }
+  });
+}
+
+// Three threads wait on the same outstanding requests in different orders while the engine thread
+// may run them too: each runs once, in issue order, and every wait returns.
+TEST_P(CoreApi, WaitersOnSeveralThreadsInAnyOrder) {
+  const int n = GetParam();
+  auto comms = makeLoopbackGroup(n);
+  runRanks(comms, [&](int rank, Communicator& c) {
+    constexpr int kOps = 60;
+    std::vector<std::vector<float>> bufs(kOps, std::vector<float>(5));
+    std::vector<Request> reqs;
+    for (int k = 0; k < kOps; ++k) {
+      for (auto& v : bufs[k]) v = static_cast<float>(rank * k);
+      reqs.push_back(c.allReduce(Buffer(bufs[k].data(), 5, DataType::kFloat32),
+                                 Buffer(bufs[k].data(), 5, DataType::kFloat32), ReduceOp::kSum));
+    }
+    auto waitAll = [reqs](int first, int step) mutable {
+      for (int i = 0; i < kOps; ++i) reqs[static_cast<size_t>((first + i * step) % kOps)].wait();
+    };
+    std::thread forward(waitAll, 0, 1);
+    std::thread backward(waitAll, kOps - 1, kOps - 1);  // kOps-1, kOps-2, ... (mod kOps)
+    std::thread strided(waitAll, 0, 7);                  // 7 and kOps are coprime
+    forward.join();
+    backward.join();
+    strided.join();
+    for (int k = 0; k < kOps; ++k) {
+      ASSERT_TRUE(reqs[static_cast<size_t>(k)].test());
+      ASSERT_EQ(reqs[static_cast<size_t>(k)].sequence(), static_cast<uint64_t>(k));
+      const float expected = static_cast<float>(k * n * (n - 1) / 2);
+      for (float v : bufs[k]) ASSERT_EQ(v, expected) << "rank " << rank << " op " << k;
+    }
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, CoreApi, ::testing::Values(1, 2, 3, 5, 8));
 
 TEST(CoreSettings, SpinIsOffOnlyWhenRanksOutnumberCores) {

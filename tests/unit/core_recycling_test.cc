@@ -24,7 +24,9 @@ struct Item {
 };
 int Item::live = 0;
 
-std::shared_ptr<Item> make(int v) { return std::allocate_shared<Item>(RecyclingAllocator<Item>(), v); }
+std::shared_ptr<Item> make(int v) {
+  return std::allocate_shared<Item>(RecyclingAllocator<Item>(), v);
+}
 
 TEST(RecyclingAllocator, ReusesTheBlockThisThreadFreed) {
   const void* first = nullptr;
