@@ -39,8 +39,8 @@ class Communicator {
                                               const Options& options = Options());
   explicit Communicator(std::unique_ptr<core::CommunicatorImpl> impl);
   // Waits (bounded) for pending collectives, then releases the fabric resources. Its Requests
-  // stay valid (all completed); another thread must not be inside a wait on one of them while
-  // the communicator is being destroyed.
+  // stay valid (all completed). Destroy it only once every wait() on its requests that started
+  // before has returned, on every thread: a wait still inside may touch the engine.
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;

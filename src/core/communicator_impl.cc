@@ -138,8 +138,14 @@ void CommunicatorImpl::describePosted(RequestState& request) {
   d.signature = lastShape_.signature;
   d.seq = nextSeq_++;
   watch_->posted(d, coarseNow());
-  // A repeat of the last call's shape repeats its algorithm, which was logged then if ever.
-  if (fresh && request.algorithm != nullptr) logChoice(d);
+  // A repeat of the last call's shape repeats its algorithm, which was logged then if ever. The
+  // sequence number is taken: a failure to log must not lose the request.
+  if (fresh && request.algorithm != nullptr) {
+    try {
+      logChoice(d);
+    } catch (...) {
+    }
+  }
 }
 
 void CommunicatorImpl::run(RequestState& request) {

@@ -1,4 +1,5 @@
-// Engine implementation. Lock order: Engine::mutex_ only; runner_ is always called without it.
+// Engine implementation. Lock order: Engine::mutex_, then whatever poster_ takes (the
+// communicator's state mutex, to log a first choice); runner_ is always called without it.
 #include "core/engine.h"
 
 #include <algorithm>
@@ -150,17 +151,21 @@ void Engine::releaseBusy() {
   }
 }
 
-void Engine::drive(std::unique_lock<std::mutex>& lock, RequestState* until,
+bool Engine::drive(std::unique_lock<std::mutex>& lock, RequestState* until,
                    Clock::time_point deadline) {
-  if (!acquireBusy()) return;  // a caller claimed its request since busy_ was read
+  if (!acquireBusy()) return false;  // a caller claimed its request since busy_ was read
   dropClaimed();
-  for (bool first = true; !queue_.empty(); first = false) {
+  // `until` may have been claimed and run by another of its waiters since it was checked.
+  bool ran = false;
+  for (bool first = true; !queue_.empty() && (until == nullptr || !until->done());
+       first = false) {
     const bool more = queue_.size() > 1;
     const auto now = first && !more ? Clock::time_point() : Clock::now();
     if (!first && !mayDrive(deadline, now)) break;
     std::shared_ptr<RequestState> next = takeFront(now, until != nullptr);
     lock.unlock();
     runOne(*next);
+    ran = true;
     const bool reached = next.get() == until;
     next.reset();
     lock.lock();
@@ -169,6 +174,7 @@ void Engine::drive(std::unique_lock<std::mutex>& lock, RequestState* until,
   busy_.store(false, std::memory_order_release);  // sleepers are counted under mutex_, held here
   // Drivers sleeping for their turn (a caller whose request is further back) may take the rest.
   if (!queue_.empty() && sleepers_.load() > 0) callersCv_.notify_all();
+  return ran;
 }
 
 bool Engine::waitFor(RequestState& request, std::chrono::milliseconds timeout) {
@@ -272,8 +278,9 @@ void Engine::threadMain() {
     // Unclaimed past the grace (or stopping): a caller is not coming for it, run it here.
     if (!queue_.empty() && !busy_ &&
         (stop_ || (drivers_ == 0 && now - frontSince_ >= kDriverGrace))) {
-      drive(lock, nullptr, Clock::time_point::max());
-      setPoll(kDriverGrace);  // asynchronous use: pick fresh requests up promptly
+      // Asynchronous use: pick fresh requests up promptly. (Nothing ran: a caller claimed the
+      // front meanwhile, and the poll stays as it was.)
+      if (drive(lock, nullptr, Clock::time_point::max())) setPoll(kDriverGrace);
       continue;
     }
     const uint64_t byCallers = drivenByCallers_.load(std::memory_order_relaxed);

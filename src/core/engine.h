@@ -13,7 +13,7 @@
 // kMaxPoll + kDriverGrace bound below. A caller whose request is the queue's front (head_) claims
 // it without the mutex: one compare-and-swap of busy_, and the request is marked claimed; it
 // stays in the queue until the next holder of the mutex pops it (dropClaimed). A wait reads the
-// clock only when its request is not the next to run.
+// clock only when its request is not the next to run or others are queued behind it.
 //
 // Wake-ups: the engine thread takes a request only after it waited kDriverGrace unclaimed. It is
 // not woken per request: while requests keep coming it polls, every kDriverGrace after it had to
@@ -43,8 +43,9 @@ class Engine {
  public:
   using Clock = std::chrono::steady_clock;
   using Runner = std::function<void(RequestState&)>;
-  // Called under the engine's lock for each submitted request, in queue order (assigns the
-  // sequence number and records the post, so both follow the queue's order).
+  // Called under the engine's lock for each submitted request, in queue order (chooses the
+  // algorithm, assigns the sequence number and records the post, so both follow the queue's
+  // order). If it throws, the request is not queued and the exception reaches submit's caller.
   using Poster = std::function<void(RequestState&)>;
   // runner executes one request and must call RequestState::complete() before returning.
   // collectiveTimeout bounds one request's run; it decides when a waiting caller may drive.
@@ -73,9 +74,10 @@ class Engine {
   bool waitLocked(std::unique_lock<std::mutex>& lock, RequestState& request, Clock::time_point now,
                   Clock::time_point deadline);
   // Runs queued requests in order (lock held on entry and exit, released while each runs) until
-  // `until` has run (or the queue is empty when null). The first runs unconditionally (callers
+  // `until` is done (or the queue is empty when null). The first runs unconditionally (callers
   // check that a whole collective fits their deadline); each further one only while it fits.
-  void drive(std::unique_lock<std::mutex>& lock, RequestState* until, Clock::time_point deadline);
+  // Returns whether it ran any: nothing when a caller holds busy_ (a lock-free claim).
+  bool drive(std::unique_lock<std::mutex>& lock, RequestState* until, Clock::time_point deadline);
   void runOne(RequestState& request);  // runner_, never throwing
   // Pops the queue's front to run it (lock held); the next one's grace starts at `now` (read
   // only when one is left). byCaller: a waiting caller runs it (the thread's poll back-off).

@@ -38,6 +38,7 @@ std::string describe(const char* name, const Buffer& b) {
          std::string(name) + " is CUDA memory (device " + std::to_string(b.device) +
              "), but this build of smddp supports host memory only");
   }
+  fail(at, kind, ErrorCode::kInternal, std::string(name) + " failed a check that names no reason");
 }
 
 inline void checkBuffer(const CallSite& at, CollectiveKind kind, const char* name,

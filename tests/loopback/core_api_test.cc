@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <thread>
 #include <vector>
 
@@ -166,9 +167,17 @@ TEST_P(CoreApi, TwoWaitersOnOneRequestRunItOnce) {
       Request r = c.allReduce(Buffer(buf.data(), buf.size(), DataType::kFloat32),
                               Buffer(buf.data(), buf.size(), DataType::kFloat32), ReduceOp::kSum);
       Request copy = r;
-      std::thread other([copy]() mutable { copy.wait(); });
+      std::exception_ptr otherError;
+      std::thread other([copy, &otherError]() mutable {
+        try {
+          copy.wait();
+        } catch (...) {
+          otherError = std::current_exception();
+        }
+      });
       r.wait();
       other.join();
+      if (otherError) std::rethrow_exception(otherError);
       const float expected = static_cast<float>(n * (n - 1) / 2 + n * k);
       for (float v : buf) ASSERT_EQ(v, expected) << "rank " << rank << " round " << k;
     }
@@ -189,15 +198,23 @@ TEST_P(CoreApi, WaitersOnSeveralThreadsInAnyOrder) {
       reqs.push_back(c.allReduce(Buffer(bufs[k].data(), 5, DataType::kFloat32),
                                  Buffer(bufs[k].data(), 5, DataType::kFloat32), ReduceOp::kSum));
     }
-    auto waitAll = [reqs](int first, int step) mutable {
-      for (int i = 0; i < kOps; ++i) reqs[static_cast<size_t>((first + i * step) % kOps)].wait();
+    std::exception_ptr errors[3];
+    auto waitAll = [reqs, &errors](int which, int first, int step) mutable {
+      try {
+        for (int i = 0; i < kOps; ++i) reqs[static_cast<size_t>((first + i * step) % kOps)].wait();
+      } catch (...) {
+        errors[which] = std::current_exception();
+      }
     };
-    std::thread forward(waitAll, 0, 1);
-    std::thread backward(waitAll, kOps - 1, kOps - 1);  // kOps-1, kOps-2, ... (mod kOps)
-    std::thread strided(waitAll, 0, 7);                  // 7 and kOps are coprime
+    std::thread forward(waitAll, 0, 0, 1);
+    std::thread backward(waitAll, 1, kOps - 1, kOps - 1);  // kOps-1, kOps-2, ... (mod kOps)
+    std::thread strided(waitAll, 2, 0, 7);                  // 7 and kOps are coprime
     forward.join();
     backward.join();
     strided.join();
+    for (const auto& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
     for (int k = 0; k < kOps; ++k) {
       ASSERT_TRUE(reqs[static_cast<size_t>(k)].test());
       ASSERT_EQ(reqs[static_cast<size_t>(k)].sequence(), static_cast<uint64_t>(k));

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <memory>
 #include <set>
 #include <thread>
@@ -16,13 +17,13 @@ namespace smddp::core {
 namespace {
 
 struct Item {
-  static int live;
+  static std::atomic<int> live;
   int value;
   char pad[120];
   explicit Item(int v) : value(v) { ++live; }
   ~Item() { --live; }
 };
-int Item::live = 0;
+std::atomic<int> Item::live{0};
 
 std::shared_ptr<Item> make(int v) {
   return std::allocate_shared<Item>(RecyclingAllocator<Item>(), v);
