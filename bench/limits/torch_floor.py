@@ -9,7 +9,8 @@ subtracted (median over interleaved rounds).
 
 Usage: .venv/bin/python bench/limits/torch_floor.py [--backends smddp,gloo] [--calls N]
            [--after 1,2,4]
-Prints one line per (backend, call): the best of 5 loops of N calls, in microseconds per call.
+Prints one line per (backend, call): the best of 5 loops of N calls, in microseconds per call;
+the --after rows: the median of 7 interleaved rounds of max(200, N / 10 / MiB) calls each.
 Invariant: world size 1 on 127.0.0.1, a fresh free port per backend; nothing leaves the host.
 """
 import argparse
@@ -67,17 +68,18 @@ def main():
         pg = dist.distributed_c10d._get_default_group()
         outs = [torch.zeros(16)]
         opts = dist.AllreduceOptions()
-        rows = [("dist.all_reduce(t)", lambda: dist.all_reduce(t)),
-                ("dist.broadcast(t, 0)", lambda: dist.broadcast(t, 0)),
-                ("dist.all_gather([o], t)", lambda: dist.all_gather(outs, t)),
-                ("dist.barrier()", lambda: dist.barrier()),
-                ("pg.allreduce([t]).wait() (no torch.distributed Python layer)",
+        collectives = [("dist.all_reduce(t)", lambda: dist.all_reduce(t)),
+                       ("dist.broadcast(t, 0)", lambda: dist.broadcast(t, 0)),
+                       ("dist.all_gather([o], t)", lambda: dist.all_gather(outs, t))]
+        rows = collectives + [
+            ("dist.barrier()", lambda: dist.barrier()),
+            ("pg.allreduce([t]).wait() (no torch.distributed Python layer)",
                  lambda: pg.allreduce([t], opts).wait())]
         for name, fn in rows:
             print(f"{backend:>6s}  {name:62s}  {per_call_us(fn, args.calls):6.2f} us", flush=True)
         for mib in [float(x) for x in args.after.split(",") if x]:
             calls = max(200, int(args.calls / 10 / mib))
-            for name, fn in rows[:3]:
+            for name, fn in collectives:
                 label = f"{name} after touching {mib:g} MiB"
                 print(f"{backend:>6s}  {label:62s}  {after_touch_us(fn, mib, calls):6.2f} us",
                       flush=True)

@@ -38,7 +38,7 @@ std::string formatBytes(size_t bytes) {
 constexpr uint64_t kFnvOffset = 1469598103934665603ull;
 constexpr uint64_t kFnvPrime = 1099511628211ull;
 
-// FNV-1a of the name (once per registry entry: Algorithm::nameHash).
+// FNV-1a of the name.
 uint64_t algorithmNameHash(const char* algorithm) {
   if (algorithm == nullptr) return 0;
   uint64_t h = kFnvOffset;
@@ -48,7 +48,8 @@ uint64_t algorithmNameHash(const char* algorithm) {
   return h;
 }
 
-// One multiply per field (not per byte): this runs once per collective on the caller's thread.
+// One multiply per field (not per byte). The communicator derives it once per run of identical
+// calls (under its engine's lock).
 uint64_t shapeHash(CollectiveKind kind, DataType dtype, size_t count, ReduceOp op, int root,
                    uint64_t algorithmHash) {
   uint64_t h = kFnvOffset;

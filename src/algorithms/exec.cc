@@ -119,7 +119,7 @@ void Exec::wait(Handle handle) {
 }
 
 void Exec::waitWordSlow(const std::atomic<uint64_t>& word, uint64_t atLeast, int peer,
-                        const char* what, void (*aside)(void*), void* asideArg) {
+                        const char* what, void (*aside)(Exec&)) {
   // Loads of the word between two clock reads while spinning (~1 us at most).
   constexpr int kPolls = 64;
   const auto start = Clock::now();
@@ -134,7 +134,7 @@ void Exec::waitWordSlow(const std::atomic<uint64_t>& word, uint64_t atLeast, int
       if (word.load(std::memory_order_acquire) >= atLeast) return;
     }
     if (word.load(std::memory_order_acquire) >= atLeast) return;
-    if (aside != nullptr) aside(asideArg);
+    if (aside != nullptr) aside(*this);
     const auto now = Clock::now();
     if (now < spinUntil) continue;
     transport_.progress();  // no messages in flight; it runs the transport's liveness checks

@@ -128,13 +128,13 @@ class Exec {
   transport::SharedArena* arena() const { return settings_.arena; }
   // Waits, with the same bounds and back-off as wait(), until `word` >= atLeast; `word` belongs
   // to `peer`, and `what` says what it is waiting for (timeout messages). The word is polled in
-  // a tight loop at first; aside(asideArg), if given, runs once per clock read (~1 us while
+  // a tight loop at first; aside(*this), if given, runs once per clock read (~1 us while
   // spinning, every poll once it yields): work the wait must not starve but that has no place in
   // the tight loop.
   void waitWord(const std::atomic<uint64_t>& word, uint64_t atLeast, int peer, const char* what,
-                void (*aside)(void*) = nullptr, void* asideArg = nullptr) {
+                void (*aside)(Exec&) = nullptr) {
     if (word.load(std::memory_order_acquire) >= atLeast) return;
-    waitWordSlow(word, atLeast, peer, what, aside, asideArg);
+    waitWordSlow(word, atLeast, peer, what, aside);
   }
   // Throws Error(kMismatch): `peer`'s arena data belongs to collective #peerSeq (or to `mine` with
   // a different shape when peerSeq is mine's) while this rank is in `mine`: this collective, or
@@ -159,7 +159,7 @@ class Exec {
  private:
   Handle post(transport::OpKind kind, int peer, uint64_t slot, void* buffer, size_t bytes);
   void waitWordSlow(const std::atomic<uint64_t>& word, uint64_t atLeast, int peer,
-                    const char* what, void (*aside)(void*), void* asideArg);
+                    const char* what, void (*aside)(Exec&));
   // One idle poll: bounds (deadline, abort, peer failure), then spin, yield or sleep. wordWhat
   // (with wordPeer) names a shared-memory word being waited for, for the timeout message only.
   void idle(Clock::time_point now, Clock::time_point lastProgress, int& idlePolls, int wordPeer,

@@ -62,15 +62,10 @@ CollectiveKind parseCollective(const std::string& spec, const std::string& entry
               "(allgather), barrier");
 }
 
-std::vector<Algorithm> withNameHashes(std::vector<Algorithm> algorithms) {
-  for (Algorithm& a : algorithms) a.nameHash = algorithmNameHash(a.name);
-  return algorithms;
-}
-
 }  // namespace
 
 const std::vector<Algorithm>& registry() {
-  static const std::vector<Algorithm> algorithms = withNameHashes({
+  static const std::vector<Algorithm> algorithms{
       {K::kAllReduce, "recursive_doubling",
        "log2(n) exchanges of the whole buffer, extra ranks folded in; for small messages",
        allReduceRecursiveDoubling},
@@ -101,7 +96,7 @@ const std::vector<Algorithm>& registry() {
       {K::kAllGather, "shm", "shared memory, one host: each copies its block in, all the rest out",
        allGatherShm, kSlots},
       {K::kBarrier, "shm", "shared memory, one host: one flag per rank", barrierShm, kSlots},
-  });
+  };
   return algorithms;
 }
 

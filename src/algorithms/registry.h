@@ -23,7 +23,6 @@ struct Algorithm {
   // deferred check; a kRing one settles the eager ring's as it goes (runCollective).
   enum class ArenaUse { kNone, kSlots, kRing };
   ArenaUse arena = ArenaUse::kNone;
-  uint64_t nameHash = 0;    // algorithmNameHash(name), for shapeHash without rehashing the name
 
   bool needsArena() const { return arena != ArenaUse::kNone; }
 };

@@ -31,55 +31,25 @@ constexpr size_t kBroadcastSmallBytes = 64 * 1024;
 constexpr size_t kAllGatherSmallTotalBytes = 64 * 1024;
 constexpr size_t kShmDirectBytes = 16 * 1024;
 
-// The registry's entry of a default choice, looked up by name once (the selector runs per call).
-const Algorithm& builtIn(CollectiveKind kind, const char* name) {
-  const Algorithm* algorithm = findAlgorithm(kind, name);
-  if (algorithm == nullptr) {
-    throw Error(ErrorCode::kInternal, "smddp: no built-in " + std::string(toString(kind)) +
-                                          " algorithm named \"" + name + "\"");
-  }
-  return *algorithm;
-}
-
-// Every default choice, looked up once (one guard for the lot; the selector runs per call).
-struct Defaults {
+// The default algorithm's name.
+const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topology) {
   using K = CollectiveKind;
-  const Algorithm& shmDirect = builtIn(K::kAllReduce, "shm_direct");
-  const Algorithm& shmSplit = builtIn(K::kAllReduce, "shm_split");
-  const Algorithm& shmBroadcast = builtIn(K::kBroadcast, "shm");
-  const Algorithm& shmEager = builtIn(K::kBroadcast, "shm_eager");
-  const Algorithm& shmAllGather = builtIn(K::kAllGather, "shm");
-  const Algorithm& shmBarrier = builtIn(K::kBarrier, "shm");
-  const Algorithm& recursiveDoubling = builtIn(K::kAllReduce, "recursive_doubling");
-  const Algorithm& allReduceRing = builtIn(K::kAllReduce, "ring");
-  const Algorithm& binomial = builtIn(K::kBroadcast, "binomial");
-  const Algorithm& chain = builtIn(K::kBroadcast, "chain");
-  const Algorithm& bruck = builtIn(K::kAllGather, "bruck");
-  const Algorithm& allGatherRing = builtIn(K::kAllGather, "ring");
-  const Algorithm& dissemination = builtIn(K::kBarrier, "dissemination");
-};
-
-const Algorithm& defaultAlgorithm(CollectiveKind kind, size_t bytes, const Topology& topology) {
-  using K = CollectiveKind;
-  static const Defaults d;
   const size_t ranks = topology.ranks > 0 ? static_cast<size_t>(topology.ranks) : 1;
   switch (kind) {
     case K::kAllReduce:
-      if (topology.arena) return bytes <= kShmDirectBytes ? d.shmDirect : d.shmSplit;
-      return bytes <= kAllReduceSmallBytes ? d.recursiveDoubling : d.allReduceRing;
+      if (topology.arena) return bytes <= kShmDirectBytes ? "shm_direct" : "shm_split";
+      return bytes <= kAllReduceSmallBytes ? "recursive_doubling" : "ring";
     case K::kBroadcast:
-      if (topology.arena) {
-        return bytes > 0 && bytes <= topology.eagerBytes ? d.shmEager : d.shmBroadcast;
-      }
-      return bytes <= kBroadcastSmallBytes || ranks <= 2 ? d.binomial : d.chain;
+      if (topology.arena) return bytes > 0 && bytes <= topology.eagerBytes ? "shm_eager" : "shm";
+      return bytes <= kBroadcastSmallBytes || ranks <= 2 ? "binomial" : "chain";
     case K::kAllGather:
-      if (topology.arena) return d.shmAllGather;
-      return bytes * ranks <= kAllGatherSmallTotalBytes ? d.bruck : d.allGatherRing;
+      if (topology.arena) return "shm";
+      return bytes * ranks <= kAllGatherSmallTotalBytes ? "bruck" : "ring";
     case K::kBarrier:
     case K::kControl:
       break;
   }
-  return topology.arena ? d.shmBarrier : d.dissemination;
+  return topology.arena ? "shm" : "dissemination";
 }
 
 }  // namespace
@@ -89,16 +59,18 @@ const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topolo
   if (kind == CollectiveKind::kControl) {
     throw Error(ErrorCode::kInternal, "smddp: no algorithm is selected for control messages");
   }
+  // A name lookup: the communicator derives its choice once per run of identical calls.
   const auto it = overrides.find(kind);
-  if (it == overrides.end()) return defaultAlgorithm(kind, bytes, topology);
-  const Algorithm* algorithm = findAlgorithm(kind, it->second.c_str());
+  const char* name =
+      it != overrides.end() ? it->second.c_str() : defaultName(kind, bytes, topology);
+  const Algorithm* algorithm = findAlgorithm(kind, name);
   if (algorithm == nullptr) {
-    throw Error(ErrorCode::kInvalidArgument, "smddp: no " + std::string(toString(kind)) +
-                                                 " algorithm named \"" + it->second + "\"");
+    throw Error(ErrorCode::kInvalidArgument,
+                "smddp: no " + std::string(toString(kind)) + " algorithm named \"" + name + "\"");
   }
   if (algorithm->needsArena() && !topology.arena) {
     throw Error(ErrorCode::kInvalidArgument,
-                "smddp: " + std::string(toString(kind)) + " algorithm \"" + it->second +
+                "smddp: " + std::string(toString(kind)) + " algorithm \"" + name +
                     "\" needs the shared-memory arena, which this communicator does not have "
                     "(ranks on several hosts, SMDDP_SHM=0, or a provider other than shm)");
   }

@@ -39,7 +39,7 @@ void RingStep::waitForPeers(uint64_t need) {
     const std::atomic<uint64_t>& word = arena_.ringConsumed(r);
     uint64_t done = word.load(std::memory_order_acquire);
     if (done < need) {
-      exec_.waitWord(word, need, r, "finish with an eager broadcast entry", settleSome, &exec_);
+      exec_.waitWord(word, need, r, "finish with an eager broadcast entry", settleSome);
       done = word.load(std::memory_order_acquire);
     }
     least = std::min(least, done);
@@ -56,7 +56,7 @@ void RingStep::publish() {
 
 void RingStep::await(int peer) {
   const std::atomic<uint64_t>& stamp = arena_.ringHeader(peer, use_).stamp;
-  exec_.waitWord(stamp, use_ + 1, peer, "publish its eager broadcast data", settleSome, &exec_);
+  exec_.waitWord(stamp, use_ + 1, peer, "publish its eager broadcast data", settleSome);
   checkIdentity(exec_, arena_, peer, use_, exec_.desc());
 }
 

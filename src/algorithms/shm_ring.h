@@ -57,7 +57,7 @@ class RingStep {
 
   void waitForPeers(uint64_t need);
   // settle(exec, false) as a wait's aside (Exec::waitWord): the peers may be waiting for it.
-  static void settleSome(void* exec) { settle(*static_cast<Exec*>(exec), false); }
+  static void settleSome(Exec& exec) { settle(exec, false); }
   // Stores this rank's `ringConsumed`: its released uses, held at the oldest pending check.
   static void storeConsumed(Exec& exec, transport::SharedArena& arena);
   static void checkIdentity(const Exec& exec, transport::SharedArena& arena, int peer, uint64_t use,

@@ -7,7 +7,8 @@
 // (CollectiveDesc::shape: kind, dtype, count, op, root, algorithm); a reader compares the
 // writer's with its own before it touches the writer's data, so ranks in different collectives
 // (or different sizes of one) fail with kMismatch instead of mixing data. Always on: it costs
-// two words per use, and the hash is computed once per collective when it is posted.
+// two words per use, and the hash is derived when the collective is posted (once per run of
+// identical calls).
 // A rank that reads nobody in a use (the root of a one-chunk broadcast) defers its check of its
 // peers to its next collective: deferCheck() now, settle() as that collective releases its first
 // use (or as it begins, when it does not use the slots: a message-based or an eager-ring

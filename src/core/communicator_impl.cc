@@ -9,7 +9,6 @@
 
 #include "common/clock.h"
 #include "common/logging.h"
-#include "core/mismatch.h"
 #include "core/recycling_allocator.h"
 #include "reduce/reducer.h"
 #include "smddp/error.h"
@@ -109,8 +108,8 @@ Request CommunicatorImpl::post(algo::CollectiveArgs args) {
 }
 
 bool CommunicatorImpl::CallShape::matches(const algo::CollectiveDesc& d) const {
-  return known && kind == d.kind && dtype == d.dtype && count == d.count && op == d.op &&
-         root == d.root;
+  return known && call.kind == d.kind && call.dtype == d.dtype && call.count == d.count &&
+         call.op == d.op && call.root == d.root;
 }
 
 void CommunicatorImpl::describePosted(RequestState& request) {
@@ -118,22 +117,18 @@ void CommunicatorImpl::describePosted(RequestState& request) {
   const bool fresh = !lastShape_.matches(d);
   if (fresh) {  // derived before it is kept: selection may throw
     CallShape c;
-    c.kind = d.kind;
-    c.dtype = d.dtype;
-    c.count = d.count;
-    c.op = d.op;
-    c.root = d.root;
     const bool local = size_ == 1 || (d.count == 0 && d.kind != CollectiveKind::kBarrier);
     c.algorithm = local ? nullptr
                         : &algo::selectAlgorithm(d.kind, request.args.bytes(), topology_,
                                                  settings_.overrides);
-    c.shape = algo::shapeHash(d, c.algorithm != nullptr ? c.algorithm->nameHash : 0);
+    c.call = Signature::of(d, c.algorithm != nullptr ? c.algorithm->name : nullptr);
+    c.shape = algo::shapeHash(d, algo::algorithmNameHash(c.call.algorithm));
     c.signature = settings_.watch.checkMismatch ? foldSignature(c.shape) : 0;
     c.known = true;
     lastShape_ = c;
   }
   request.algorithm = lastShape_.algorithm;
-  d.algorithm = lastShape_.algorithm != nullptr ? lastShape_.algorithm->name : nullptr;
+  d.algorithm = lastShape_.call.algorithm;
   d.shape = lastShape_.shape;
   d.signature = lastShape_.signature;
   d.seq = nextSeq_++;
@@ -142,7 +137,7 @@ void CommunicatorImpl::describePosted(RequestState& request) {
   // sequence number is taken: a failure to log must not lose the request.
   if (fresh && request.algorithm != nullptr) {
     try {
-      logChoice(d);
+      logChoice(*request.algorithm, d);
     } catch (...) {
     }
   }
@@ -203,13 +198,10 @@ void CommunicatorImpl::runLocal(const algo::CollectiveArgs& args) {
   }
 }
 
-void CommunicatorImpl::logChoice(const algo::CollectiveDesc& desc) {
-  if (!logEnabled(LogLevel::kInfo)) return;
-  const std::string key = std::string(toString(desc.kind)) + ":" + desc.algorithm;
-  {
-    std::lock_guard<std::mutex> lock(stateMutex_);
-    if (!loggedChoices_.insert(key).second) return;
-  }
+// Under the engine's lock (describePosted), which guards loggedChoices_.
+void CommunicatorImpl::logChoice(const algo::Algorithm& algorithm,
+                                 const algo::CollectiveDesc& desc) {
+  if (!logEnabled(LogLevel::kInfo) || !loggedChoices_.insert(&algorithm).second) return;
   SMDDP_INFO(rank_, toString(desc.kind) << " uses algorithm " << desc.algorithm << " (first at #"
                                         << desc.seq << ", "
                                         << algo::formatBytes(desc.count * dataTypeSize(desc.dtype))

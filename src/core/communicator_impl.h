@@ -15,6 +15,7 @@
 #include "common/config.h"
 #include "core/collective_watch.h"
 #include "core/engine.h"
+#include "core/mismatch.h"
 #include "smddp/communicator.h"
 #include "transport/shm/arena.h"
 #include "transport/transport.h"
@@ -69,7 +70,7 @@ class CommunicatorImpl {
   // What Exec needs for one run: deadline start + timeout, this communicator's knobs.
   algo::ExecSettings execSettings(std::chrono::steady_clock::time_point start,
                                   std::chrono::milliseconds timeout);
-  void logChoice(const algo::CollectiveDesc& desc);
+  void logChoice(const algo::Algorithm& algorithm, const algo::CollectiveDesc& desc);
 
   std::unique_ptr<transport::Transport> transport_;
   std::unique_ptr<transport::SharedArena> arena_;
@@ -79,18 +80,14 @@ class CommunicatorImpl {
   algo::Topology topology_;
   algo::ExecResources resources_;
   std::atomic<bool> aborted_{false};
-  mutable std::mutex stateMutex_;  // guards brokenReason_, loggedChoices_
+  mutable std::mutex stateMutex_;  // guards brokenReason_
   std::string brokenReason_;
   std::atomic<bool> broken_{false};  // brokenReason_ is set (read without the mutex per run)
-  std::set<std::string> loggedChoices_;
+  std::set<const algo::Algorithm*> loggedChoices_;  // guarded by the engine's lock
   // What describePosted derived for the last call's arguments (guarded by the engine's lock).
   struct CallShape {
     bool known = false;
-    CollectiveKind kind = CollectiveKind::kBarrier;
-    DataType dtype = DataType::kUInt8;
-    size_t count = 0;
-    ReduceOp op = ReduceOp::kSum;
-    int root = -1;
+    Signature call;                              // with the algorithm's name (nullptr: local)
     const algo::Algorithm* algorithm = nullptr;  // nullptr: run locally
     uint64_t shape = 0;
     uint16_t signature = 0;
@@ -99,7 +96,7 @@ class CommunicatorImpl {
   CallShape lastShape_;
   uint64_t nextSeq_ = 0;  // guarded by the engine's lock (its Poster assigns it)
   std::unique_ptr<CollectiveWatch> watch_;
-  std::shared_ptr<Engine> engine_;
+  std::unique_ptr<Engine> engine_;
 };
 
 }  // namespace smddp::core

@@ -1,5 +1,4 @@
-// Engine implementation. Lock order: Engine::mutex_, then whatever poster_ takes (the
-// communicator's state mutex, to log a first choice); runner_ is always called without it.
+// Engine implementation. Lock order: Engine::mutex_ only; runner_ is always called without it.
 #include "core/engine.h"
 
 #include <algorithm>
@@ -66,9 +65,9 @@ void RequestState::addCallback(std::function<void()> fn) {
   fn();
 }
 
-std::shared_ptr<Engine> Engine::start(Runner runner, Poster poster,
+std::unique_ptr<Engine> Engine::start(Runner runner, Poster poster,
                                       std::chrono::milliseconds collectiveTimeout) {
-  std::shared_ptr<Engine> engine(
+  std::unique_ptr<Engine> engine(
       new Engine(std::move(runner), std::move(poster), collectiveTimeout));
   engine->thread_ = std::thread([raw = engine.get()] { raw->threadMain(); });
   return engine;
@@ -126,8 +125,7 @@ std::shared_ptr<RequestState> Engine::takeFront(Clock::time_point now, bool byCa
   queue_.pop_front();
   syncHead();
   if (!queue_.empty()) frontSince_ = now;
-  if (byCaller) drivenByCallers_.store(drivenByCallers_.load(std::memory_order_relaxed) + 1,
-                                       std::memory_order_relaxed);
+  if (byCaller) countCallerRun();
   return front;
 }
 
@@ -193,8 +191,7 @@ bool Engine::waitQueued(RequestState& request, std::chrono::milliseconds grace,
     if (head_.load(std::memory_order_acquire) == &request &&
         !request.claimed.load(std::memory_order_relaxed)) {
       request.claimed.store(true, std::memory_order_relaxed);
-      drivenByCallers_.store(drivenByCallers_.load(std::memory_order_relaxed) + 1,
-                             std::memory_order_relaxed);
+      countCallerRun();
       *bound = collectiveTimeout_ + grace;
       runOne(request);
       releaseBusy();
@@ -206,23 +203,8 @@ bool Engine::waitQueued(RequestState& request, std::chrono::milliseconds grace,
   dropClaimed();
   const auto ahead = static_cast<int64_t>(queue_.size() + (busy_ ? 1 : 0));
   *bound = collectiveTimeout_ * (ahead + 1) + grace;
-  // The same with the lock (others are queued behind, or the claim raced): the clock is read
-  // only if something is left to wait for. A claim that happened before busy_ was taken here is
-  // visible now and dropped.
-  if (!busy_ && !queue_.empty() && queue_.front().get() == &request && acquireBusy()) {
-    dropClaimed();
-    if (!queue_.empty() && queue_.front().get() == &request) {
-      std::shared_ptr<RequestState> queued =
-          takeFront(queue_.size() > 1 ? Clock::now() : Clock::time_point(), true);
-      lock.unlock();
-      runOne(request);
-      queued.reset();
-      releaseBusy();
-      return true;
-    }
-    busy_.store(false);  // nothing was run; sleepers are counted under mutex_, held here
-    if (!queue_.empty() && sleepers_.load() > 0) callersCv_.notify_all();
-  }
+  // Otherwise (the claim raced, or others are ahead) the wait drives or sleeps as usual; its
+  // bound leaves room for a whole collective, so it may drive.
   const auto now = Clock::now();
   return waitLocked(lock, request, now, now + *bound);
 }

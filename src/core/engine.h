@@ -49,7 +49,7 @@ class Engine {
   using Poster = std::function<void(RequestState&)>;
   // runner executes one request and must call RequestState::complete() before returning.
   // collectiveTimeout bounds one request's run; it decides when a waiting caller may drive.
-  static std::shared_ptr<Engine> start(Runner runner, Poster poster,
+  static std::unique_ptr<Engine> start(Runner runner, Poster poster,
                                        std::chrono::milliseconds collectiveTimeout);
   ~Engine();
 
@@ -94,6 +94,11 @@ class Engine {
   }
   // Clears busy_ without the lock, then wakes sleeping callers when there is work for them.
   void releaseBusy();
+  // One more request run by a caller; only the holder of busy_ writes the count.
+  void countCallerRun() {
+    drivenByCallers_.store(drivenByCallers_.load(std::memory_order_relaxed) + 1,
+                           std::memory_order_relaxed);
+  }
   bool mayDrive(Clock::time_point deadline, Clock::time_point now) const {
     return deadline - now >= collectiveTimeout_;
   }

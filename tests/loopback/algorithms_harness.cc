@@ -138,7 +138,7 @@ void RankContext::run(const Algorithm& a, const CollectiveArgs& args, size_t seg
   desc.op = args.op;
   desc.root = args.root;
   desc.algorithm = a.name;
-  desc.shape = shapeHash(desc, a.nameHash);
+  desc.shape = shapeHash(desc, algorithmNameHash(a.name));
   ExecSettings settings;
   settings.timeout = std::chrono::milliseconds(30000);
   settings.deadline = std::chrono::steady_clock::now() + settings.timeout;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -18,6 +19,26 @@ using testing::makeLoopbackGroup;
 using testing::runRanks;
 
 float value(int rank, size_t i) { return static_cast<float>((rank + 1) * 10 + static_cast<int>(i % 7)); }
+
+// Runs each body on a thread of its own, joins them all, then rethrows the first error (so a
+// failing wait reaches the rank's report instead of ending the process).
+void runOnThreads(std::vector<std::function<void()>> bodies) {
+  std::vector<std::exception_ptr> errors(bodies.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        bodies[i]();
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+}
 
 class CoreApi : public ::testing::TestWithParam<int> {};
 
@@ -167,17 +188,7 @@ TEST_P(CoreApi, TwoWaitersOnOneRequestRunItOnce) {
       Request r = c.allReduce(Buffer(buf.data(), buf.size(), DataType::kFloat32),
                               Buffer(buf.data(), buf.size(), DataType::kFloat32), ReduceOp::kSum);
       Request copy = r;
-      std::exception_ptr otherError;
-      std::thread other([copy, &otherError]() mutable {
-        try {
-          copy.wait();
-        } catch (...) {
-          otherError = std::current_exception();
-        }
-      });
-      r.wait();
-      other.join();
-      if (otherError) std::rethrow_exception(otherError);
+      runOnThreads({[&] { r.wait(); }, [&] { copy.wait(); }});
       const float expected = static_cast<float>(n * (n - 1) / 2 + n * k);
       for (float v : buf) ASSERT_EQ(v, expected) << "rank " << rank << " round " << k;
     }
@@ -198,23 +209,12 @@ TEST_P(CoreApi, WaitersOnSeveralThreadsInAnyOrder) {
       reqs.push_back(c.allReduce(Buffer(bufs[k].data(), 5, DataType::kFloat32),
                                  Buffer(bufs[k].data(), 5, DataType::kFloat32), ReduceOp::kSum));
     }
-    std::exception_ptr errors[3];
-    auto waitAll = [reqs, &errors](int which, int first, int step) mutable {
-      try {
-        for (int i = 0; i < kOps; ++i) reqs[static_cast<size_t>((first + i * step) % kOps)].wait();
-      } catch (...) {
-        errors[which] = std::current_exception();
-      }
+    auto waitAll = [reqs](int first, int step) mutable {
+      for (int i = 0; i < kOps; ++i) reqs[static_cast<size_t>((first + i * step) % kOps)].wait();
     };
-    std::thread forward(waitAll, 0, 0, 1);
-    std::thread backward(waitAll, 1, kOps - 1, kOps - 1);  // kOps-1, kOps-2, ... (mod kOps)
-    std::thread strided(waitAll, 2, 0, 7);                  // 7 and kOps are coprime
-    forward.join();
-    backward.join();
-    strided.join();
-    for (const auto& e : errors) {
-      if (e) std::rethrow_exception(e);
-    }
+    runOnThreads({[=]() mutable { waitAll(0, 1); },
+                  [=]() mutable { waitAll(kOps - 1, kOps - 1); },  // kOps-1, kOps-2, ... (mod kOps)
+                  [=]() mutable { waitAll(0, 7); }});              // 7 and kOps are coprime
     for (int k = 0; k < kOps; ++k) {
       ASSERT_TRUE(reqs[static_cast<size_t>(k)].test());
       ASSERT_EQ(reqs[static_cast<size_t>(k)].sequence(), static_cast<uint64_t>(k));

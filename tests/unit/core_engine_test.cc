@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -31,7 +30,7 @@ std::shared_ptr<Engine> startEngine(Recorder& rec) {
         {
           std::lock_guard<std::mutex> lock(rec.mutex);
           rec.order.push_back(r.desc.seq);
-          ++rec.runs[r.desc.seq];
+          ++rec.runs.at(r.desc.seq);
         }
         r.complete(nullptr);
       },
