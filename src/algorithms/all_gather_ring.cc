@@ -37,8 +37,12 @@ void allGatherRingPass(Exec& exec, const BlockLayout& layout, const RingGeometry
 }
 
 void allGatherRing(Exec& exec, const CollectiveArgs& args) {
+  const int n = exec.size();
   const BlockLayout layout =
-      BlockLayout::perBlock(args.blocks.data(), args.count, exec.size(), args.elementSize());
+      args.blocks.list()
+          ? BlockLayout::perBlock(args.blocks.list(), args.count, n, args.elementSize())
+          : BlockLayout::split(args.blocks.base(), args.count * static_cast<size_t>(n), n,
+                               args.elementSize());
   const RingGeometry geo = ringGeometry(exec, layout);
   requireSlots(exec, patterns::ringPassSlots(exec.size(), geo.segsPerBlock), "ring all_gather");
   void* own = args.blocks[static_cast<size_t>(exec.rank())];

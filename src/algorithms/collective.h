@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/block_table.h"
 #include "common/tag.h"
 #include "smddp/types.h"
 
@@ -22,7 +23,7 @@ struct CollectiveArgs {
   DataType dtype = DataType::kUInt8;
   ReduceOp op = ReduceOp::kSum;
   int root = 0;
-  std::vector<void*> blocks;  // all_gather only: one destination per rank
+  BlockTable blocks;  // all_gather only: one destination per rank
 
   size_t elementSize() const { return dataTypeSize(dtype); }
   size_t bytes() const { return count * elementSize(); }

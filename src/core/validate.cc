@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/logging.h"
 #include "reduce/reducer.h"
@@ -155,7 +157,7 @@ algo::CollectiveArgs checkAllGather(const CallSite& at, const Buffer& send, cons
   args.recv = recv.data;
   args.count = send.count;
   args.dtype = send.dtype;
-  for (size_t r = 0; r < n; ++r) args.blocks.push_back(base + r * block);
+  args.blocks = algo::BlockTable::strided(base, block);
   return args;
 }
 
@@ -174,6 +176,8 @@ algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,
   args.recv = nullptr;
   args.count = send.count;
   args.dtype = send.dtype;
+  std::vector<void*> blocks;
+  blocks.reserve(recvs.size());
   for (size_t r = 0; r < recvs.size(); ++r) {
     const std::string name = "output " + std::to_string(r);
     checkBuffer(at, kind, name.c_str(), recvs[r]);
@@ -192,8 +196,9 @@ algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,
              "output " + std::to_string(q) + " and " + name + " overlap");
       }
     }
-    args.blocks.push_back(recvs[r].data);
+    blocks.push_back(recvs[r].data);
   }
+  args.blocks = algo::BlockTable::perRank(std::move(blocks));
   return args;
 }
 

@@ -212,10 +212,12 @@ inline void checkAllGather(RankContext& ctx, const Algorithm& a, size_t count, D
   args.count = count;
   args.dtype = dt;
   const size_t es = dataTypeSize(dt);
-  for (int r = 0; r < n; ++r) {  // block-list output: blocks in reverse memory order
-    args.blocks.push_back(o == Output::kBlockList ? list[static_cast<size_t>(n - 1 - r)]->data()
-                                                  : static_cast<char*>(contiguous.data()) +
-                                                        static_cast<size_t>(r) * count * es);
+  if (o == Output::kBlockList) {  // blocks in reverse memory order
+    std::vector<void*> blocks;
+    for (int r = 0; r < n; ++r) blocks.push_back(list[static_cast<size_t>(n - 1 - r)]->data());
+    args.blocks = BlockTable::perRank(std::move(blocks));
+  } else {
+    args.blocks = BlockTable::strided(contiguous.data(), count * es);
   }
   TestBuffer send(dt, count);
   void* own = args.blocks[static_cast<size_t>(ctx.rank)];
