@@ -17,6 +17,7 @@ import sys
 import time
 
 from . import limits as limits_mod
+from . import placement
 from . import report
 from .common import (BACKENDS, COLLECTIVES, ELEM_SIZE, parse_bytes, size_ladder, sweep_sizes,
                      usable_cores, worker_env)
@@ -116,7 +117,7 @@ class Backends:
 def _cell(world, coll, dtype, backend, status="ok", reason=""):
     cores = usable_cores()
     return {"world": world, "collective": coll, "dtype": dtype, "backend": backend,
-            "status": status, "reason": reason, "rounds": [], "rows": [],
+            "status": status, "reason": reason, "rounds": [], "placement_ns": [], "rows": [],
             "cores": cores, "oversubscribed": world > cores}
 
 
@@ -125,8 +126,9 @@ def _dtypes(args, coll):
     return args.dtypes[:1] if coll == "barrier" else args.dtypes
 
 
-def run_world(args, world, sizes, bk, cells):
-    """All rounds for one world size; fills `cells` keyed by (world, coll, dtype, backend)."""
+def run_world(args, world, sizes, bk, cells, probe):
+    """All rounds for one world size; fills `cells` keyed by (world, coll, dtype, backend). Each
+    round of a cell is bracketed by two placement probes (placement.py)."""
     order = list(args.backends)
     for coll in args.collectives:
         for dtype in _dtypes(args, coll):
@@ -142,6 +144,7 @@ def run_world(args, world, sizes, bk, cells):
                     if cell["status"] != "ok":
                         continue
                     t0 = time.monotonic()
+                    before = probe.sample()
                     try:
                         res = _run_bands(bk.runners[b], coll, dtype, sweep_sizes(coll, sizes),
                                          args)
@@ -153,6 +156,7 @@ def run_world(args, world, sizes, bk, cells):
                         cell.update(status="n/a", reason=res["unsupported"])
                         continue
                     cell["rounds"].append(res["rows"])
+                    cell["placement_ns"].append([before, probe.sample()])
                     print(f"# round {rnd + 1}/{args.rounds} world {world} {coll:10s} "
                           f"{dtype:8s} {b:6s} {time.monotonic() - t0:6.1f}s", flush=True)
 
@@ -235,15 +239,20 @@ def main(argv, repo):
         print(limits_mod.format_limits(lim), flush=True)
     memcpy = lim.get("memory", {}).get("memcpy_gbps")
     mpi_exe = build_mpi(bindir) if "mpi" in args.backends else None
+    probe = placement.PlacementProbe(bindir)
     cells = {}
     for world in args.worlds:
         bk = Backends(args, repo, world, out, mpi_exe)
         try:
-            run_world(args, world, sizes, bk, cells)
+            run_world(args, world, sizes, bk, cells, probe)
         finally:
             bk.close()
-    cells = [report.finalize(c, memcpy) for c in cells.values()]
+    far = placement.threshold(cells.values())
+    cells = [report.finalize(c, memcpy, placement.far_rounds(c, far)) for c in cells.values()]
     md = print_tables(cells, args)
+    placed = placement.markdown(cells)
+    print("\n" + placed)
+    md += "\n" + placed
     return finish(args, out, meta, lim, cells, md, started)
 
 

@@ -8,20 +8,27 @@ smddp / X (< 1: smddp is faster).
 Invariant: a cell's median rows are computed once (finalize) and everything printed reads them.
 """
 
+import statistics
+
 from .common import algbw_gbps, busbw_factor, human_size, median_row
 
 # Targets from the issue: torch-level smddp vs the engine's own perf tool.
 ENGINE_TARGETS = ((4096, 4096, 1.5), (1 << 20, None, 1.10))  # (from, to, max time ratio)
 
 
-def finalize(cell, memcpy_gbps):
-    """Median over rounds per size, then algbw/busbw and the fraction of the memcpy limit."""
+def finalize(cell, memcpy_gbps, far=()):
+    """Median over rounds per size, then algbw/busbw and the fraction of the memcpy limit; also
+    time_us_near, the median over the rounds not in `far` (round indices run while the host
+    placed the CPUs apart: placement.py), None when every round was."""
     if cell["status"] != "ok":
         cell["rows"] = []
         return cell
     rows = []
     for k, first in enumerate(cell["rounds"][0]):
         m = median_row([rnd[k] for rnd in cell["rounds"]])
+        near = [rnd[k]["time_us"] for i, rnd in enumerate(cell["rounds"])
+                if i not in far and rnd[k].get("time_us") is not None]
+        m["time_us_near"] = statistics.median(near) if near else None
         alg = algbw_gbps(first["size"], m["time_us"])
         bus = alg * busbw_factor(cell["collective"], cell["world"])
         m.update(size=first["size"], count=first["count"], algbw_gbps=alg, busbw_gbps=bus,
