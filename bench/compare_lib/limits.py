@@ -21,20 +21,31 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PINGPONG_SIZES = (("latency", 8, 20000), ("bw_1MiB", 1 << 20, 400), ("bw_16MiB", 16 << 20, 40))
 
 
-def _build_and_run(bindir, name, args, extra_flags=()):
-    """Compiles bench/limits/<name>.c into bindir and returns its JSON line; {"skipped"} without
-    a C compiler, {"error"} (with the compiler's or the tool's own words) when it fails."""
+def build_tool(bindir, name, extra_flags=()):
+    """Compiles bench/limits/<name>.c into bindir (a binary newer than its source is reused):
+    its path, or {"skipped"} without a C compiler, {"error"} with the compiler's words."""
+    exe = os.path.join(bindir, name)
+    src = os.path.join(os.path.dirname(HERE), "limits", f"{name}.c")
+    if os.access(exe, os.X_OK) and os.path.getmtime(exe) >= os.path.getmtime(src):
+        return exe
     cc = shutil.which("cc") or shutil.which("gcc")
     if not cc:
         return {"skipped": "no C compiler"}
-    src = os.path.join(os.path.dirname(HERE), "limits", f"{name}.c")
-    exe = os.path.join(bindir, name)
     try:
         built = subprocess.run([cc, "-O3", "-std=c11", *extra_flags, "-o", exe, src],
                                capture_output=True, text=True, timeout=120)
-        if built.returncode != 0:
-            return {"error": f"building {name}: {built.stderr.strip()[-300:]}"}
-        ran = subprocess.run([exe, *args], capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired as e:
+        return {"error": f"building {name}: timed out after {e.timeout:.0f} s"}
+    if built.returncode != 0:
+        return {"error": f"building {name}: {built.stderr.strip()[-300:]}"}
+    return exe
+
+
+def run_tool(exe, args, timeout=300):
+    """Runs a built limits tool and returns its JSON line, or {"error"} in its own words."""
+    name = os.path.basename(exe)
+    try:
+        ran = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as e:
         return {"error": f"{name}: timed out after {e.timeout:.0f} s"}
     if ran.returncode != 0:
@@ -43,6 +54,15 @@ def _build_and_run(bindir, name, args, extra_flags=()):
         return json.loads(ran.stdout)
     except ValueError:
         return {"error": f"{name}: no JSON line in its output: {ran.stdout.strip()[-200:]}"}
+
+
+def _build_and_run(bindir, name, args, extra_flags=()):
+    """build_tool, then run_tool: the tool's JSON line, {"skipped"} or {"error"}."""
+    exe = build_tool(bindir, name, extra_flags)
+    return exe if isinstance(exe, dict) else run_tool(exe, args)
+
+
+LINE_RTT_FLAGS = ["-pthread"]
 
 
 def memory_limits(bindir, mib, quick):
@@ -55,7 +75,7 @@ def line_rtt_limit(bindir, quick):
     """The cache-line round trip between two cores: {"line_rtt_ns": ...}, {"skipped"} or
     {"error"}."""
     return _build_and_run(bindir, "line_rtt", ["-n", "100000" if quick else "1000000"],
-                          ["-pthread"])
+                          LINE_RTT_FLAGS)
 
 
 def _parse_pingpong(text):

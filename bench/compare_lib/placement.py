@@ -14,10 +14,7 @@ the near rounds, so that a reader can tell the host's placement from the code's 
 Invariant: probing never raises; without a C compiler, or when the tool fails, a probe is None
 and flags nothing.
 """
-import json
-import os
 import statistics
-import subprocess
 
 from . import limits
 
@@ -27,24 +24,26 @@ PROBE_ARGS = ["-n", "300000", "-r", "1"]
 
 class PlacementProbe:
     def __init__(self, bindir):
-        built = limits.line_rtt_limit(bindir, quick=True)  # compiles line_rtt once
-        self.exe = os.path.join(bindir, "line_rtt") if "line_rtt_ns" in built else None
+        exe = limits.build_tool(bindir, "line_rtt", limits.LINE_RTT_FLAGS)  # the limits' binary
+        self.exe = None if isinstance(exe, dict) else exe
 
     def sample(self):
         """The round trip in ns now, or None."""
         if self.exe is None:
             return None
         try:
-            ran = subprocess.run([self.exe, *PROBE_ARGS], capture_output=True, text=True,
-                                 timeout=30)
-            return float(json.loads(ran.stdout)["line_rtt_ns"]) if ran.returncode == 0 else None
-        except (OSError, subprocess.SubprocessError, ValueError, KeyError):
+            return float(limits.run_tool(self.exe, PROBE_ARGS, timeout=30)["line_rtt_ns"])
+        except (OSError, KeyError, TypeError, ValueError):
             return None
+
+
+def _probes(cells):
+    return sorted(p for c in cells for rnd in c.get("placement_ns", []) for p in rnd if p)
 
 
 def threshold(cells):
     """FAR_FACTOR x the median of every probe of the run; None without probes."""
-    probes = [p for c in cells for rnd in c.get("placement_ns", []) for p in rnd if p]
+    probes = _probes(cells)
     return FAR_FACTOR * statistics.median(probes) if probes else None
 
 
@@ -61,7 +60,7 @@ def markdown(cells):
     limit = threshold(cells)
     if limit is None:
         return "**Host placement**: not probed (no C compiler, or line_rtt failed)\n"
-    probes = sorted(p for c in cells for rnd in c.get("placement_ns", []) for p in rnd if p)
+    probes = _probes(cells)
     lines = [f"**Host placement**: {len(probes)} cache-line round-trip probes, "
              f"{probes[0]:.0f} / {statistics.median(probes):.0f} / {probes[-1]:.0f} ns "
              f"(min / median / max); far = above {limit:.0f} ns "

@@ -32,10 +32,10 @@ CollectiveWatch::CollectiveWatch(std::shared_ptr<Store> store, const std::string
                                              recorder_, bs);
 }
 
-void CollectiveWatch::posted(const algo::CollectiveDesc& desc,
+void CollectiveWatch::posted(uint64_t seq, const Signature& call,
                              std::chrono::steady_clock::time_point now) {
-  recorder_.posted(desc.seq, Signature::of(desc), now);
-  if (beacon_) beacon_->noteCalled(desc.seq);
+  recorder_.posted(seq, call, now);
+  if (beacon_) beacon_->noteCalled(seq);
 }
 
 void CollectiveWatch::started(const algo::CollectiveDesc& desc,

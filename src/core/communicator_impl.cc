@@ -132,7 +132,7 @@ void CommunicatorImpl::describePosted(RequestState& request) {
   d.shape = lastShape_.shape;
   d.signature = lastShape_.signature;
   d.seq = nextSeq_++;
-  watch_->posted(d, coarseNow());
+  watch_->posted(d.seq, lastShape_.call, coarseNow());
   // A repeat of the last call's shape repeats its algorithm, which was logged then if ever. The
   // sequence number is taken: a failure to log must not lose the request.
   if (fresh && request.algorithm != nullptr) {
