@@ -39,15 +39,22 @@ def parse_args(argv):
     p.add_argument("--min", type=parse_bytes, default=8, help="smallest size (default 8)")
     p.add_argument("--max", type=parse_bytes, default=64 << 20, help="largest size (default 64M)")
     p.add_argument("--factor", type=int, default=4, help="sizes are max/factor^k >= min")
-    p.add_argument("--iters", type=int, default=20, help="timed calls per size above --small-max")
-    p.add_argument("--small-iters", type=int, default=1000,
-                   help="timed calls per size up to --small-max (default 1000; the torch "
-                        "backends fewer when that would take over --small-budget-ms, never "
-                        "fewer than --iters)")
+    p.add_argument("--iters", type=int, default=20, help="timed calls per size above --mid-max")
+    p.add_argument("--small-iters", type=int, default=10000,
+                   help="timed calls per size up to --small-max (default 10000; the torch "
+                        "backends fewer when that would take over --budget-ms, never fewer "
+                        "than --iters)")
     p.add_argument("--small-max", type=parse_bytes, default=64 << 10,
                    help="largest size timed with --small-iters (default 64K)")
-    p.add_argument("--small-budget-ms", type=float, default=50.0,
-                   help="torch backends: time a small size's loop may take (default 50)")
+    p.add_argument("--mid-iters", type=int, default=200,
+                   help="timed calls per size above --small-max up to --mid-max (default 200; "
+                        "the torch backends fewer when that would take over --budget-ms, never "
+                        "fewer than --iters)")
+    p.add_argument("--mid-max", type=parse_bytes, default=4 << 20,
+                   help="largest size timed with --mid-iters (default 4M)")
+    p.add_argument("--budget-ms", type=float, default=50.0,
+                   help="torch backends: time one size's loop may take in the small and mid "
+                        "bands (default 50)")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--rounds", type=int, default=3, help="repetitions; medians are reported")
     p.add_argument("--worlds", type=_csv(None), default=["2", "4"])
@@ -64,7 +71,7 @@ def parse_args(argv):
     a = p.parse_args(argv)
     if a.quick:
         a.min, a.max, a.iters, a.warmup, a.rounds, a.worlds = 8, 64 << 10, 3, 1, 1, ["2"]
-        a.small_iters = 3
+        a.small_iters = a.mid_iters = 3
     a.worlds = [int(w) for w in a.worlds]
     return a
 
@@ -161,27 +168,32 @@ def run_world(args, world, sizes, bk, cells, probe):
                           f"{dtype:8s} {b:6s} {time.monotonic() - t0:6.1f}s", flush=True)
 
 
-def small_iters(args):
-    """Calls per size up to --small-max: never fewer than --iters."""
-    return max(args.small_iters, args.iters)
+def bands(args):
+    """(largest size, timed calls) per band, smallest first; a band never times fewer calls
+    than --iters."""
+    return [(args.small_max, max(args.small_iters, args.iters)),
+            (max(args.mid_max, args.small_max), max(args.mid_iters, args.iters)),
+            (None, args.iters)]
 
 
 def _run_bands(runner, coll, dtype, sizes, args):
-    """One sweep in two bands: sizes up to --small-max with --small-iters calls (a few us each:
-    20 calls would time a window shorter than the scheduler's, which with 4 ranks on 2 cores
-    measures the phase of the time slices more than the collective), larger sizes with --iters.
-    The torch backends cap the small band at --small-budget-ms per size (gloo takes ms there).
-    A band the backend rejects ("unsupported", a dtype check that does not depend on the size)
-    answers for the whole sweep."""
+    """One sweep in three bands: sizes up to --small-max with --small-iters calls (a few us
+    each: 1000 calls time a fraction of a millisecond, which measures the tool's first moments
+    and the phase of the scheduler's time slices more than the collective), up to --mid-max with
+    --mid-iters (20 calls of a 1 MiB collective are 0.6 ms: one interruption moves the row by
+    10 %), larger sizes with --iters. The torch backends cap the first two bands at --budget-ms
+    per size (gloo takes ms per call there). A band the backend rejects ("unsupported", a dtype
+    check that does not depend on the size) answers for the whole sweep."""
     rows = []
-    small = [s for s in sizes if s <= args.small_max]
-    large = [s for s in sizes if s > args.small_max]
-    for band, iters in ((small, small_iters(args)), (large, args.iters)):
+    lower = -1
+    for upper, iters in bands(args):
+        band = [s for s in sizes if s > lower and (upper is None or s <= upper)]
+        lower = upper
         if not band:
             continue
         extra = {}
-        if band is small and isinstance(runner, TorchGroup) and iters > args.iters:
-            extra = {"budget_ms": args.small_budget_ms, "min_iters": args.iters}
+        if isinstance(runner, TorchGroup) and iters > args.iters:
+            extra = {"budget_ms": args.budget_ms, "min_iters": args.iters}
         res = runner.run(coll, dtype, band, iters, args.warmup, **extra)
         if "unsupported" in res:
             return res
@@ -229,8 +241,8 @@ def main(argv, repo):
     started = time.time()
     sizes = size_ladder(args.min, args.max, args.factor)
     meta = {"machine": _machine(), "arguments": argv, "sizes": sizes, "iters": args.iters,
-            "small_iters": small_iters(args), "small_max": args.small_max,
-            "small_budget_ms": args.small_budget_ms, "warmup": args.warmup,
+            "bands": [{"max": m, "iters": n} for m, n in bands(args)],
+            "budget_ms": args.budget_ms, "warmup": args.warmup,
             "rounds": args.rounds, "provider": args.provider}
     print(f"# bench/compare {' '.join(argv)}\n# machine: {json.dumps(meta['machine'])}\n"
           f"# sizes: {sizes}", flush=True)
