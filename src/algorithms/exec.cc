@@ -122,6 +122,13 @@ void Exec::waitWordSlow(const std::atomic<uint64_t>& word, uint64_t atLeast, int
                         const char* what, void (*aside)(Exec&)) {
   // Loads of the word between two clock reads while spinning (~1 us at most).
   constexpr int kPolls = 64;
+  // A word that changes within a few ns (the peer is mid-write) is seen before the first clock
+  // read (~20 ns here), which would otherwise delay every such wait by that much.
+  if (settings_.spinUs > 0) {
+    for (int i = 0; i < kPolls; ++i) {
+      if (word.load(std::memory_order_acquire) >= atLeast) return;
+    }
+  }
   const auto start = Clock::now();
   const auto spinUntil =
       std::min(start + std::chrono::microseconds(settings_.spinUs), settings_.deadline);

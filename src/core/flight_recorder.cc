@@ -87,13 +87,25 @@ void close(std::atomic<uint64_t>& stamp, uint64_t value) {
 
 }  // namespace
 
+namespace {
+// Capacities are powers of two, so finding a slot is a mask, not a division (three per
+// collective on its hot path).
+size_t roundUpToPowerOfTwo(size_t n) {
+  size_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+}  // namespace
+
 FlightRecorder::FlightRecorder(size_t capacity)
-    : slots_(new Slot[capacity == 0 ? 1 : capacity]), capacity_(capacity == 0 ? 1 : capacity) {}
+    : capacity_(roundUpToPowerOfTwo(capacity)) {
+  slots_.reset(new Slot[capacity_]);
+}
 
 FlightRecorder::~FlightRecorder() = default;
 
 FlightRecorder::Slot& FlightRecorder::slotFor(uint64_t seq) const {
-  return slots_[seq % capacity_];
+  return slots_[seq & (capacity_ - 1)];
 }
 
 void FlightRecorder::posted(uint64_t seq, const Signature& sig, Clock::time_point now) {

@@ -41,6 +41,7 @@ struct FlightEntry {
 class FlightRecorder {
  public:
   static constexpr size_t kDefaultCapacity = 256;
+  // capacity is rounded up to a power of two (at least 1).
   explicit FlightRecorder(size_t capacity = kDefaultCapacity);
   ~FlightRecorder();
 
@@ -62,8 +63,8 @@ class FlightRecorder {
   struct Slot;
   Slot& slotFor(uint64_t seq) const;
 
+  size_t capacity_;  // a power of two
   std::unique_ptr<Slot[]> slots_;
-  size_t capacity_;
   // Highest posted seq + 1: entries [recorded_ - capacity, recorded_) may be live.
   std::atomic<uint64_t> recorded_{0};
 };

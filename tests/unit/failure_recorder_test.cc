@@ -47,6 +47,19 @@ TEST(FlightRecorder, KeepsTheLastCapacityEntriesAcrossWraparound) {
   EXPECT_EQ(rec.find(13)->state, FlightState::kDone);
 }
 
+TEST(FlightRecorder, RoundsItsCapacityUpToAPowerOfTwo) {
+  EXPECT_EQ(FlightRecorder(0).capacity(), 1u);
+  EXPECT_EQ(FlightRecorder(1).capacity(), 1u);
+  FlightRecorder rec(5);
+  ASSERT_EQ(rec.capacity(), 8u);
+  for (uint64_t seq = 0; seq < 11; ++seq) rec.posted(seq, allReduceSig(seq + 1));
+  const auto snap = rec.snapshot();
+  ASSERT_EQ(snap.size(), 8u);
+  for (size_t i = 0; i < snap.size(); ++i) EXPECT_EQ(snap[i].seq, 3 + i) << "entry " << i;
+  EXPECT_FALSE(rec.find(2).has_value());
+  EXPECT_EQ(rec.find(10)->sig.count, 11u);
+}
+
 TEST(FlightRecorder, ConcurrentPostersAndRunnersLeaveConsistentEntries) {
   FlightRecorder rec(64);
   constexpr uint64_t kPerThread = 5000;
