@@ -30,11 +30,13 @@ constexpr std::chrono::milliseconds kMismatchGrace{3000};
 // ranks on 2 cores.
 constexpr std::chrono::milliseconds kYieldOnlyFor{50};
 
+void PendingChecks::throwFull(const DeferredCheck& check) {
+  throw Error(ErrorCode::kInternal, "smddp: " + check.desc.describe() + ": more than " +
+                                        std::to_string(kCapacity) + " pending checks");
+}
+
 void PendingChecks::push(const DeferredCheck& check) {
-  if (count_ == kCapacity) {
-    throw Error(ErrorCode::kInternal, "smddp: " + check.desc.describe() + ": more than " +
-                                          std::to_string(kCapacity) + " pending checks");
-  }
+  if (count_ == kCapacity) throwFull(check);
   items_[(head_ + count_) & (kCapacity - 1)] = check;
   ++count_;
 }
@@ -52,11 +54,12 @@ void* ExecResources::scratch(int index, size_t bytes) {
 }
 
 Exec::Exec(transport::Transport& transport, ExecResources& resources, const CollectiveDesc& desc,
-           const ExecSettings& settings)
+           const ExecSettings& settings, Clock::time_point deadline)
     : transport_(transport),
       resources_(resources),
       desc_(desc),
       settings_(settings),
+      deadline_(deadline),
       rank_(transport.rank()),
       size_(transport.size()) {}
 
@@ -131,7 +134,7 @@ void Exec::waitWordSlow(const std::atomic<uint64_t>& word, uint64_t atLeast, int
   }
   const auto start = Clock::now();
   const auto spinUntil =
-      std::min(start + std::chrono::microseconds(settings_.spinUs), settings_.deadline);
+      std::min(start + std::chrono::microseconds(settings_.spinUs), deadline_);
   const int polls = settings_.spinUs > 0 ? kPolls : 0;  // no spinning: yield at once
   int idlePolls = 0;
   for (;;) {
@@ -151,7 +154,7 @@ void Exec::waitWordSlow(const std::atomic<uint64_t>& word, uint64_t atLeast, int
 
 void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idlePolls,
                 int wordPeer, const char* wordWhat) {
-  if (now >= settings_.deadline) {
+  if (now >= deadline_) {
     throwTimeout(wordWhat == nullptr ? std::string()
                                      : where(wordPeer) + " to " + wordWhat + " (shared memory)");
   }

@@ -53,6 +53,9 @@ class PendingChecks {
   }
 
  private:
+  // Out of line: the message is built only on this (never expected) path, not set up per push.
+  [[noreturn]] static void throwFull(const DeferredCheck& check);
+
   std::array<DeferredCheck, kCapacity> items_{};
   size_t head_ = 0;
   size_t count_ = 0;
@@ -85,8 +88,9 @@ class ExecResources {
   std::vector<std::vector<unsigned char>> scratch_;
 };
 
+// A communicator's knobs for its collectives' Execs: built once, referenced by each Exec (which
+// gets its own deadline).
 struct ExecSettings {
-  std::chrono::steady_clock::time_point deadline;
   std::chrono::milliseconds timeout{0};
   size_t segmentBytes = 1048576;
   int64_t spinUs = 20;
@@ -100,8 +104,9 @@ class Exec {
   using Handle = size_t;
   using Clock = std::chrono::steady_clock;
 
+  // `settings` must outlive the Exec; `deadline` bounds every wait of this collective.
   Exec(transport::Transport& transport, ExecResources& resources, const CollectiveDesc& desc,
-       const ExecSettings& settings);
+       const ExecSettings& settings, std::chrono::steady_clock::time_point deadline);
   ~Exec();
   Exec(const Exec&) = delete;
   Exec& operator=(const Exec&) = delete;
@@ -172,7 +177,8 @@ class Exec {
   transport::Transport& transport_;
   ExecResources& resources_;
   CollectiveDesc desc_;
-  ExecSettings settings_;
+  const ExecSettings& settings_;
+  const Clock::time_point deadline_;
   int rank_;
   int size_;
   size_t posted_ = 0;     // ops [0, posted_) of resources_ belong to this collective

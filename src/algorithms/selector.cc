@@ -63,13 +63,18 @@ const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topolo
   const auto it = overrides.find(kind);
   const char* name =
       it != overrides.end() ? it->second.c_str() : defaultName(kind, bytes, topology);
+  // A name from SMDDP_ALGORITHMS that does not fit is the user's mistake; a default that does
+  // not is ours.
+  const bool chosen = it != overrides.end();
+  const ErrorCode misfit = chosen ? ErrorCode::kInvalidArgument : ErrorCode::kInternal;
   const Algorithm* algorithm = findAlgorithm(kind, name);
   if (algorithm == nullptr) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "smddp: no " + std::string(toString(kind)) + " algorithm named \"" + name + "\"");
+    throw Error(misfit,
+                "smddp: no " + std::string(toString(kind)) + " algorithm named \"" + name + "\"" +
+                    (chosen ? "" : " (the built-in default)"));
   }
   if (algorithm->needsArena() && !topology.arena) {
-    throw Error(ErrorCode::kInvalidArgument,
+    throw Error(misfit,
                 "smddp: " + std::string(toString(kind)) + " algorithm \"" + name +
                     "\" needs the shared-memory arena, which this communicator does not have "
                     "(ranks on several hosts, SMDDP_SHM=0, or a provider other than shm)");

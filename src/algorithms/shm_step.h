@@ -38,9 +38,12 @@ inline transport::SharedArena& requireArena(const Exec& exec) {
   return *exec.arena();
 }
 
-// A chunk of at most `cap` bytes in whole elements, at least one element.
+// A chunk of at most `cap` bytes in whole elements, at least one element. Every dtype's size is
+// a power of two: a mask, not a division (once per collective on the small-message path).
 inline size_t wholeElements(size_t cap, size_t elementSize) {
-  return std::max(elementSize, cap / elementSize * elementSize);
+  const size_t whole = (elementSize & (elementSize - 1)) == 0 ? cap & ~(elementSize - 1)
+                                                              : cap / elementSize * elementSize;
+  return std::max(elementSize, whole);
 }
 
 // `peer` published identity (seq, shape) for a use of collective `mine`: it must be the same (same

@@ -80,6 +80,12 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   }
   watch_ = std::make_unique<CollectiveWatch>(std::move(store), prefix, rank_, transport_->peers(),
                                              settings_.watch);
+  exec_.timeout = settings_.timeout;
+  exec_.segmentBytes = settings_.segmentBytes;
+  exec_.spinUs = settings_.spinUs;
+  exec_.abortFlag = &aborted_;
+  exec_.monitor = watch_->monitor();
+  exec_.arena = arena_.get();
   // Sequence numbers are assigned under the engine's lock, so they follow the queue's order even
   // when several threads post.
   engine_ = Engine::start([this](RequestState& r) { run(r); },
@@ -163,8 +169,8 @@ void CommunicatorImpl::run(RequestState& request) {
       runLocal(request.args);
     } else {
       // The deadline is never earlier than intended (the coarse clock lags).
-      const algo::ExecSettings es = execSettings(now + coarseLag(), settings_.timeout);
-      algo::Exec exec(*transport_, resources_, request.desc, es);
+      algo::Exec exec(*transport_, resources_, request.desc, exec_,
+                      now + coarseLag() + settings_.timeout);
       algo::runCollective(*request.algorithm, exec, request.args);
     }
     watch_->finished(request.desc, nullptr);
@@ -208,28 +214,17 @@ void CommunicatorImpl::logChoice(const algo::Algorithm& algorithm,
                                         << ")");
 }
 
-algo::ExecSettings CommunicatorImpl::execSettings(Clock::time_point start,
-                                                std::chrono::milliseconds timeout) {
-  algo::ExecSettings es;
-  es.timeout = timeout;
-  es.deadline = start + timeout;
-  es.segmentBytes = settings_.segmentBytes;
-  es.spinUs = settings_.spinUs;
-  es.abortFlag = &aborted_;
-  es.monitor = watch_->monitor();
-  es.arena = arena_.get();
-  return es;
-}
-
 // The last collective may have left a check (an shm broadcast's root checks its peers' identity in
 // its next collective): run it now and report a mismatch. Nobody can abort a destructor, so the
 // wait is bounded by kShutdownCheckBound rather than the collective timeout: peers that entered
 // the broadcast published their identity on entry.
 void CommunicatorImpl::settleDeferredCheck() {
   if (!resources_.hasDeferred() || aborted_.load() || broken_.load()) return;
-  const auto es = execSettings(Clock::now(), std::min(settings_.timeout, kShutdownCheckBound));
+  algo::ExecSettings es = exec_;
+  es.timeout = std::min(settings_.timeout, kShutdownCheckBound);
   try {
-    algo::Exec exec(*transport_, resources_, resources_.deferredDesc(), es);
+    algo::Exec exec(*transport_, resources_, resources_.deferredDesc(), es,
+                    Clock::now() + es.timeout);
     algo::settleDeferred(exec);
   } catch (const std::exception& e) {
     SMDDP_WARN(rank_, "at shutdown: " << e.what());

@@ -67,9 +67,6 @@ class CommunicatorImpl {
   void runLocal(const algo::CollectiveArgs& args);
   void markBroken(const std::string& reason);
   void settleDeferredCheck();
-  // What Exec needs for one run: deadline start + timeout, this communicator's knobs.
-  algo::ExecSettings execSettings(std::chrono::steady_clock::time_point start,
-                                  std::chrono::milliseconds timeout);
   void logChoice(const algo::Algorithm& algorithm, const algo::CollectiveDesc& desc);
 
   std::unique_ptr<transport::Transport> transport_;
@@ -96,6 +93,7 @@ class CommunicatorImpl {
   CallShape lastShape_;
   uint64_t nextSeq_ = 0;  // guarded by the engine's lock (its Poster assigns it)
   std::unique_ptr<CollectiveWatch> watch_;
+  algo::ExecSettings exec_;  // this communicator's knobs for every Exec (set once watch_ exists)
   std::unique_ptr<Engine> engine_;
 };
 

@@ -141,11 +141,11 @@ void RankContext::run(const Algorithm& a, const CollectiveArgs& args, size_t seg
   desc.shape = shapeHash(desc, algorithmNameHash(a.name));
   ExecSettings settings;
   settings.timeout = std::chrono::milliseconds(30000);
-  settings.deadline = std::chrono::steady_clock::now() + settings.timeout;
   settings.segmentBytes = segmentBytes;
   settings.spinUs = 5;
   settings.arena = arena;
-  Exec exec(transport, resources, desc, settings);
+  Exec exec(transport, resources, desc, settings,
+            std::chrono::steady_clock::now() + settings.timeout);
   runCollective(a, exec, args);  // settles a deferred check first, as the core does
 }
 
