@@ -91,7 +91,7 @@ class ExecResources {
 // A communicator's knobs for its collectives' Execs: built once, referenced by each Exec (which
 // gets its own deadline).
 struct ExecSettings {
-  std::chrono::milliseconds timeout{0};
+  std::chrono::milliseconds timeout{0};  // what each Exec's deadline is now + (timeout messages)
   size_t segmentBytes = 1048576;
   int64_t spinUs = 20;
   const std::atomic<bool>* abortFlag = nullptr;

@@ -77,7 +77,8 @@ const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topolo
     throw Error(misfit,
                 "smddp: " + std::string(toString(kind)) + " algorithm \"" + name +
                     "\" needs the shared-memory arena, which this communicator does not have "
-                    "(ranks on several hosts, SMDDP_SHM=0, or a provider other than shm)");
+                    "(ranks on several hosts, SMDDP_SHM=0, or a provider other than shm)" +
+                    (chosen ? "" : "; the built-in default chose it"));
   }
   return *algorithm;
 }

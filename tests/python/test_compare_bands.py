@@ -87,10 +87,10 @@ def test_quick_runs_three_calls_everywhere_without_a_budget():
     assert t.calls == [([8, 64 << 10], 3, {})]
 
 
-@pytest.mark.parametrize("reject_from, calls", [(0, 1), (1, 2)])
-def test_unsupported_in_either_band_answers_for_the_sweep(reject_from, calls):
+@pytest.mark.parametrize("reject_from, calls", [(0, 1), (1, 2), (2, 3)])
+def test_unsupported_in_any_band_answers_for_the_sweep(reject_from, calls):
     r = Recorder(unsupported="no bfloat16", reject_from=reject_from)
-    res = cli._run_bands(r, "all_reduce", "bfloat16", [16, 1 << 20], _args())
+    res = cli._run_bands(r, "all_reduce", "bfloat16", [16, 1 << 20, 64 << 20], _args())
     assert res == {"unsupported": "no bfloat16"}
     assert len(r.calls) == calls
 

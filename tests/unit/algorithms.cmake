@@ -1,5 +1,5 @@
 # Unit tier of the algorithms layer: pattern math (no transport), selector and SMDDP_ALGO parsing,
-# the pending-check queue.
+# the pending-check queue, the arena's chunk sizes.
 smddp_add_test(algorithms_patterns_test unit 60
   LIBS smddp_algorithms
   SOURCES unit/algorithms_patterns_test.cc)
@@ -9,3 +9,6 @@ smddp_add_test(algorithms_selector_test unit 60
 smddp_add_test(algorithms_pending_test unit 60
   LIBS smddp_algorithms
   SOURCES unit/algorithms_pending_test.cc)
+smddp_add_test(algorithms_chunks_test unit 60
+  LIBS smddp_algorithms
+  SOURCES unit/algorithms_chunks_test.cc)

@@ -41,9 +41,11 @@ TEST(FlightRecorder, KeepsTheLastCapacityEntriesAcrossWraparound) {
   ASSERT_TRUE(rec.find(19).has_value());
   EXPECT_EQ(rec.find(19)->state, FlightState::kFailed);
   EXPECT_EQ(rec.find(19)->error, "boom");
+  ASSERT_TRUE(rec.find(20).has_value());
   EXPECT_EQ(rec.find(20)->state, FlightState::kDone);
   EXPECT_TRUE(rec.find(20)->error.empty()) << "a reused entry forgets the old error";
   rec.started(5);  // a stale seq must not touch the entry that replaced it
+  ASSERT_TRUE(rec.find(13).has_value());
   EXPECT_EQ(rec.find(13)->state, FlightState::kDone);
 }
 
@@ -57,6 +59,7 @@ TEST(FlightRecorder, RoundsItsCapacityUpToAPowerOfTwo) {
   ASSERT_EQ(snap.size(), 8u);
   for (size_t i = 0; i < snap.size(); ++i) EXPECT_EQ(snap[i].seq, 3 + i) << "entry " << i;
   EXPECT_FALSE(rec.find(2).has_value());
+  ASSERT_TRUE(rec.find(10).has_value());
   EXPECT_EQ(rec.find(10)->sig.count, 11u);
 }
 
