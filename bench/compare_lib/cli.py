@@ -150,8 +150,8 @@ def run_world(args, world, sizes, bk, cells, probe):
                     cell = cells[(world, coll, dtype, b)]
                     if cell["status"] != "ok":
                         continue
-                    t0 = time.monotonic()
                     before = probe.sample()
+                    t0 = time.monotonic()
                     try:
                         res = _run_bands(bk.runners[b], coll, dtype, sweep_sizes(coll, sizes),
                                          args)
@@ -162,10 +162,11 @@ def run_world(args, world, sizes, bk, cells, probe):
                     if "unsupported" in res:
                         cell.update(status="n/a", reason=res["unsupported"])
                         continue
+                    spent = time.monotonic() - t0
                     cell["rounds"].append(res["rows"])
                     cell["placement_ns"].append([before, probe.sample()])
                     print(f"# round {rnd + 1}/{args.rounds} world {world} {coll:10s} "
-                          f"{dtype:8s} {b:6s} {time.monotonic() - t0:6.1f}s", flush=True)
+                          f"{dtype:8s} {b:6s} {spent:6.1f}s", flush=True)
 
 
 def bands(args):

@@ -41,10 +41,13 @@ def _probes(cells):
     return sorted(p for c in cells for rnd in c.get("placement_ns", []) for p in rnd if p)
 
 
+def _limit(probes):
+    return FAR_FACTOR * statistics.median(probes) if probes else None
+
+
 def threshold(cells):
     """FAR_FACTOR x the median of every probe of the run; None without probes."""
-    probes = _probes(cells)
-    return FAR_FACTOR * statistics.median(probes) if probes else None
+    return _limit(_probes(cells))
 
 
 def far_rounds(cell, limit):
@@ -57,10 +60,10 @@ def far_rounds(cell, limit):
 
 def markdown(cells):
     """A short section: the probes' spread and every cell with far rounds."""
-    limit = threshold(cells)
+    probes = _probes(cells)
+    limit = _limit(probes)
     if limit is None:
         return "**Host placement**: not probed (no C compiler, or line_rtt failed)\n"
-    probes = _probes(cells)
     lines = [f"**Host placement**: {len(probes)} cache-line round-trip probes, "
              f"{probes[0]:.0f} / {statistics.median(probes):.0f} / {probes[-1]:.0f} ns "
              f"(min / median / max); far = above {limit:.0f} ns "

@@ -8,8 +8,6 @@ smddp / X (< 1: smddp is faster).
 Invariant: a cell's median rows are computed once (finalize) and everything printed reads them.
 """
 
-import statistics
-
 from .common import algbw_gbps, busbw_factor, human_size, median_row
 
 # Targets from the issue: torch-level smddp vs the engine's own perf tool.
@@ -26,9 +24,8 @@ def finalize(cell, memcpy_gbps, far=()):
     rows = []
     for k, first in enumerate(cell["rounds"][0]):
         m = median_row([rnd[k] for rnd in cell["rounds"]])
-        near = [rnd[k]["time_us"] for i, rnd in enumerate(cell["rounds"])
-                if i not in far and rnd[k].get("time_us") is not None]
-        m["time_us_near"] = statistics.median(near) if near else None
+        near = [rnd[k] for i, rnd in enumerate(cell["rounds"]) if i not in far]
+        m["time_us_near"] = median_row(near)["time_us"]
         alg = algbw_gbps(first["size"], m["time_us"])
         bus = alg * busbw_factor(cell["collective"], cell["world"])
         m.update(size=first["size"], count=first["count"], algbw_gbps=alg, busbw_gbps=bus,

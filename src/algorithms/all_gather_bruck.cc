@@ -28,7 +28,7 @@ void allGatherBruck(Exec& exec, const CollectiveArgs& args) {
                   scratch + d * bytes, chunk);
   }
   for (int j = 0; j < n; ++j) {
-    void* dst = args.blocks[static_cast<size_t>(patterns::bruckBlockOwner(rank, n, j))];
+    void* dst = args.block(static_cast<size_t>(patterns::bruckBlockOwner(rank, n, j)));
     if (j == 0 && dst == args.send) continue;
     std::memcpy(dst, scratch + static_cast<size_t>(j) * bytes, bytes);
   }

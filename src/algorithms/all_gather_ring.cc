@@ -39,13 +39,13 @@ void allGatherRingPass(Exec& exec, const BlockLayout& layout, const RingGeometry
 void allGatherRing(Exec& exec, const CollectiveArgs& args) {
   const int n = exec.size();
   const BlockLayout layout =
-      args.blocks.list()
-          ? BlockLayout::perBlock(args.blocks.list(), args.count, n, args.elementSize())
-          : BlockLayout::split(args.blocks.base(), args.count * static_cast<size_t>(n), n,
-                               args.elementSize());
+      args.blocks.empty()
+          ? BlockLayout::split(args.recv, args.count * static_cast<size_t>(n), n,
+                               args.elementSize())
+          : BlockLayout::perBlock(args.blocks.data(), args.count, n, args.elementSize());
   const RingGeometry geo = ringGeometry(exec, layout);
-  requireSlots(exec, patterns::ringPassSlots(exec.size(), geo.segsPerBlock), "ring all_gather");
-  void* own = args.blocks[static_cast<size_t>(exec.rank())];
+  requireSlots(exec, patterns::ringPassSlots(n, geo.segsPerBlock), "ring all_gather");
+  void* own = args.block(static_cast<size_t>(exec.rank()));
   if (own != args.send) std::memcpy(own, args.send, args.bytes());
   allGatherRingPass(exec, layout, geo, 0, args.send, 0);
   exec.waitAll();

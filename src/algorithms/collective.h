@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/block_table.h"
 #include "common/tag.h"
 #include "smddp/types.h"
 
@@ -16,17 +15,22 @@ namespace smddp::algo {
 struct CollectiveArgs {
   CollectiveKind kind = CollectiveKind::kBarrier;
   // all_reduce: count elements in, count out. broadcast: count elements (send read on root only).
-  // all_gather: count elements per rank in send; blocks[r] receives rank r's count elements.
+  // all_gather: count elements per rank in send; block(r) receives rank r's count elements.
   const void* send = nullptr;
   void* recv = nullptr;
   size_t count = 0;
   DataType dtype = DataType::kUInt8;
   ReduceOp op = ReduceOp::kSum;
   int root = 0;
-  BlockTable blocks;  // all_gather only: one destination per rank
+  // all_gather into a list of outputs: one pointer per rank (copied: the caller's list need not
+  // outlive the call). Empty for one output buffer, recv, whose block r is at r * bytes().
+  std::vector<void*> blocks;
 
   size_t elementSize() const { return dataTypeSize(dtype); }
   size_t bytes() const { return count * elementSize(); }
+  void* block(size_t r) const {
+    return blocks.empty() ? static_cast<char*>(recv) + r * bytes() : blocks[r];
+  }
   bool inPlace() const { return send == recv; }
 };
 

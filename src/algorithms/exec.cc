@@ -125,27 +125,27 @@ void Exec::waitWordSlow(const std::atomic<uint64_t>& word, uint64_t atLeast, int
                         const char* what, void (*aside)(Exec&)) {
   // Loads of the word between two clock reads while spinning (~1 us at most).
   constexpr int kPolls = 64;
-  // A word that changes within a few ns (the peer is mid-write) is seen before the first clock
-  // read (~20 ns here), which would otherwise delay every such wait by that much.
-  if (settings_.spinUs > 0) {
-    for (int i = 0; i < kPolls; ++i) {
-      if (word.load(std::memory_order_acquire) >= atLeast) return;
-    }
-  }
-  const auto start = Clock::now();
-  const auto spinUntil =
-      std::min(start + std::chrono::microseconds(settings_.spinUs), deadline_);
   const int polls = settings_.spinUs > 0 ? kPolls : 0;  // no spinning: yield at once
+  // The wait starts at the first clock read, after the first polls: a word that changes within
+  // a few ns (the peer is mid-write) is seen without reading the clock (~20 ns here) at all.
+  Clock::time_point start;
+  Clock::time_point spinUntil;
+  bool timed = false;
   int idlePolls = 0;
   for (;;) {
-    // The hot path: the word alone, with the clock (~20 ns) read once per kPolls loads, so a
-    // change is seen within a few ns and no bookkeeping runs while spinning.
+    // The hot path: the word alone, with the clock read once per kPolls loads, so a change is
+    // seen within a few ns and no bookkeeping runs while spinning.
     for (int i = 0; i < polls; ++i) {
       if (word.load(std::memory_order_acquire) >= atLeast) return;
     }
     if (word.load(std::memory_order_acquire) >= atLeast) return;
     if (aside != nullptr) aside(*this);
     const auto now = Clock::now();
+    if (!timed) {
+      timed = true;
+      start = now;
+      spinUntil = std::min(start + std::chrono::microseconds(settings_.spinUs), deadline_);
+    }
     if (now < spinUntil) continue;
     transport_.progress();  // no messages in flight; it runs the transport's liveness checks
     idle(now, start, idlePolls, peer, what);

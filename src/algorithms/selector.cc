@@ -61,24 +61,21 @@ const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topolo
   }
   // A name lookup: the communicator derives its choice once per run of identical calls.
   const auto it = overrides.find(kind);
-  const char* name =
-      it != overrides.end() ? it->second.c_str() : defaultName(kind, bytes, topology);
+  const bool chosen = it != overrides.end();
+  const char* name = chosen ? it->second.c_str() : defaultName(kind, bytes, topology);
   // A name from SMDDP_ALGORITHMS that does not fit is the user's mistake; a default that does
   // not is ours.
-  const bool chosen = it != overrides.end();
   const ErrorCode misfit = chosen ? ErrorCode::kInvalidArgument : ErrorCode::kInternal;
   const Algorithm* algorithm = findAlgorithm(kind, name);
   if (algorithm == nullptr) {
     throw Error(misfit,
-                "smddp: no " + std::string(toString(kind)) + " algorithm named \"" + name + "\"" +
-                    (chosen ? "" : " (the built-in default)"));
+                "smddp: no " + std::string(toString(kind)) + " algorithm named \"" + name + "\"");
   }
   if (algorithm->needsArena() && !topology.arena) {
     throw Error(misfit,
                 "smddp: " + std::string(toString(kind)) + " algorithm \"" + name +
                     "\" needs the shared-memory arena, which this communicator does not have "
-                    "(ranks on several hosts, SMDDP_SHM=0, or a provider other than shm)" +
-                    (chosen ? "" : "; the built-in default chose it"));
+                    "(ranks on several hosts, SMDDP_SHM=0, or a provider other than shm)");
   }
   return *algorithm;
 }

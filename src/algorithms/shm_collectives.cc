@@ -81,7 +81,7 @@ void allGatherShm(Exec& exec, const CollectiveArgs& args) {
   const int n = exec.size();
   const size_t chunk = ArenaStep::chunkBytes(exec, args.elementSize(), 2);
   const auto* in = static_cast<const unsigned char*>(args.send);
-  auto* own = static_cast<unsigned char*>(args.blocks[static_cast<size_t>(exec.rank())]);
+  auto* own = static_cast<unsigned char*>(args.block(static_cast<size_t>(exec.rank())));
   for (size_t off = 0; off < args.bytes(); off += chunk) {
     const size_t bytes = std::min(chunk, args.bytes() - off);
     ArenaStep step(exec);
@@ -92,7 +92,7 @@ void allGatherShm(Exec& exec, const CollectiveArgs& args) {
     for (int i = 1; i < n; ++i) {
       const int q = (exec.rank() + i) % n;  // staggered: ranks do not all read one slot first
       step.await(q, 1);
-      std::memcpy(static_cast<unsigned char*>(args.blocks[static_cast<size_t>(q)]) + off,
+      std::memcpy(static_cast<unsigned char*>(args.block(static_cast<size_t>(q))) + off,
               step.slotOf(q), bytes);
     }
     step.release();

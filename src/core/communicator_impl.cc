@@ -143,7 +143,7 @@ void CommunicatorImpl::describePosted(RequestState& request) {
   // sequence number is taken: a failure to log must not lose the request.
   if (fresh && request.algorithm != nullptr) {
     try {
-      logChoice(*request.algorithm, d);
+      logChoice(*request.algorithm, d, request.args.bytes());
     } catch (...) {
     }
   }
@@ -170,7 +170,7 @@ void CommunicatorImpl::run(RequestState& request) {
     } else {
       // The deadline is never earlier than intended (the coarse clock lags).
       algo::Exec exec(*transport_, resources_, request.desc, exec_,
-                      now + coarseLag() + settings_.timeout);
+                      now + coarseLag() + exec_.timeout);
       algo::runCollective(*request.algorithm, exec, request.args);
     }
     watch_->finished(request.desc, nullptr);
@@ -198,7 +198,7 @@ void CommunicatorImpl::runLocal(const algo::CollectiveArgs& args) {
   const size_t bytes = args.bytes();
   if (bytes == 0) return;
   if (args.kind == CollectiveKind::kAllGather) {
-    if (args.blocks[0] != args.send) std::memcpy(args.blocks[0], args.send, bytes);
+    if (args.block(0) != args.send) std::memcpy(args.block(0), args.send, bytes);
   } else if (args.kind != CollectiveKind::kBarrier && args.send != args.recv) {
     std::memcpy(args.recv, args.send, bytes);
   }
@@ -206,12 +206,11 @@ void CommunicatorImpl::runLocal(const algo::CollectiveArgs& args) {
 
 // Under the engine's lock (describePosted), which guards loggedChoices_.
 void CommunicatorImpl::logChoice(const algo::Algorithm& algorithm,
-                                 const algo::CollectiveDesc& desc) {
+                                 const algo::CollectiveDesc& desc, size_t bytes) {
   if (!logEnabled(LogLevel::kInfo) || !loggedChoices_.insert(&algorithm).second) return;
   SMDDP_INFO(rank_, toString(desc.kind) << " uses algorithm " << desc.algorithm << " (first at #"
                                         << desc.seq << ", "
-                                        << algo::formatBytes(desc.count * dataTypeSize(desc.dtype))
-                                        << ")");
+                                        << algo::formatBytes(bytes) << ")");
 }
 
 // The last collective may have left a check (an shm broadcast's root checks its peers' identity in

@@ -67,7 +67,7 @@ class CommunicatorImpl {
   void runLocal(const algo::CollectiveArgs& args);
   void markBroken(const std::string& reason);
   void settleDeferredCheck();
-  void logChoice(const algo::Algorithm& algorithm, const algo::CollectiveDesc& desc);
+  void logChoice(const algo::Algorithm& algorithm, const algo::CollectiveDesc& desc, size_t bytes);
 
   std::unique_ptr<transport::Transport> transport_;
   std::unique_ptr<transport::SharedArena> arena_;

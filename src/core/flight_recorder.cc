@@ -85,9 +85,6 @@ void close(std::atomic<uint64_t>& stamp, uint64_t value) {
   stamp.store(value, std::memory_order_release);
 }
 
-}  // namespace
-
-namespace {
 // Capacities are powers of two, so finding a slot is a mask, not a division (three per
 // collective on its hot path).
 size_t roundUpToPowerOfTwo(size_t n) {
@@ -95,12 +92,11 @@ size_t roundUpToPowerOfTwo(size_t n) {
   while (p < n) p <<= 1;
   return p;
 }
+
 }  // namespace
 
 FlightRecorder::FlightRecorder(size_t capacity)
-    : capacity_(roundUpToPowerOfTwo(capacity)) {
-  slots_.reset(new Slot[capacity_]);
-}
+    : capacity_(roundUpToPowerOfTwo(capacity)), slots_(new Slot[capacity_]) {}
 
 FlightRecorder::~FlightRecorder() = default;
 

@@ -15,8 +15,6 @@ std::string callOf(const std::string& text) {
 
 }  // namespace
 
-Signature Signature::of(const algo::CollectiveDesc& desc) { return of(desc, desc.algorithm); }
-
 Signature Signature::of(const algo::CollectiveDesc& desc, const char* algorithm) {
   Signature s;
   s.kind = desc.kind;

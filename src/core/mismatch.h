@@ -23,7 +23,6 @@ struct Signature {
   int root = -1;
   const char* algorithm = nullptr;  // static registry name; nullptr when run locally
 
-  static Signature of(const algo::CollectiveDesc& desc);
   static Signature of(const algo::CollectiveDesc& desc, const char* algorithm);
 };
 

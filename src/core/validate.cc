@@ -157,7 +157,6 @@ algo::CollectiveArgs checkAllGather(const CallSite& at, const Buffer& send, cons
   args.recv = recv.data;
   args.count = send.count;
   args.dtype = send.dtype;
-  args.blocks = algo::BlockTable::strided(base, block);
   return args;
 }
 
@@ -198,7 +197,7 @@ algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,
     }
     blocks.push_back(recvs[r].data);
   }
-  args.blocks = algo::BlockTable::perRank(std::move(blocks));
+  args.blocks = std::move(blocks);
   return args;
 }
 

@@ -211,16 +211,13 @@ inline void checkAllGather(RankContext& ctx, const Algorithm& a, size_t count, D
   args.kind = CollectiveKind::kAllGather;
   args.count = count;
   args.dtype = dt;
-  const size_t es = dataTypeSize(dt);
   if (o == Output::kBlockList) {  // blocks in reverse memory order
-    std::vector<void*> blocks;
-    for (int r = 0; r < n; ++r) blocks.push_back(list[static_cast<size_t>(n - 1 - r)]->data());
-    args.blocks = BlockTable::perRank(std::move(blocks));
+    for (int r = n - 1; r >= 0; --r) args.blocks.push_back(list[static_cast<size_t>(r)]->data());
   } else {
-    args.blocks = BlockTable::strided(contiguous.data(), count * es);
+    args.recv = contiguous.data();
   }
   TestBuffer send(dt, count);
-  void* own = args.blocks[static_cast<size_t>(ctx.rank)];
+  void* own = args.block(static_cast<size_t>(ctx.rank));
   for (size_t i = 0; i < count; ++i) {
     send.set(i, gatherValue(ctx.rank, i));
     if (o == Output::kInPlace) setValue(dt, own, i, gatherValue(ctx.rank, i));
@@ -232,7 +229,7 @@ inline void checkAllGather(RankContext& ctx, const Algorithm& a, size_t count, D
       toString(o);
   for (int r = 0; r < n; ++r) {
     for (size_t i = 0; i < count; ++i) {
-      const double got = getValue(dt, args.blocks[static_cast<size_t>(r)], i);
+      const double got = getValue(dt, args.block(static_cast<size_t>(r)), i);
       if (got != gatherValue(r, i)) {
         ctx.fail(what + ": block " + std::to_string(r) + " index " + std::to_string(i) + ": got " +
                  show(got) + ", expected " + show(gatherValue(r, i)));

@@ -209,12 +209,13 @@ TEST_P(CoreApi, WaitersOnSeveralThreadsInAnyOrder) {
       reqs.push_back(c.allReduce(Buffer(bufs[k].data(), 5, DataType::kFloat32),
                                  Buffer(bufs[k].data(), 5, DataType::kFloat32), ReduceOp::kSum));
     }
-    auto waitAll = [reqs](int first, int step) mutable {
+    // wait() reads its handle only, so the threads share the handles.
+    const auto waitAll = [&reqs](int first, int step) {
       for (int i = 0; i < kOps; ++i) reqs[static_cast<size_t>((first + i * step) % kOps)].wait();
     };
-    runOnThreads({[=]() mutable { waitAll(0, 1); },
-                  [=]() mutable { waitAll(kOps - 1, kOps - 1); },  // kOps-1, kOps-2, ... (mod kOps)
-                  [=]() mutable { waitAll(0, 7); }});              // 7 and kOps are coprime
+    runOnThreads({[&] { waitAll(0, 1); },
+                  [&] { waitAll(kOps - 1, kOps - 1); },  // kOps-1, kOps-2, ... (mod kOps)
+                  [&] { waitAll(0, 7); }});              // 7 and kOps are coprime
     for (int k = 0; k < kOps; ++k) {
       ASSERT_TRUE(reqs[static_cast<size_t>(k)].test());
       ASSERT_EQ(reqs[static_cast<size_t>(k)].sequence(), static_cast<uint64_t>(k));

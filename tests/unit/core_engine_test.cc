@@ -34,7 +34,7 @@ std::shared_ptr<Engine> startEngine(Recorder& rec) {
         }
         r.complete(nullptr);
       },
-      [&rec](RequestState& r) { r.desc.seq = rec.nextSeq++; }, milliseconds(10000));
+      [&rec](RequestState& r) { r.desc.seq = rec.nextSeq++; }, milliseconds(1000));
 }
 
 std::shared_ptr<RequestState> submit(Engine& engine) {
