@@ -25,12 +25,19 @@ Request run(Communicator& comm, const CaseParams& p, const void* send, void* rec
                         Buffer(recv, count * static_cast<size_t>(p.nranks), p.dtype));
 }
 
+void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void* recv,
+                 size_t count) {
+  comm.allGatherBlocking(Buffer(send, count, p.dtype),
+                         Buffer(recv, count * static_cast<size_t>(p.nranks), p.dtype));
+}
+
 }  // namespace
 
 const CollectiveSpec& allGatherSpec() {
   static const CollectiveSpec spec{"all_gather", false,     false,     true,
                                    countFor,     sendCount, recvCount, rankOffset,
-                                   busBwFactor,  input,     expected,  run};
+                                   busBwFactor,  input,     expected,  run,
+                                   runBlocking};
   return spec;
 }
 

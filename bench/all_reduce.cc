@@ -22,11 +22,17 @@ Request run(Communicator& comm, const CaseParams& p, const void* send, void* rec
   return comm.allReduce(Buffer(send, count, p.dtype), Buffer(recv, count, p.dtype), p.op);
 }
 
+void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void* recv,
+                 size_t count) {
+  comm.allReduceBlocking(Buffer(send, count, p.dtype), Buffer(recv, count, p.dtype), p.op);
+}
+
 }  // namespace
 
 const CollectiveSpec& allReduceSpec() {
   static const CollectiveSpec spec{"all_reduce", true,     false,       true,  countFor, sameCount,
-                                   sameCount,    noOffset, busBwFactor, input, expected, run};
+                                   sameCount,    noOffset, busBwFactor, input, expected, run,
+                                   runBlocking};
   return spec;
 }
 

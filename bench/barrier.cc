@@ -14,11 +14,16 @@ Request run(Communicator& comm, const CaseParams&, const void*, void*, size_t) {
   return comm.barrier();
 }
 
+void runBlocking(Communicator& comm, const CaseParams&, const void*, void*, size_t) {
+  comm.barrierBlocking();
+}
+
 }  // namespace
 
 const CollectiveSpec& barrierSpec() {
   static const CollectiveSpec spec{"barrier", false,    false,       false,   none,    noCount,
-                                   noCount,   noOffset, busBwFactor, noValue, noValue, run};
+                                   noCount,   noOffset, busBwFactor, noValue, noValue, run,
+                                   runBlocking};
   return spec;
 }
 

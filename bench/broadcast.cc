@@ -19,11 +19,17 @@ Request run(Communicator& comm, const CaseParams& p, const void* send, void* rec
   return comm.broadcast(Buffer(send, count, p.dtype), Buffer(recv, count, p.dtype), p.root);
 }
 
+void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void* recv,
+                 size_t count) {
+  comm.broadcastBlocking(Buffer(send, count, p.dtype), Buffer(recv, count, p.dtype), p.root);
+}
+
 }  // namespace
 
 const CollectiveSpec& broadcastSpec() {
   static const CollectiveSpec spec{"broadcast", false,    true,        true,  countFor, sameCount,
-                                   sameCount,   noOffset, busBwFactor, input, expected, run};
+                                   sameCount,   noOffset, busBwFactor, input, expected, run,
+                                   runBlocking};
   return spec;
 }
 

@@ -38,6 +38,9 @@ struct CollectiveSpec {
   // In place when send lies inside recv (see inPlaceOffset).
   Request (*run)(Communicator& comm, const CaseParams& p, const void* send, void* recv,
                  size_t count);
+  // The same call through the blocking form (-z 1: as MPI's blocking collectives).
+  void (*runBlocking)(Communicator& comm, const CaseParams& p, const void* send, void* recv,
+                      size_t count);
 };
 
 const CollectiveSpec& allReduceSpec();

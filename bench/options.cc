@@ -60,7 +60,7 @@ const std::vector<Flag>& flags() {
        }},
       {"-z", "--blocking",
        [](BenchOptions& o, const std::string& v) {
-         o.blocking = parseInteger("-z", v, 0, 1) == 1;
+         o.blocking = static_cast<int>(parseInteger("-z", v, 0, 2));
        }},
       {"-c", "--check",
        [](BenchOptions& o, const std::string& v) { o.check = parseInteger("-c", v, 0, 1) == 1; }},
@@ -210,8 +210,10 @@ std::string usageText(const std::string& program) {
          "  -n, --iters <n>             timed iterations per row, default 20\n"
          "  -w, --warmup_iters <n>      untimed iterations before each row, default 5\n"
          "  -c, --check <0|1>           verify every element of a separate run, default 1\n"
-         "  -z, --blocking <0|1>        wait for each collective before posting the next\n"
-         "                              (the synchronous path of a training loop), default 0\n"
+         "  -z, --blocking <0|1|2>      0: post every iteration, then wait; 1: the blocking\n"
+         "                              calls (as MPI's; the synchronous path of a training\n"
+         "                              loop); 2: post one and wait for it before the next;\n"
+         "                              default 0\n"
          "  -d, --datatype <type>       float|float32|double|float64|half|float16|bfloat16|\n"
          "                              int8|uint8|int32|int64|all, default float\n"
          "  -o, --op <op>               sum|prod|min|max|avg|all, default sum\n"

@@ -26,7 +26,9 @@ struct BenchOptions {
   int iters = 20;
   int warmupIters = 5;
   bool check = true;
-  bool blocking = false;                // -z 1: wait for each collective before the next
+  // -z: 0 post all iterations, then wait; 1 the blocking forms (Communicator::*Blocking);
+  // 2 post each and wait for it before the next.
+  int blocking = 0;
   bool bind = true;                     // -B: -np ranks bound to one core each when possible
   std::vector<DataType> dtypes{DataType::kFloat32};
   std::vector<ReduceOp> ops{ReduceOp::kSum};

@@ -1,7 +1,7 @@
 // Communicator: a group of ranks that issue the same collectives in the same order.
 // Every collective validates its arguments on the calling thread (throwing Error(kInvalidArgument)
-// with the communicator untouched), then returns a Request at once; the engine runs collectives in
-// issue order. After an unrecoverable error the communicator is broken and says so on every call.
+// with the communicator untouched), then returns a Request at once (or, the *Blocking forms, returns
+// when done); the engine runs collectives in issue order. After an unrecoverable error the communicator is broken and says so on every call.
 #pragma once
 
 #include <chrono>
@@ -60,6 +60,17 @@ class Communicator {
   // recvs[r] = send of rank r; recvs.size() == size(), each with send.count elements.
   Request allGather(const Buffer& send, const std::vector<Buffer>& recvs);
   Request barrier();
+
+  // Blocking forms of the above (as MPI_Allreduce to MPI_Iallreduce): return once the collective
+  // completed on this rank, throwing its Error if it failed (bad arguments throw before anything
+  // runs, as above). With nothing else queued or running on this communicator the collective runs
+  // on the calling thread without a Request: the latency path of a synchronous loop. Otherwise it
+  // is queued behind the others and waited for, as post-then-wait() would.
+  void allReduceBlocking(const Buffer& send, const Buffer& recv, ReduceOp op);
+  void broadcastBlocking(const Buffer& send, const Buffer& recv, int root);
+  void allGatherBlocking(const Buffer& send, const Buffer& recv);
+  void allGatherBlocking(const Buffer& send, const std::vector<Buffer>& recvs);
+  void barrierBlocking();
 
   // Makes every pending and later wait fail with Error(kAborted). Safe from any thread.
   void abort();

@@ -33,6 +33,12 @@ std::unique_ptr<transport::SharedArena> createArena(Store& store, const std::str
   return arena;
 }
 
+algo::CollectiveArgs barrierArgs() {
+  algo::CollectiveArgs args;
+  args.kind = CollectiveKind::kBarrier;
+  return args;
+}
+
 }  // namespace
 
 std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<Store> store, int rank, int size,
@@ -79,11 +85,25 @@ Request Communicator::allGather(const Buffer& send, const std::vector<Buffer>& r
   return impl_->post(core::checkAllGatherList({rank(), size()}, send, recvs));
 }
 
-Request Communicator::barrier() {
-  algo::CollectiveArgs args;
-  args.kind = CollectiveKind::kBarrier;
-  return impl_->post(std::move(args));
+Request Communicator::barrier() { return impl_->post(barrierArgs()); }
+
+void Communicator::allReduceBlocking(const Buffer& send, const Buffer& recv, ReduceOp op) {
+  impl_->runBlocking(core::checkAllReduce({rank(), size()}, send, recv, op));
 }
+
+void Communicator::broadcastBlocking(const Buffer& send, const Buffer& recv, int root) {
+  impl_->runBlocking(core::checkBroadcast({rank(), size()}, send, recv, root));
+}
+
+void Communicator::allGatherBlocking(const Buffer& send, const Buffer& recv) {
+  impl_->runBlocking(core::checkAllGather({rank(), size()}, send, recv));
+}
+
+void Communicator::allGatherBlocking(const Buffer& send, const std::vector<Buffer>& recvs) {
+  impl_->runBlocking(core::checkAllGatherList({rank(), size()}, send, recvs));
+}
+
+void Communicator::barrierBlocking() { impl_->runBlocking(barrierArgs()); }
 
 void Communicator::abort() { impl_->abort(); }
 std::string Communicator::brokenReason() const { return impl_->brokenReason(); }

@@ -1,5 +1,5 @@
 // Runs collectives: picks the algorithm, gives it an Exec with the collective's deadline, and turns
-// any failure into a stored error. Any error after data may have moved breaks the communicator:
+// any failure into a stored error (a request's, or thrown to a blocking caller). Any error after data may have moved breaks the communicator:
 // later collectives fail at once, naming the first error, rather than risk mismatched messages.
 #include "core/communicator_impl.h"
 
@@ -88,8 +88,10 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   exec_.arena = arena_.get();
   // Sequence numbers are assigned under the engine's lock, so they follow the queue's order even
   // when several threads post.
-  engine_ = Engine::start([this](RequestState& r) { run(r); },
-                          [this](RequestState& r) { describePosted(r); }, settings_.timeout);
+  engine_ = Engine::start(
+      [this](RequestState& r) { r.complete(execute(r.args, r.desc, r.algorithm)); },
+                          [this](RequestState& r) { describe(r.args, r.desc, r.algorithm); },
+                          settings_.timeout);
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
@@ -100,17 +102,43 @@ CommunicatorImpl::~CommunicatorImpl() {
   transport_.reset();  // closes the endpoint before the op records it might reference go away
 }
 
+namespace {
+
+// The call as the caller made it; describe() adds the rest.
+void setCall(const algo::CollectiveArgs& args, algo::CollectiveDesc& d) {
+  d.kind = args.kind;
+  d.dtype = args.dtype;
+  d.count = args.count;
+  d.op = args.op;
+  d.root = args.kind == CollectiveKind::kBroadcast ? args.root : -1;
+}
+
+}  // namespace
+
 Request CommunicatorImpl::post(algo::CollectiveArgs args) {
   auto state = std::allocate_shared<RequestState>(RecyclingAllocator<RequestState>());
   state->engine = engine_.get();
-  state->desc.kind = args.kind;
-  state->desc.dtype = args.dtype;
-  state->desc.count = args.count;
-  state->desc.op = args.op;
-  state->desc.root = args.kind == CollectiveKind::kBroadcast ? args.root : -1;
+  setCall(args, state->desc);
   state->args = std::move(args);
-  engine_->submit(state);  // describePosted, under the engine's lock
+  engine_->submit(state);  // describe, under the engine's lock
   return Request(std::move(state));
+}
+
+void CommunicatorImpl::runBlocking(algo::CollectiveArgs args) {
+  algo::CollectiveDesc desc;
+  setCall(args, desc);
+  const algo::Algorithm* algorithm = nullptr;
+  if (!engine_->enterDirect([&] { describe(args, desc, algorithm); })) {
+    post(std::move(args)).wait();  // others are queued or running: behind them, in order
+    return;
+  }
+  struct Leave {  // busy_ goes back even if something escapes execute()
+    Engine& engine;
+    ~Leave() { engine.leaveDirect(); }
+  } leave{*engine_};
+  if (const std::exception_ptr error = execute(args, desc, algorithm)) {
+    std::rethrow_exception(error);
+  }
 }
 
 bool CommunicatorImpl::CallShape::matches(const algo::CollectiveDesc& d) const {
@@ -118,14 +146,14 @@ bool CommunicatorImpl::CallShape::matches(const algo::CollectiveDesc& d) const {
          call.op == d.op && call.root == d.root;
 }
 
-void CommunicatorImpl::describePosted(RequestState& request) {
-  algo::CollectiveDesc& d = request.desc;
+void CommunicatorImpl::describe(const algo::CollectiveArgs& args, algo::CollectiveDesc& d,
+                                const algo::Algorithm*& algorithm) {
   const bool fresh = !lastShape_.matches(d);
   if (fresh) {  // derived before it is kept: selection may throw
     CallShape c;
     const bool local = size_ == 1 || (d.count == 0 && d.kind != CollectiveKind::kBarrier);
     c.algorithm = local ? nullptr
-                        : &algo::selectAlgorithm(d.kind, request.args.bytes(), topology_,
+                        : &algo::selectAlgorithm(d.kind, args.bytes(), topology_,
                                                  settings_.overrides);
     c.call = Signature::of(d, c.algorithm != nullptr ? c.algorithm->name : nullptr);
     c.shape = algo::shapeHash(d, algo::algorithmNameHash(c.call.algorithm));
@@ -133,7 +161,7 @@ void CommunicatorImpl::describePosted(RequestState& request) {
     c.known = true;
     lastShape_ = c;
   }
-  request.algorithm = lastShape_.algorithm;
+  algorithm = lastShape_.algorithm;
   d.algorithm = lastShape_.call.algorithm;
   d.shape = lastShape_.shape;
   d.signature = lastShape_.signature;
@@ -141,41 +169,43 @@ void CommunicatorImpl::describePosted(RequestState& request) {
   watch_->posted(d.seq, lastShape_.call, coarseNow());
   // A repeat of the last call's shape repeats its algorithm, which was logged then if ever. The
   // sequence number is taken: a failure to log must not lose the request.
-  if (fresh && request.algorithm != nullptr) {
+  if (fresh && algorithm != nullptr) {
     try {
-      logChoice(*request.algorithm, d, request.args.bytes());
+      logChoice(*algorithm, d, args.bytes());
     } catch (...) {
     }
   }
 }
 
-void CommunicatorImpl::run(RequestState& request) {
+std::exception_ptr CommunicatorImpl::execute(const algo::CollectiveArgs& args,
+                                             const algo::CollectiveDesc& desc,
+                                             const algo::Algorithm* algorithm) {
   std::exception_ptr error;
   try {
     if (aborted_.load()) {
       throw Error(ErrorCode::kAborted, "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
-                                           "): " + request.desc.describe() + " not run: aborted");
+                                           "): " + desc.describe() + " not run: aborted");
     }
     if (broken_.load(std::memory_order_acquire)) {
       const std::string reason = brokenReason();
       throw Error(ErrorCode::kBroken, "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
-                                          "): " + request.desc.describe() +
+                                          "): " + desc.describe() +
                                           " not run: the communicator is broken by an earlier "
                                           "error: " + reason);
     }
     const auto now = coarseNow();  // the recorder's start and a deadline of seconds
-    watch_->started(request.desc, now);
-    if (request.algorithm == nullptr) {
-      runLocal(request.args);
+    watch_->started(desc, now);
+    if (algorithm == nullptr) {
+      runLocal(args);
     } else {
       // The deadline is never earlier than intended (the coarse clock lags).
-      algo::Exec exec(*transport_, resources_, request.desc, exec_,
+      algo::Exec exec(*transport_, resources_, desc, exec_,
                       now + coarseLag() + exec_.timeout);
-      algo::runCollective(*request.algorithm, exec, request.args);
+      algo::runCollective(*algorithm, exec, args);
     }
-    watch_->finished(request.desc, nullptr);
+    watch_->finished(desc, nullptr);
   } catch (const Error& e) {
-    watch_->finished(request.desc, &e);
+    watch_->finished(desc, &e);
     // Only the error that breaks the communicator is logged: the requests queued behind it fail
     // with kBroken/kAborted too, and a non-blocking loop can queue thousands of them.
     const bool first = !broken_.load(std::memory_order_acquire);
@@ -185,12 +215,12 @@ void CommunicatorImpl::run(RequestState& request) {
   } catch (const std::exception& e) {
     markBroken(e.what());
     const Error internal(ErrorCode::kInternal, "smddp: rank " + std::to_string(rank_) + ": " +
-                                                   request.desc.describe() +
+                                                   desc.describe() +
                                                    ": internal error: " + e.what());
-    watch_->finished(request.desc, &internal);
+    watch_->finished(desc, &internal);
     error = std::make_exception_ptr(internal);
   }
-  request.complete(error);
+  return error;
 }
 
 // size 1, or nothing to move: the result is the input (AVG over one rank is the value itself).
@@ -204,7 +234,7 @@ void CommunicatorImpl::runLocal(const algo::CollectiveArgs& args) {
   }
 }
 
-// Under the engine's lock (describePosted), which guards loggedChoices_.
+// Under the engine's lock (describe), which guards loggedChoices_.
 void CommunicatorImpl::logChoice(const algo::Algorithm& algorithm,
                                  const algo::CollectiveDesc& desc, size_t bytes) {
   if (!logEnabled(LogLevel::kInfo) || !loggedChoices_.insert(&algorithm).second) return;

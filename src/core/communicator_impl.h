@@ -55,6 +55,10 @@ class CommunicatorImpl {
   // Validated arguments in, a queued request out. Throws Error for bad arguments without
   // consuming a sequence number.
   Request post(algo::CollectiveArgs args);
+  // Validated arguments in; returns once the collective completed on this rank, throwing its
+  // Error. Runs it on the calling thread without a request when the engine is idle (one lock
+  // pair and one busy_ exchange per call); otherwise posts it and waits.
+  void runBlocking(algo::CollectiveArgs args);
 
   void abort();
   std::string brokenReason() const;
@@ -62,8 +66,12 @@ class CommunicatorImpl {
  private:
   // Under the engine's lock, in queue order: the algorithm, shape hash and tag signature
   // (derived once per run of identical calls), the sequence number, the recorder's post entry.
-  void describePosted(RequestState& request);
-  void run(RequestState& request);
+  // d holds the call (setCall) on entry.
+  void describe(const algo::CollectiveArgs& args, algo::CollectiveDesc& d,
+                const algo::Algorithm*& algorithm);
+  // Runs one described collective (algorithm nullptr: locally); returns its error, or null.
+  std::exception_ptr execute(const algo::CollectiveArgs& args, const algo::CollectiveDesc& desc,
+                             const algo::Algorithm* algorithm);
   void runLocal(const algo::CollectiveArgs& args);
   void markBroken(const std::string& reason);
   void settleDeferredCheck();
@@ -81,7 +89,7 @@ class CommunicatorImpl {
   std::string brokenReason_;
   std::atomic<bool> broken_{false};  // brokenReason_ is set (read without the mutex per run)
   std::set<const algo::Algorithm*> loggedChoices_;  // guarded by the engine's lock
-  // What describePosted derived for the last call's arguments (guarded by the engine's lock).
+  // What describe derived for the last call's arguments (guarded by the engine's lock).
   struct CallShape {
     bool known = false;
     Signature call;                              // with the algorithm's name (nullptr: local)

@@ -63,6 +63,17 @@ class Engine {
   // Runs what is queued (bounded by each request's own deadline), then joins the engine thread.
   void stop();
 
+  // The blocking path (a collective run by its caller without a request): when nothing is queued
+  // or running and the engine is not stopping, takes busy_, calls describe() under the lock (as
+  // the Poster would: the sequence number follows the queue's order) and returns true; the caller
+  // then runs the collective itself and calls leaveDirect(). Otherwise (or if describe throws,
+  // which reaches the caller) it returns false having done nothing: the caller posts instead.
+  // Per call: one lock/unlock pair, one compare-and-swap of busy_ and its release; no queue entry,
+  // no request, no completion.
+  template <class Describe>
+  bool enterDirect(Describe&& describe);
+  void leaveDirect() { releaseBusy(); }
+
   // Wakes the callers sleeping on `request` after its completion (RequestState::complete).
   void announce(const RequestState& request);
 
@@ -132,5 +143,21 @@ class Engine {
   bool stop_ = false;
   std::thread thread_;
 };
+
+template <class Describe>
+bool Engine::enterDirect(Describe&& describe) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  dropClaimed();
+  // drivers_: callers waiting for their own queued requests (the queue is then not empty either).
+  if (stop_ || !queue_.empty() || drivers_ > 0 || !acquireBusy()) return false;
+  try {
+    describe();
+  } catch (...) {
+    busy_.store(false);  // nothing was queued meanwhile: the lock is held
+    throw;
+  }
+  countCallerRun();  // the thread's poll backs off as for a caller-run request
+  return true;
+}
 
 }  // namespace smddp::core

@@ -1,4 +1,6 @@
 if(TARGET smddp_core)
   smddp_add_test(smddp_loopback_core_api loopback 120 LIBS smddp_core SOURCES loopback/core_api_test.cc)
   smddp_add_test(smddp_loopback_core_errors loopback 60 LIBS smddp_core SOURCES loopback/core_errors_test.cc)
+  smddp_add_test(smddp_loopback_core_blocking loopback 120 LIBS smddp_core
+                 SOURCES loopback/core_blocking_test.cc)
 endif()

@@ -61,6 +61,9 @@ TEST(BenchOptions, LongSpellingsAndSuffixes) {
   EXPECT_EQ(parseArgs({"-d", "double"}).dtypes, std::vector<DataType>{DataType::kFloat64});
   EXPECT_EQ(parseArgs({"-d", "bfloat16"}).dtypes, std::vector<DataType>{DataType::kBFloat16});
   EXPECT_TRUE(parseArgs({"-h"}).help);
+  EXPECT_EQ(parseArgs({}).blocking, 0);
+  EXPECT_EQ(parseArgs({"-z", "1"}).blocking, 1);
+  EXPECT_EQ(parseArgs({"--blocking=2"}).blocking, 2);
 }
 
 TEST(BenchOptions, RejectionsNameTheFlag) {
@@ -71,6 +74,7 @@ TEST(BenchOptions, RejectionsNameTheFlag) {
   EXPECT_NE(errorOf({"-e", "-3"}).find("for -e"), std::string::npos);
   EXPECT_NE(errorOf({"-n", "0"}).find("for -n"), std::string::npos);
   EXPECT_NE(errorOf({"-c", "2"}).find("for -c"), std::string::npos);
+  EXPECT_NE(errorOf({"-z", "3"}).find("for -z"), std::string::npos);
   EXPECT_NE(errorOf({"-d", "float8"}).find("for -d"), std::string::npos);
   EXPECT_NE(errorOf({"-o", "xor"}).find("for -o"), std::string::npos);
   EXPECT_NE(errorOf({"-P", "verbs"}).find("for -P"), std::string::npos);

@@ -1,12 +1,15 @@
 // Engine, directly: each submitted request runs exactly once and in submission order, whoever
 // runs it (a waiting caller on the lock-free or the locked path, or the engine thread), also when
-// several callers wait on it or wait again after it is done.
+// several callers wait on it or wait again after it is done, and when blocking callers run their
+// own collectives (enterDirect) between queued ones.
 #include "core/engine.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
+#include <stdexcept>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -107,6 +110,70 @@ TEST(Engine, ARequestNobodyWaitsForStillRuns) {
   EXPECT_TRUE(lone->done());
   engine->stop();
   EXPECT_EQ(rec.runs[50], 1);
+}
+
+// A direct run as CommunicatorImpl::runBlocking makes one: the sequence number under the lock,
+// the run recorded as the engine's runner records it. Returns false when the engine declined.
+bool runDirect(Engine& engine, Recorder& rec) {
+  uint64_t seq = 0;
+  if (!engine.enterDirect([&] { seq = rec.nextSeq++; })) return false;
+  {
+    std::lock_guard<std::mutex> lock(rec.mutex);
+    rec.order.push_back(seq);
+    ++rec.runs.at(seq);
+  }
+  engine.leaveDirect();
+  return true;
+}
+
+TEST(Engine, DirectRunsAreDeclinedWhileAnotherRunsAndSurviveAThrowingDescribe) {
+  Recorder rec;
+  auto engine = startEngine(rec);
+  ASSERT_TRUE(engine->enterDirect([] {}));
+  EXPECT_FALSE(engine->enterDirect([] {})) << "one runner at a time";
+  engine->leaveDirect();
+  EXPECT_THROW(engine->enterDirect([] { throw std::runtime_error("selection failed"); }),
+               std::runtime_error);
+  ASSERT_TRUE(runDirect(*engine, rec)) << "a throwing describe left busy_ taken";
+  auto r = submit(*engine);
+  ASSERT_TRUE(waitQueued(*engine, *r));
+  engine->stop();
+  EXPECT_FALSE(engine->enterDirect([] {})) << "a stopped engine runs nothing";
+  ASSERT_EQ(rec.order, (std::vector<uint64_t>{0, 1}));
+}
+
+// One thread alternates direct runs with posted requests it waits for; another posts requests
+// nobody waits for (the engine thread runs them) and waits for them later. Every collective runs
+// once, in sequence order: a direct run starts only when nothing is queued or running.
+TEST(Engine, DirectRunsInterleaveWithQueuedRequestsInOrder) {
+  Recorder rec;
+  auto engine = startEngine(rec);
+  constexpr int kEach = 1000;
+  std::atomic<int> declined{0};
+  std::thread poster([&] {
+    std::vector<std::shared_ptr<RequestState>> reqs;
+    for (int k = 0; k < kEach; ++k) {
+      reqs.push_back(submit(*engine));
+      if (k % 16 == 15) std::this_thread::sleep_for(std::chrono::microseconds(150));
+    }
+    for (auto& r : reqs) EXPECT_TRUE(waitQueued(*engine, *r));
+  });
+  for (int k = 0; k < kEach; ++k) {
+    if (!runDirect(*engine, rec)) {
+      declined.fetch_add(1);
+      auto r = submit(*engine);  // as runBlocking falls back: post, then wait
+      ASSERT_TRUE(waitQueued(*engine, *r));
+    }
+  }
+  poster.join();
+  engine->stop();
+  const size_t total = 2 * kEach;
+  ASSERT_EQ(rec.order.size(), total);
+  for (size_t i = 0; i < total; ++i) {
+    EXPECT_EQ(rec.order[i], i) << "run " << i;
+    EXPECT_EQ(rec.runs[i], 1) << "request " << i;
+  }
+  RecordProperty("declined", declined.load());
 }
 
 }  // namespace
