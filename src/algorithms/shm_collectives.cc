@@ -66,7 +66,7 @@ void broadcastShmEager(Exec& exec, const CollectiveArgs& args) {
     RingStep step(exec);
     if (root) {
       std::memcpy(step.mine(), in + off, bytes);
-      step.publish();
+      step.publish(bytes);
       if (out != in) std::memcpy(out + off, in + off, bytes);
     } else {
       step.publish();  // our identity only, for the root's check

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/prefetch.h"
+
 namespace smddp::algo {
 
 using transport::SharedArena;
@@ -47,11 +49,17 @@ void RingStep::waitForPeers(uint64_t need) {
   exec_.ring().peersDone = least;
 }
 
-void RingStep::publish() {
+void RingStep::publish(size_t dataBytes) {
   SharedArena::RingHeader& h = arena_.ringHeader(exec_.rank(), use_);
   h.seq.store(exec_.desc().seq, std::memory_order_relaxed);
   h.shape.store(exec_.desc().shape, std::memory_order_relaxed);
   h.stamp.store(use_ + 1, std::memory_order_release);
+  // The next use's entry, as much of it as this one wrote (a loop repeats its size): its peers
+  // read it kRingDepth uses ago, so its lines are theirs until taken back.
+  const auto* next =
+      reinterpret_cast<const unsigned char*>(&arena_.ringHeader(exec_.rank(), use_ + 1));
+  const size_t bytes = std::min(sizeof(SharedArena::RingHeader) + dataBytes, kPrefetchBytes);
+  for (size_t off = 0; off < bytes; off += kLine) prefetchForWrite(next + off);
 }
 
 void RingStep::await(int peer) {

@@ -40,8 +40,9 @@ class RingStep {
   unsigned char* mine() { return arena_.ringData(exec_.rank(), use_); }
   const unsigned char* of(int r) { return arena_.ringData(r, use_); }
 
-  // Publishes this rank's entry: identity, then the stamp (data, if any, written before).
-  void publish();
+  // Publishes this rank's entry: identity, then the stamp (dataBytes of data, if any, written
+  // before); then prefetches the next use's entry for writing.
+  void publish(size_t dataBytes = 0);
   // Waits for `peer`'s entry of this use and checks that it is in the same collective.
   void await(int peer);
   // This rank reads nothing of this use any more; with deferCheck (the root) it leaves the check
@@ -54,6 +55,8 @@ class RingStep {
 
  private:
   static constexpr size_t kSettleBatch = 16;  // pending checks a rank lets accumulate unprompted
+  static constexpr size_t kLine = 64;
+  static constexpr size_t kPrefetchBytes = 16 * kLine;  // of the next entry, at most
 
   void waitForPeers(uint64_t need);
   // settle(exec, false) as a wait's aside (Exec::waitWord): the peers may be waiting for it.

@@ -101,7 +101,8 @@ TEST_P(CoreBlocking, BroadcastAllGatherAndBarrier) {
       for (int r = 0; r < n; ++r) {
         for (size_t i = 0; i < count; ++i) {
           const auto want = static_cast<float>(value(r, i));
-          ASSERT_EQ(out[r * count + i], want) << "rank " << rank << " block " << r << " index " << i;
+          ASSERT_EQ(out[r * count + i], want)
+              << "rank " << rank << " block " << r << " index " << i;
           ASSERT_EQ(lists[r][i], want) << "list: rank " << rank << " block " << r;
         }
       }
@@ -188,13 +189,16 @@ TEST(CoreBlockingErrors, BadArgumentsThrowAndLeaveTheCommunicatorUsable) {
   runRanks(comms, [&](int rank, Communicator& c) {
     std::vector<float> a(8, 1.f), b(8, 0.f);
     const auto F = DataType::kFloat32;
-    auto msg = expectError([&] { c.allReduceBlocking(Buffer(a.data(), 8, F), Buffer(b.data(), 7, F),
-                                                     ReduceOp::kSum); },
-                           ErrorCode::kInvalidArgument);
+    auto msg = expectError(
+        [&] {
+          c.allReduceBlocking(Buffer(a.data(), 8, F), Buffer(b.data(), 7, F), ReduceOp::kSum);
+        },
+        ErrorCode::kInvalidArgument);
     EXPECT_NE(msg.find("rank " + std::to_string(rank) + "/3"), std::string::npos) << msg;
     EXPECT_NE(msg.find("differ in size"), std::string::npos) << msg;
-    msg = expectError([&] { c.broadcastBlocking(Buffer(a.data(), 8, F), Buffer(a.data(), 8, F), 5); },
-                      ErrorCode::kInvalidArgument);
+    msg = expectError(
+        [&] { c.broadcastBlocking(Buffer(a.data(), 8, F), Buffer(a.data(), 8, F), 5); },
+        ErrorCode::kInvalidArgument);
     EXPECT_NE(msg.find("root 5 is out of range [0, 3)"), std::string::npos) << msg;
     c.allReduceBlocking(Buffer(a.data(), 8, F), Buffer(b.data(), 8, F), ReduceOp::kSum);
     for (float v : b) ASSERT_EQ(v, 3.f) << "rank " << rank;
@@ -213,9 +217,11 @@ TEST(CoreBlockingErrors, MissingRankTimesOutNamingItThenBrokenThenAborted) {
     std::vector<float> a(64, 1.f);
     const auto F = DataType::kFloat32;
     const auto start = std::chrono::steady_clock::now();
-    auto msg = expectError([&] { c.allReduceBlocking(Buffer(a.data(), 64, F), Buffer(a.data(), 64, F),
-                                                     ReduceOp::kSum); },
-                           ErrorCode::kTimeout);
+    auto msg = expectError(
+        [&] {
+          c.allReduceBlocking(Buffer(a.data(), 64, F), Buffer(a.data(), 64, F), ReduceOp::kSum);
+        },
+        ErrorCode::kTimeout);
     EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
     EXPECT_NE(msg.find("all_reduce #0"), std::string::npos) << msg;
     EXPECT_NE(msg.find("timed out after 300 ms"), std::string::npos) << msg;
