@@ -3,6 +3,8 @@
 // baton): the engine's own thread, which guarantees progress of asynchronous collectives, and a
 // caller blocked in wait(), which runs the queue up to its own request itself — the synchronous
 // fast path with no thread hand-off. The engine thread stands back while a caller is driving.
+// A blocking collective (enterDirect) takes the baton itself when nothing is queued or running and
+// runs without a request at all.
 // A caller drives only while its own deadline leaves room for a whole collective (collectives
 // cannot change threads midway), so wait(short timeout) still returns on time.
 //
