@@ -1,7 +1,8 @@
 // Communicator: a group of ranks that issue the same collectives in the same order.
-// Every collective validates its arguments on the calling thread (throwing Error(kInvalidArgument)
-// with the communicator untouched), then returns a Request at once (or, the *Blocking forms, returns
-// when done); the engine runs collectives in issue order. After an unrecoverable error the communicator is broken and says so on every call.
+// Every collective validates its arguments on the calling thread (throwing
+// Error(kInvalidArgument) with the communicator untouched), then returns a Request at once (the
+// *Blocking forms: returns when done); the engine runs collectives in issue order. After an
+// unrecoverable error the communicator is broken and says so on every call.
 #pragma once
 
 #include <chrono>

@@ -1,5 +1,5 @@
-// Runs collectives: picks the algorithm, gives it an Exec with the collective's deadline, and turns
-// any failure into a stored error (a request's, or thrown to a blocking caller). Any error after data may have moved breaks the communicator:
+// Runs collectives: picks the algorithm, gives it an Exec with the collective's deadline, and
+// turns any failure into a stored error (a request's, or thrown to a blocking caller). Any error after data may have moved breaks the communicator:
 // later collectives fail at once, naming the first error, rather than risk mismatched messages.
 #include "core/communicator_impl.h"
 
@@ -90,8 +90,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   // when several threads post.
   engine_ = Engine::start(
       [this](RequestState& r) { r.complete(execute(r.args, r.desc, r.algorithm)); },
-                          [this](RequestState& r) { describe(r.args, r.desc, r.algorithm); },
-                          settings_.timeout);
+      [this](RequestState& r) { describe(r.args, r.desc, r.algorithm); }, settings_.timeout);
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
@@ -132,6 +131,7 @@ void CommunicatorImpl::runBlocking(algo::CollectiveArgs args) {
     post(std::move(args)).wait();  // others are queued or running: behind them, in order
     return;
   }
+  inlineRuns_.store(inlineRuns_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   struct Leave {  // busy_ goes back even if something escapes execute()
     Engine& engine;
     ~Leave() { engine.leaveDirect(); }

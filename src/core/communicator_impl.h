@@ -59,6 +59,8 @@ class CommunicatorImpl {
   // Error. Runs it on the calling thread without a request when the engine is idle (one lock
   // pair and one busy_ exchange per call); otherwise posts it and waits.
   void runBlocking(algo::CollectiveArgs args);
+  // Blocking collectives run on the caller's thread without a request so far (tests).
+  uint64_t inlineRuns() const { return inlineRuns_.load(std::memory_order_relaxed); }
 
   void abort();
   std::string brokenReason() const;
@@ -100,6 +102,7 @@ class CommunicatorImpl {
   };
   CallShape lastShape_;
   uint64_t nextSeq_ = 0;  // guarded by the engine's lock (its Poster assigns it)
+  std::atomic<uint64_t> inlineRuns_{0};  // written by the holder of the engine's busy flag
   std::unique_ptr<CollectiveWatch> watch_;
   algo::ExecSettings exec_;  // this communicator's knobs for every Exec (set once watch_ exists)
   std::unique_ptr<Engine> engine_;

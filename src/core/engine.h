@@ -68,8 +68,9 @@ class Engine {
   // The blocking path (a collective run by its caller without a request): when nothing is queued
   // or running and the engine is not stopping, takes busy_, calls describe() under the lock (as
   // the Poster would: the sequence number follows the queue's order) and returns true; the caller
-  // then runs the collective itself and calls leaveDirect(). Otherwise (or if describe throws,
-  // which reaches the caller) it returns false having done nothing: the caller posts instead.
+  // then runs the collective itself and calls leaveDirect(). Otherwise it returns false having
+  // done nothing (the caller posts instead). If describe throws, busy_ is given back and the
+  // exception reaches the caller.
   // Per call: one lock/unlock pair, one compare-and-swap of busy_ and its release; no queue entry,
   // no request, no completion.
   template <class Describe>
@@ -150,7 +151,7 @@ template <class Describe>
 bool Engine::enterDirect(Describe&& describe) {
   std::lock_guard<std::mutex> lock(mutex_);
   dropClaimed();
-  // drivers_: callers waiting for their own queued requests (the queue is then not empty either).
+  // drivers_: callers inside a wait that may drive; one may be about to take busy_ for the queue.
   if (stop_ || !queue_.empty() || drivers_ > 0 || !acquireBusy()) return false;
   try {
     describe();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "loopback_group.h"
+#include "reduce/convert.h"
 #include "smddp/error.h"
 
 namespace smddp {
@@ -43,41 +44,99 @@ double reduced(ReduceOp op, int n, size_t i) {
   return op == ReduceOp::kAvg ? acc / n : acc;
 }
 
+// Element codecs: the stored form of a value and back (16-bit floats through reduce/convert.h).
 template <class T>
+struct Plain {
+  using Stored = T;
+  static Stored encode(double v) { return static_cast<T>(v); }
+  static double decode(Stored v) { return static_cast<double>(v); }
+};
+struct Half {
+  using Stored = uint16_t;
+  static Stored encode(double v) { return reduce::floatToHalf(static_cast<float>(v)); }
+  static double decode(Stored v) { return reduce::halfToFloat(v); }
+};
+struct BFloat {
+  using Stored = uint16_t;
+  static Stored encode(double v) { return reduce::floatToBf16(static_cast<float>(v)); }
+  static double decode(Stored v) { return reduce::bf16ToFloat(v); }
+};
+
+template <class Codec>
 void checkAllReduce(Communicator& c, int rank, int n, DataType dtype, ReduceOp op, size_t count) {
-  std::vector<T> in = filled<T>(rank, count), out(count, T(-1)), inplace = in;
+  using S = typename Codec::Stored;
+  std::vector<S> in(count), out(count, Codec::encode(99));
+  for (size_t i = 0; i < count; ++i) in[i] = Codec::encode(value(rank, i));
+  std::vector<S> inplace = in;
   c.allReduceBlocking(Buffer(in.data(), count, dtype), Buffer(out.data(), count, dtype), op);
   c.allReduceBlocking(Buffer(inplace.data(), count, dtype), Buffer(inplace.data(), count, dtype),
                       op);
   for (size_t i = 0; i < count; ++i) {
-    const T want = static_cast<T>(reduced(op, n, i));
-    ASSERT_EQ(out[i], want) << "rank " << rank << " " << toString(dtype) << " " << toString(op)
-                            << " count " << count << " index " << i;
-    ASSERT_EQ(inplace[i], want) << "in place: rank " << rank << " index " << i;
+    const double want = Codec::decode(Codec::encode(reduced(op, n, i)));  // as the dtype holds it
+    ASSERT_EQ(Codec::decode(out[i]), want) << "rank " << rank << " " << toString(dtype) << " "
+                                           << toString(op) << " count " << count << " index " << i;
+    ASSERT_EQ(Codec::decode(inplace[i]), want) << "in place: rank " << rank << " index " << i;
   }
+}
+
+// A collective that fails in a loopback group names its rank and ends the test in seconds, not
+// after the default 300 s timeout.
+std::vector<std::unique_ptr<Communicator>> makeGroup(int n) {
+  Options opts;
+  opts.timeout = 10s;
+  return makeLoopbackGroup(n, opts);
+}
+
+template <typename Fn>
+std::string expectError(Fn fn, ErrorCode code) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error raised";
+  return "";
 }
 
 class CoreBlocking : public ::testing::TestWithParam<int> {};
 
+// Products of up to 7 values in 1..3 fit every type of 32 bits or more exactly; the 8- and 16-bit
+// types take the ops whose results stay small (sums up to 21, avg).
 TEST_P(CoreBlocking, AllReduceEveryDtypeAndOp) {
   const int n = GetParam();
-  auto comms = makeLoopbackGroup(n);
+  auto comms = makeGroup(n);
   runRanks(comms, [&](int rank, Communicator& c) {
+    const uint64_t before = c.impl().inlineRuns();
+    int calls = 0;
     for (size_t count : {size_t{0}, size_t{1}, size_t{13}, size_t{1001}}) {
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax}) {
-        checkAllReduce<float>(c, rank, n, DataType::kFloat32, op, count);
-        checkAllReduce<double>(c, rank, n, DataType::kFloat64, op, count);
-        checkAllReduce<int32_t>(c, rank, n, DataType::kInt32, op, count);
-        checkAllReduce<int64_t>(c, rank, n, DataType::kInt64, op, count);
+        checkAllReduce<Plain<float>>(c, rank, n, DataType::kFloat32, op, count);
+        checkAllReduce<Plain<double>>(c, rank, n, DataType::kFloat64, op, count);
+        checkAllReduce<Plain<int32_t>>(c, rank, n, DataType::kInt32, op, count);
+        checkAllReduce<Plain<int64_t>>(c, rank, n, DataType::kInt64, op, count);
+        calls += 8;
+        if (op == ReduceOp::kProd) continue;
+        checkAllReduce<Half>(c, rank, n, DataType::kFloat16, op, count);
+        checkAllReduce<BFloat>(c, rank, n, DataType::kBFloat16, op, count);
+        checkAllReduce<Plain<int8_t>>(c, rank, n, DataType::kInt8, op, count);
+        checkAllReduce<Plain<uint8_t>>(c, rank, n, DataType::kUInt8, op, count);
+        calls += 8;
       }
-      checkAllReduce<double>(c, rank, n, DataType::kFloat64, ReduceOp::kAvg, count);
+      checkAllReduce<Plain<float>>(c, rank, n, DataType::kFloat32, ReduceOp::kAvg, count);
+      checkAllReduce<Plain<double>>(c, rank, n, DataType::kFloat64, ReduceOp::kAvg, count);
+      checkAllReduce<Half>(c, rank, n, DataType::kFloat16, ReduceOp::kAvg, count);
+      checkAllReduce<BFloat>(c, rank, n, DataType::kBFloat16, ReduceOp::kAvg, count);
+      calls += 8;
     }
+    // Nothing else was queued: every call ran on this thread, without a request.
+    EXPECT_EQ(c.impl().inlineRuns() - before, static_cast<uint64_t>(calls)) << "rank " << rank;
   });
 }
 
 TEST_P(CoreBlocking, BroadcastAllGatherAndBarrier) {
   const int n = GetParam();
-  auto comms = makeLoopbackGroup(n);
+  auto comms = makeGroup(n);
   runRanks(comms, [&](int rank, Communicator& c) {
     for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{999}}) {
       for (int root = 0; root < n; ++root) {
@@ -116,7 +175,7 @@ TEST_P(CoreBlocking, BroadcastAllGatherAndBarrier) {
 // and its result, and the next posted one follows the blocking one's number.
 TEST_P(CoreBlocking, BehindPostedRequestsInIssueOrder) {
   const int n = GetParam();
-  auto comms = makeLoopbackGroup(n);
+  auto comms = makeGroup(n);
   runRanks(comms, [&](int rank, Communicator& c) {
     constexpr int kPosted = 12;
     for (int round = 0; round < 20; ++round) {
@@ -147,7 +206,7 @@ TEST_P(CoreBlocking, BehindPostedRequestsInIssueOrder) {
 // collective nobody waits for still runs. Bounded: polls completed() for at most 5 s.
 TEST_P(CoreBlocking, PostedCollectiveProgressesAfterBlockingOnes) {
   const int n = GetParam();
-  auto comms = makeLoopbackGroup(n);
+  auto comms = makeGroup(n);
   runRanks(comms, [&](int rank, Communicator& c) {
     std::vector<float> sync(5, 1.f);
     for (int k = 0; k < 2000; ++k) {
@@ -172,20 +231,8 @@ TEST_P(CoreBlocking, PostedCollectiveProgressesAfterBlockingOnes) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, CoreBlocking, ::testing::Values(1, 2, 3, 5, 7));
 
-template <typename Fn>
-std::string expectError(Fn fn, ErrorCode code) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error raised";
-  return "";
-}
-
 TEST(CoreBlockingErrors, BadArgumentsThrowAndLeaveTheCommunicatorUsable) {
-  auto comms = makeLoopbackGroup(3);
+  auto comms = makeGroup(3);
   runRanks(comms, [&](int rank, Communicator& c) {
     std::vector<float> a(8, 1.f), b(8, 0.f);
     const auto F = DataType::kFloat32;
@@ -205,6 +252,26 @@ TEST(CoreBlockingErrors, BadArgumentsThrowAndLeaveTheCommunicatorUsable) {
     // Nothing was consumed by the rejected calls: the blocking one above was #0.
     EXPECT_EQ(c.barrier().sequence(), 1u);
     EXPECT_TRUE(c.brokenReason().empty());
+  });
+}
+
+// An algorithm override that cannot run here fails when the call is described (under the
+// engine's lock, busy flag taken): the error reaches the caller, no sequence number is used, the
+// busy flag is given back, and other collectives still run.
+TEST(CoreBlockingErrors, AnUnusableAlgorithmOverrideThrowsAndLeavesTheEngineFree) {
+  Options opts;
+  opts.timeout = 10s;
+  opts.algorithms = "broadcast:shm";  // needs the shared-memory arena; loopback has none
+  auto comms = makeLoopbackGroup(2, opts);
+  runRanks(comms, [&](int rank, Communicator& c) {
+    std::vector<float> a(4, static_cast<float>(rank));
+    const Buffer buf(a.data(), 4, DataType::kFloat32);
+    const auto msg = expectError([&] { c.broadcastBlocking(buf, buf, 0); },
+                                 ErrorCode::kInvalidArgument);
+    EXPECT_NE(msg.find("needs the shared-memory arena"), std::string::npos) << msg;
+    c.allReduceBlocking(buf, buf, ReduceOp::kSum);
+    for (float v : a) ASSERT_EQ(v, 1.f) << "rank " << rank;
+    EXPECT_EQ(c.barrier().sequence(), 1u) << "the failed broadcast took no sequence number";
   });
 }
 
