@@ -17,6 +17,7 @@ namespace smddp {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::expectError;
 using testing::makeLoopbackGroup;
 using testing::runRanks;
 
@@ -85,18 +86,6 @@ std::vector<std::unique_ptr<Communicator>> makeGroup(int n) {
   Options opts;
   opts.timeout = 10s;
   return makeLoopbackGroup(n, opts);
-}
-
-template <typename Fn>
-std::string expectError(Fn fn, ErrorCode code) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error raised";
-  return "";
 }
 
 class CoreBlocking : public ::testing::TestWithParam<int> {};

@@ -11,22 +11,10 @@
 namespace smddp {
 namespace {
 
+using testing::expectError;
 using testing::makeLoopbackGroup;
 using testing::runRanks;
 using namespace std::chrono_literals;
-
-// Runs fn, expects Error with code, and returns its message.
-template <typename Fn>
-std::string expectError(Fn fn, ErrorCode code) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error raised";
-  return "";
-}
 
 TEST(CoreErrors, BadArgumentsNameTheProblemAndLeaveTheCommunicatorUsable) {
   auto comms = makeLoopbackGroup(3);

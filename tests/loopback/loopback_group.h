@@ -12,6 +12,7 @@
 
 #include "core/communicator_impl.h"
 #include "smddp/communicator.h"
+#include "smddp/error.h"
 #include "transport/loopback/loopback_transport.h"
 
 namespace smddp::testing {
@@ -50,6 +51,19 @@ inline void runRanks(std::vector<std::unique_ptr<Communicator>>& comms,
   for (size_t r = 0; r < errors.size(); ++r) {
     EXPECT_TRUE(errors[r].empty()) << "rank " << r << " threw: " << errors[r];
   }
+}
+
+// Runs fn, expects smddp::Error with `code`, and returns its message ("" and a failure if none).
+template <typename Fn>
+std::string expectError(Fn fn, ErrorCode code) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error raised";
+  return "";
 }
 
 }  // namespace smddp::testing
