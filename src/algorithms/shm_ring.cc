@@ -56,10 +56,8 @@ void RingStep::publish(size_t dataBytes) {
   h.stamp.store(use_ + 1, std::memory_order_release);
   // The next use's entry, as much of it as this one wrote (a loop repeats its size): its peers
   // read it kRingDepth uses ago, so its lines are theirs until taken back.
-  const auto* next =
-      reinterpret_cast<const unsigned char*>(&arena_.ringHeader(exec_.rank(), use_ + 1));
-  const size_t bytes = std::min(sizeof(SharedArena::RingHeader) + dataBytes, kPrefetchBytes);
-  for (size_t off = 0; off < bytes; off += kLine) prefetchForWrite(next + off);
+  prefetchForWrite(&arena_.ringHeader(exec_.rank(), use_ + 1),
+                   std::min(sizeof(SharedArena::RingHeader) + dataBytes, kPrefetchBytes));
 }
 
 void RingStep::await(int peer) {

@@ -55,8 +55,7 @@ class RingStep {
 
  private:
   static constexpr size_t kSettleBatch = 16;  // pending checks a rank lets accumulate unprompted
-  static constexpr size_t kLine = 64;
-  static constexpr size_t kPrefetchBytes = 16 * kLine;  // of the next entry, at most
+  static constexpr size_t kPrefetchBytes = 1024;  // of the next entry, at most
 
   void waitForPeers(uint64_t need);
   // settle(exec, false) as a wait's aside (Exec::waitWord): the peers may be waiting for it.

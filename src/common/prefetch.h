@@ -1,32 +1,26 @@
-// prefetchForWrite: asks for a cache line in a state this core can write without waiting (x86
-// PREFETCHW, Arm PRFM PST). Used on shared-memory lines a peer read last: issued a call ahead,
-// it takes the peer's copy away while this core does other work, so the later stores retire at
-// once instead of holding the store buffer (and the next locked instruction) for a cross-core
-// round trip.
+// prefetchForWrite: asks for the cache lines of [p, p + bytes) in a state this core can write
+// without waiting (x86 PREFETCHW, Arm PRFM PST). Used on shared-memory lines a peer read last:
+// issued a call ahead, it takes the peer's copies away while this core does other work, so the
+// later stores retire at once instead of holding the store buffer (and the next locked
+// instruction) for a cross-core round trip.
 // A hint only: never faults, and does nothing where the CPU lacks it.
 #pragma once
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
+#include <cstddef>
 
 namespace smddp {
 
-#if defined(__x86_64__) || defined(__i386__)
-// CPUID 0x80000001 ECX bit 8 (PRFCHW): every AMD64 CPU, Intel since Broadwell.
-inline bool cpuHasPrefetchw() {
-  static const bool has = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    return __get_cpuid(0x80000001u, &a, &b, &c, &d) != 0 && (c & (1u << 8)) != 0;
-  }();
-  return has;
-}
+constexpr size_t kCacheLine = 64;
 
-inline void prefetchForWrite(const void* p) {
-  if (cpuHasPrefetchw()) asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
-}
+inline void prefetchForWrite(const void* p, size_t bytes) {
+  const auto* c = static_cast<const char*>(p);
+#if defined(__x86_64__) || defined(__i386__)
+  // PRFCHW: every AMD64 CPU, Intel since Broadwell (detected as reduce/ detects AVX2).
+  if (!__builtin_cpu_supports("prfchw")) return;
+  for (size_t off = 0; off < bytes; off += kCacheLine) asm volatile("prefetchw %0" : : "m"(c[off]));
 #else
-inline void prefetchForWrite(const void* p) { __builtin_prefetch(p, 1, 3); }
+  for (size_t off = 0; off < bytes; off += kCacheLine) __builtin_prefetch(c + off, 1, 3);
 #endif
+}
 
 }  // namespace smddp

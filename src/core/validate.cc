@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "common/logging.h"
@@ -175,8 +174,7 @@ algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,
   args.recv = nullptr;
   args.count = send.count;
   args.dtype = send.dtype;
-  std::vector<void*> blocks;
-  blocks.reserve(recvs.size());
+  args.blocks.reserve(recvs.size());
   for (size_t r = 0; r < recvs.size(); ++r) {
     const std::string name = "output " + std::to_string(r);
     checkBuffer(at, kind, name.c_str(), recvs[r]);
@@ -195,9 +193,8 @@ algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,
              "output " + std::to_string(q) + " and " + name + " overlap");
       }
     }
-    blocks.push_back(recvs[r].data);
+    args.blocks.push_back(recvs[r].data);
   }
-  args.blocks = std::move(blocks);
   return args;
 }
 
