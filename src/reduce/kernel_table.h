@@ -21,13 +21,14 @@ struct KernelTable {
   AverageFn average[kNumDataTypes];
 };
 
-// Tables compiled into this build. avx2Kernels()/avx512Kernels() return nullptr when the build
-// did not compile that ISA (non-x86 targets, or a compiler without the flags). The getters only
+// Tables compiled into this build. Each getter returns nullptr when the build did not compile
+// that ISA (non-x86 targets, or a compiler without the flags). The getters only
 // return the address of constant data, so they are safe on any CPU; calling a kernel of a table
 // the CPU cannot run is not, so callers use availableKernels().
 const KernelTable* baselineKernels();
 const KernelTable* avx2Kernels();
 const KernelTable* avx512Kernels();
+const KernelTable* avx512Bf16Kernels();
 
 // The tables that are compiled in and that this CPU supports, best first. Tests run every one.
 std::vector<const KernelTable*> availableKernels();

@@ -193,6 +193,25 @@ __m512 applyVector(__m512 a, __m512 b) {
 
 template <class T, class Op>
 void reduceBlock(T* d, const T* x, const T* y) {
+#if defined(__AVX512BF16__) && defined(__AVX512DQ__) && defined(__AVX512BW__)
+  // With AVX512_BF16, VCVTNE2PS2BF16 narrows 32 lanes in one instruction with floatToBf16's
+  // rounding (nearest even, NaN quieted the same way) except that it flushes subnormals to zero;
+  // a block whose float results hold a subnormal (fpclass 0x20) takes narrow16 instead.
+  // reduce_bench, 1 MiB in place, sum: 77 GB/s -> 130 (float32: 144).
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    for (size_t j = 0; j < kBlock; j += 32) {
+      const __m512 lo = applyVector<Op>(widen16(x + j), widen16(y + j));
+      const __m512 hi = applyVector<Op>(widen16(x + j + 16), widen16(y + j + 16));
+      if ((_mm512_fpclass_ps_mask(lo, 0x20) | _mm512_fpclass_ps_mask(hi, 0x20)) == 0) {
+        _mm512_storeu_si512(d + j, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));  // reads before writes
+      } else {
+        narrow16(lo, d + j);
+        narrow16(hi, d + j + 16);
+      }
+    }
+    return;
+  }
+#endif
 #if defined(__AVX512F__) && defined(__AVX512BW__)
   // bfloat16 stays in registers, no float scratch. bench/reduce_bench, avx512, 1 MiB in place,
   // sum: 72 GB/s auto-vectorized through the scratch, 82-85 with widen16/narrow16 through it,

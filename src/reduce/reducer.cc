@@ -20,6 +20,9 @@ const KernelTable* avx2Kernels() { return nullptr; }
 #if !defined(SMDDP_REDUCE_HAVE_AVX512)
 const KernelTable* avx512Kernels() { return nullptr; }
 #endif
+#if !defined(SMDDP_REDUCE_HAVE_AVX512BF16)
+const KernelTable* avx512Bf16Kernels() { return nullptr; }
+#endif
 
 namespace {
 
@@ -33,9 +36,14 @@ bool cpuRunsAvx512() {
   return cpuRunsAvx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl");
 }
+bool cpuRunsAvx512Bf16() {
+  return cpuRunsAvx512() && __builtin_cpu_supports("avx512bf16") &&
+         __builtin_cpu_supports("avx512dq");
+}
 #else
 bool cpuRunsAvx2() { return false; }
 bool cpuRunsAvx512() { return false; }
+bool cpuRunsAvx512Bf16() { return false; }
 #endif
 
 std::atomic<const KernelTable*> gForced{nullptr};
@@ -54,6 +62,9 @@ bool validOp(ReduceOp op) { return int(op) < kNumReduceOps; }
 
 std::vector<const KernelTable*> availableKernels() {
   std::vector<const KernelTable*> tables;
+  if (cpuRunsAvx512Bf16() && avx512Bf16Kernels() != nullptr) {
+    tables.push_back(avx512Bf16Kernels());
+  }
   if (cpuRunsAvx512() && avx512Kernels() != nullptr) tables.push_back(avx512Kernels());
   if (cpuRunsAvx2() && avx2Kernels() != nullptr) tables.push_back(avx2Kernels());
   tables.push_back(baselineKernels());

@@ -152,12 +152,15 @@ TEST(ReduceKernels, EveryRunnableCompiledIsaIsTested) {
               __builtin_cpu_supports("fma");
   bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                 __builtin_cpu_supports("avx512vl");
+  bool avx512bf16 = avx512 && __builtin_cpu_supports("avx512bf16") &&
+                    __builtin_cpu_supports("avx512dq");
   std::vector<std::string> names;
   for (const KernelTable* t : availableKernels()) names.push_back(t->name);
   auto has = [&](const char* n) { return std::find(names.begin(), names.end(), n) != names.end(); };
   EXPECT_TRUE(has("baseline"));
   EXPECT_EQ(has("avx2"), avx2 && avx2Kernels() != nullptr);
   EXPECT_EQ(has("avx512"), avx512 && avx512Kernels() != nullptr);
+  EXPECT_EQ(has("avx512bf16"), avx512bf16 && avx512Bf16Kernels() != nullptr);
   EXPECT_STREQ(isaName(), names.front().c_str()) << "dispatch must pick the best table";
 }
 #endif

@@ -67,6 +67,8 @@ const Case16 kBf16Cases[] = {
     {ReduceOp::kProd, 0x7F7F, 0x4000, 0x7F80, "max * 2 overflows to +inf"},
     {ReduceOp::kSum, 0x0001, 0x0001, 0x0002, "subnormal + subnormal"},
     {ReduceOp::kProd, 0x1C80, 0x1C80, 0x0000, "2^-140 underflows to 0"},
+    {ReduceOp::kSum, 0x0080, 0x8001, 0x007F, "smallest normal - 2^-133: largest subnormal"},
+    {ReduceOp::kProd, 0x0080, 0x3F00, 0x0040, "smallest normal * 0.5: a subnormal, not flushed"},
     {ReduceOp::kSum, 0x7FC0, 0x3F80, kNanBits, "NaN + 1 is NaN"},
     {ReduceOp::kSum, 0x7FFF, 0x0000, kNanBits, "NaN with a full payload stays NaN, not inf"},
     {ReduceOp::kSum, 0x7F80, 0xFF80, kNanBits, "inf + -inf is NaN"},
