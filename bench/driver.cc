@@ -162,7 +162,8 @@ int benchMain(int argc, char** argv, const CollectiveSpec& spec) {
     LaunchLimits limits;
     limits.bound = std::chrono::seconds(o.launchTimeoutSec);
     limits.explainedStatus = kExitWrongResults;
-    limits.bindCores = o.bind;
+    limits.bindCores = o.bind > 0;
+    limits.bindRoundRobin = o.bind == 2;
     const int n = o.localRanks > 0 ? o.localRanks : 1;
     return launchLocalRanks(
         n,

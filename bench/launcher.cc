@@ -30,14 +30,18 @@ std::string makeTempDir() {
   return pattern;
 }
 
-// The CPU for each of n ranks: the allowed set's first n, or none (empty) when fewer are allowed.
-std::vector<int> cpusFor(int n) {
+// The CPU for each of n ranks: the allowed set's first n; when fewer are allowed, the allowed
+// ones in turn (roundRobin) or none (empty).
+std::vector<int> cpusFor(int n, bool roundRobin) {
   cpu_set_t allowed;
   std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || CPU_COUNT(&allowed) < n) return cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE && static_cast<int>(cpus.size()) < n; ++cpu) {
-    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return cpus;
+  if (CPU_COUNT(&allowed) < n && !roundRobin) return cpus;
+  std::vector<int> usable;
+  for (int cpu = 0; cpu < CPU_SETSIZE && static_cast<int>(usable.size()) < n; ++cpu) {
+    if (CPU_ISSET(cpu, &allowed)) usable.push_back(cpu);
   }
+  for (int r = 0; r < n && !usable.empty(); ++r) cpus.push_back(usable[r % usable.size()]);
   return cpus;
 }
 
@@ -114,7 +118,8 @@ int launchLocalRanks(int n, const std::function<int(int rank, const std::string&
   std::vector<pid_t> pids(n, -1);
   std::vector<bool> done(n, false);
   int result = 0;
-  const std::vector<int> cpus = limits.bindCores ? cpusFor(n) : std::vector<int>();
+  const std::vector<int> cpus = limits.bindCores ? cpusFor(n, limits.bindRoundRobin)
+                                                   : std::vector<int>();
   for (int r = 0; r < n; ++r) {
     const int cpu = cpus.empty() ? -1 : cpus[static_cast<size_t>(r)];
     pids[r] = fork();

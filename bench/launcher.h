@@ -19,8 +19,10 @@ struct LaunchLimits {
   int explainedStatus = -1;
   // Bind rank r to the r-th CPU this process may use, when there are at least n of them (what
   // Open MPI's mpirun does by default for up to 2 ranks); otherwise leave placement to the
-  // scheduler.
+  // scheduler, or with bindRoundRobin bind rank r to the (r mod cpus)-th CPU (what mpirun's
+  // --map-by core:OVERSUBSCRIBE --bind-to core:overload-allowed does).
   bool bindCores = false;
+  bool bindRoundRobin = false;
 };
 
 // Runs child(rank, storeDirectory) in each of n forked processes; the child's return value is its

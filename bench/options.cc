@@ -82,7 +82,7 @@ const std::vector<Flag>& flags() {
          o.provider = p;
        }},
       {"-B", "--bind",
-       [](BenchOptions& o, const std::string& v) { o.bind = parseInteger("-B", v, 0, 1) == 1; }},
+       [](BenchOptions& o, const std::string& v) { o.bind = static_cast<int>(parseInteger("-B", v, 0, 2)); }},
       {"-J", "--json", [](BenchOptions& o, const std::string& v) { o.jsonPath = v; }},
       {"-T", "--timeout_ms",
        [](BenchOptions& o, const std::string& v) {
@@ -221,8 +221,11 @@ std::string usageText(const std::string& program) {
          "  -np, --nranks <n>           fork n ranks on this host (file store in a fresh temp "
          "dir)\n"
          "  -P, --provider <name>       shm|tcp|efa|auto (default: SMDDP_PROVIDER)\n"
-         "  -B, --bind <0|1>            -np ranks: bind rank r to the r-th allowed core when\n"
-         "                              there are enough (as mpirun does for 2), default 1\n"
+         "  -B, --bind <0|1|2>          -np ranks: 1: bind rank r to the r-th allowed core when\n"
+         "                              there are enough (as mpirun does for 2); 2: also with\n"
+         "                              more ranks than cores, rank r to core r mod cores (as\n"
+         "                              mpirun --map-by core:OVERSUBSCRIBE --bind-to core);\n"
+         "                              0: no binding; default 1\n"
          "  -J, --json <file>           also write the results as JSON\n"
          "  -T, --timeout_ms <ms>       communicator timeout (default: SMDDP_TIMEOUT_MS)\n"
          "  -L, --launch_timeout <s>    bound on the whole -np run, default 3600\n"

@@ -29,7 +29,7 @@ struct BenchOptions {
   // -z: 0 post all iterations, then wait; 1 the blocking forms (Communicator::*Blocking);
   // 2 post each and wait for it before the next.
   int blocking = 0;
-  bool bind = true;                     // -B: -np ranks bound to one core each when possible
+  int bind = 1;  // -B: 0 none; 1 one core per -np rank when there are enough; 2 also round-robin
   std::vector<DataType> dtypes{DataType::kFloat32};
   std::vector<ReduceOp> ops{ReduceOp::kSum};
   int root = 0;                         // -1: every root in turn

@@ -27,11 +27,12 @@ def usable_cores():
     return len(usable_cpus())
 
 
-def bind_argv(rank, world):
-    """The command prefix that binds rank `rank` of `world` to one CPU of its own when there are
-    enough (from exec on, before the interpreter starts any thread), else nothing."""
+def bind_argv(rank):
+    """The command prefix that binds rank `rank` to one CPU (from exec on, before the interpreter
+    starts any thread): its own when there are enough, else the CPUs in turn (rank r on the
+    (r mod n)-th), as every backend's ranks are placed (see MpiRunner, EngineRunner)."""
     cpus = usable_cpus()
-    return ["taskset", "-c", str(cpus[rank])] if world <= len(cpus) else []
+    return ["taskset", "-c", str(cpus[rank % len(cpus)])]
 
 
 def worker_env(provider):

@@ -44,12 +44,13 @@ class TorchGroup:
         self.procs, self.logs = [], []
         worker = os.path.join(HERE, "torch_worker.py")
         # One core per rank when there are enough, as the engine tools (-B) do and Open MPI's
-        # mpirun does for up to 2 ranks (common.bind_argv): with 2 ranks on 2 cores no backend is
-        # measured with two ranks sharing a core by chance.
+        # mpirun does for up to 2 ranks, else the cores in turn (common.bind_argv): with 2 ranks
+        # on 2 cores no backend is measured with two ranks sharing a core by chance, and with 4
+        # every backend has two ranks per core, never three on one by the scheduler's choice.
         for rank in range(world):
             log = open(os.path.join(logdir, f"{backend}-w{world}-r{rank}.log"), "a")
             argv = [python, worker, backend, str(rank), str(world), init]
-            p = subprocess.Popen(bind_argv(rank, world) + argv,
+            p = subprocess.Popen(bind_argv(rank) + argv,
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                  text=True, env=env)
             threading.Thread(target=_pump, args=(p, rank, self.replies), daemon=True).start()
@@ -133,10 +134,13 @@ class MpiRunner:
         self.exe, self.world, self.timeout = exe, world, timeout
 
     def run(self, coll, dtype, sizes, iters, warmup):
-        argv = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(self.world),
+        argv = ["mpirun", "--allow-run-as-root", "-np", str(self.world),
                 "--mca", "pml", "ob1", "--mca", "btl", "self,vader"]
         if self.world > usable_cores():
-            argv += ["--mca", "mpi_yield_when_idle", "1"]  # as smddp yields after SMDDP_SPIN_US
+            # Rank r bound to core r mod cores, as the engine tools' -B 2 and the torch workers
+            # (common.bind_argv); yielding when idle, as smddp does once oversubscribed.
+            argv += ["--map-by", "core:OVERSUBSCRIBE", "--bind-to", "core:overload-allowed",
+                     "--mca", "mpi_yield_when_idle", "1"]
         argv += [self.exe, "-c", coll, "-d", dtype, "-s", ",".join(map(str, sizes)),
                  "-n", str(iters), "-w", str(warmup)]
         out = _run(argv, self.timeout, f"mpi {coll} {dtype} world {self.world}")
@@ -162,7 +166,7 @@ class EngineRunner:
         os.close(fd)
         argv = [exe, "-b", str(sizes[0]), "-e", str(sizes[-1]), "-f", str(self.factor),
                 "-n", str(iters), "-w", str(warmup), "-c", "1", "-d", dtype,
-                "-np", str(self.world), "-P", self.provider, "-z", "1", "-J", path]
+                "-np", str(self.world), "-P", self.provider, "-z", "1", "-B", "2", "-J", path]
         if coll == "broadcast":
             argv += ["-r", "0"]
         try:

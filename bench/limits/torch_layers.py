@@ -91,7 +91,7 @@ def launch(args):
     procs = []
     for rank in range(args.world):
         me = [sys.executable, os.path.abspath(__file__), "--rank", str(rank), "--port", str(port)]
-        argv = bind_argv(rank, args.world) + me + sys.argv[1:]
+        argv = bind_argv(rank) + me + sys.argv[1:]
         out = subprocess.PIPE if rank == 0 else subprocess.DEVNULL  # only rank 0 prints rows
         procs.append(subprocess.Popen(argv, stdout=out, text=True, env=env))
     # Ranks print only a few lines (rank 0's rows at the end), so polling cannot fill a pipe; a

@@ -1,6 +1,7 @@
 // Unit tests of the -np launcher with dummy children: success, a failing rank, a crashing rank, a
 // rank that hangs past the bound; the parent always returns within its bound and names the rank.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -8,8 +9,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "launcher.h"
 
@@ -114,6 +117,47 @@ TEST(BenchLauncher, EnforcesTheBound) {
   EXPECT_EQ(rc, 1);
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
   EXPECT_NE(err.str().find("exceeded its bound"), std::string::npos) << err.str();
+}
+
+// The allowed CPUs of this process, in order.
+std::vector<int> allowedCpus() {
+  cpu_set_t set;
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+// Launches n ranks with the given binding; each child exits 0 iff its affinity is exactly the
+// CPU `want(rank)` names (-1: the parent's whole set).
+void expectPlacement(int n, bool roundRobin, const std::function<int(int)>& want) {
+  LaunchLimits limits = shortLimits();
+  limits.bindCores = true;
+  limits.bindRoundRobin = roundRobin;
+  const std::vector<int> parent = allowedCpus();
+  std::ostringstream err;
+  const int rc = launchLocalRanks(
+      n,
+      [&](int rank, const std::string&) {
+        const std::vector<int> mine = allowedCpus();
+        const int cpu = want(rank);
+        return (cpu < 0 ? mine == parent : mine == std::vector<int>{cpu}) ? 0 : 1;
+      },
+      limits, err);
+  EXPECT_EQ(rc, 0) << "n=" << n << " roundRobin=" << roundRobin << ": " << err.str();
+}
+
+TEST(BenchLauncher, BindsOneCorePerRankOrRoundRobin) {
+  const std::vector<int> cpus = allowedCpus();
+  ASSERT_FALSE(cpus.empty());
+  const int c = static_cast<int>(cpus.size());
+  // Enough CPUs: rank r on the r-th, with or without round robin.
+  for (bool rr : {false, true}) expectPlacement(1, rr, [&](int r) { return cpus[r]; });
+  // More ranks than CPUs: unbound, or rank r on the (r mod c)-th.
+  expectPlacement(c + 3, false, [](int) { return -1; });
+  expectPlacement(c + 3, true, [&](int r) { return cpus[static_cast<size_t>(r % c)]; });
 }
 
 }  // namespace

@@ -64,6 +64,9 @@ TEST(BenchOptions, LongSpellingsAndSuffixes) {
   EXPECT_EQ(parseArgs({}).blocking, 0);
   EXPECT_EQ(parseArgs({"-z", "1"}).blocking, 1);
   EXPECT_EQ(parseArgs({"--blocking=2"}).blocking, 2);
+  EXPECT_EQ(parseArgs({}).bind, 1);
+  EXPECT_EQ(parseArgs({"-B", "0"}).bind, 0);
+  EXPECT_EQ(parseArgs({"--bind=2"}).bind, 2);
 }
 
 TEST(BenchOptions, RejectionsNameTheFlag) {
@@ -75,6 +78,7 @@ TEST(BenchOptions, RejectionsNameTheFlag) {
   EXPECT_NE(errorOf({"-n", "0"}).find("for -n"), std::string::npos);
   EXPECT_NE(errorOf({"-c", "2"}).find("for -c"), std::string::npos);
   EXPECT_NE(errorOf({"-z", "3"}).find("for -z"), std::string::npos);
+  EXPECT_NE(errorOf({"-B", "3"}).find("for -B"), std::string::npos);
   EXPECT_NE(errorOf({"-d", "float8"}).find("for -d"), std::string::npos);
   EXPECT_NE(errorOf({"-o", "xor"}).find("for -o"), std::string::npos);
   EXPECT_NE(errorOf({"-P", "verbs"}).find("for -P"), std::string::npos);
