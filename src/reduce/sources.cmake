@@ -12,35 +12,29 @@ set(_smddp_reduce_defs "")
 set_source_files_properties(reduce/kernels_baseline.cc PROPERTIES
   COMPILE_OPTIONS "${_smddp_kernel_flags}")
 
+# One ISA's kernel file, kernels_<isa>.cc: compiled with _smddp_<isa>_flags when the compiler
+# takes them, and announced to reducer.cc's dispatch as SMDDP_REDUCE_HAVE_<ISA>. (A macro: it
+# appends to this file's lists.)
+macro(_smddp_kernel_isa isa)
+  string(TOUPPER "${isa}" _smddp_isa_upper)
+  string(REPLACE ";" " " _smddp_isa_str "${_smddp_${isa}_flags}")
+  check_cxx_compiler_flag("${_smddp_isa_str}" SMDDP_CXX_HAS_${_smddp_isa_upper})
+  if(SMDDP_CXX_HAS_${_smddp_isa_upper})
+    list(APPEND _smddp_reduce_sources reduce/kernels_${isa}.cc)
+    list(APPEND _smddp_reduce_defs SMDDP_REDUCE_HAVE_${_smddp_isa_upper})
+    set_source_files_properties(reduce/kernels_${isa}.cc PROPERTIES
+      COMPILE_OPTIONS "${_smddp_kernel_flags};${_smddp_${isa}_flags}")
+  endif()
+endmacro()
+
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64|i[3-6]86)$")
   set(_smddp_avx2_flags -mavx2 -mf16c -mfma)
   set(_smddp_avx512_flags ${_smddp_avx2_flags} -mavx512f -mavx512bw -mavx512vl
       -mprefer-vector-width=512)
   set(_smddp_avx512bf16_flags ${_smddp_avx512_flags} -mavx512bf16 -mavx512dq)
-  string(REPLACE ";" " " _smddp_avx2_str "${_smddp_avx2_flags}")
-  string(REPLACE ";" " " _smddp_avx512_str "${_smddp_avx512_flags}")
-  string(REPLACE ";" " " _smddp_avx512bf16_str "${_smddp_avx512bf16_flags}")
-  check_cxx_compiler_flag("${_smddp_avx2_str}" SMDDP_CXX_HAS_AVX2)
-  check_cxx_compiler_flag("${_smddp_avx512_str}" SMDDP_CXX_HAS_AVX512)
-  check_cxx_compiler_flag("${_smddp_avx512bf16_str}" SMDDP_CXX_HAS_AVX512BF16)
-  if(SMDDP_CXX_HAS_AVX2)
-    list(APPEND _smddp_reduce_sources reduce/kernels_avx2.cc)
-    list(APPEND _smddp_reduce_defs SMDDP_REDUCE_HAVE_AVX2)
-    set_source_files_properties(reduce/kernels_avx2.cc PROPERTIES
-      COMPILE_OPTIONS "${_smddp_kernel_flags};${_smddp_avx2_flags}")
-  endif()
-  if(SMDDP_CXX_HAS_AVX512)
-    list(APPEND _smddp_reduce_sources reduce/kernels_avx512.cc)
-    list(APPEND _smddp_reduce_defs SMDDP_REDUCE_HAVE_AVX512)
-    set_source_files_properties(reduce/kernels_avx512.cc PROPERTIES
-      COMPILE_OPTIONS "${_smddp_kernel_flags};${_smddp_avx512_flags}")
-  endif()
-  if(SMDDP_CXX_HAS_AVX512BF16)
-    list(APPEND _smddp_reduce_sources reduce/kernels_avx512bf16.cc)
-    list(APPEND _smddp_reduce_defs SMDDP_REDUCE_HAVE_AVX512BF16)
-    set_source_files_properties(reduce/kernels_avx512bf16.cc PROPERTIES
-      COMPILE_OPTIONS "${_smddp_kernel_flags};${_smddp_avx512bf16_flags}")
-  endif()
+  _smddp_kernel_isa(avx2)
+  _smddp_kernel_isa(avx512)
+  _smddp_kernel_isa(avx512bf16)
 endif()
 
 smddp_layer(smddp_reduce ${_smddp_reduce_sources})
