@@ -118,8 +118,8 @@ int launchLocalRanks(int n, const std::function<int(int rank, const std::string&
   std::vector<pid_t> pids(n, -1);
   std::vector<bool> done(n, false);
   int result = 0;
-  const std::vector<int> cpus = limits.bindCores ? cpusFor(n, limits.bindRoundRobin)
-                                                   : std::vector<int>();
+  const std::vector<int> cpus =
+      limits.bindCores ? cpusFor(n, limits.bindRoundRobin) : std::vector<int>();
   for (int r = 0; r < n; ++r) {
     const int cpu = cpus.empty() ? -1 : cpus[static_cast<size_t>(r)];
     pids[r] = fork();

@@ -82,7 +82,9 @@ const std::vector<Flag>& flags() {
          o.provider = p;
        }},
       {"-B", "--bind",
-       [](BenchOptions& o, const std::string& v) { o.bind = static_cast<int>(parseInteger("-B", v, 0, 2)); }},
+       [](BenchOptions& o, const std::string& v) {
+         o.bind = static_cast<int>(parseInteger("-B", v, 0, 2));
+       }},
       {"-J", "--json", [](BenchOptions& o, const std::string& v) { o.jsonPath = v; }},
       {"-T", "--timeout_ms",
        [](BenchOptions& o, const std::string& v) {

@@ -134,13 +134,15 @@ class MpiRunner:
         self.exe, self.world, self.timeout = exe, world, timeout
 
     def run(self, coll, dtype, sizes, iters, warmup):
+        # Rank r bound to the (r mod n)-th CPU, as the engine tools' -B 2 and the torch workers
+        # (common.bind_argv): hardware threads, since Open MPI's slots and "core" are physical
+        # cores (on an SMT host a core binding would give each rank both of its threads).
         argv = ["mpirun", "--allow-run-as-root", "-np", str(self.world),
+                "--use-hwthread-cpus", "--map-by", "hwthread:OVERSUBSCRIBE",
+                "--bind-to", "hwthread:overload-allowed",
                 "--mca", "pml", "ob1", "--mca", "btl", "self,vader"]
         if self.world > usable_cores():
-            # Rank r bound to core r mod cores, as the engine tools' -B 2 and the torch workers
-            # (common.bind_argv); yielding when idle, as smddp does once oversubscribed.
-            argv += ["--map-by", "core:OVERSUBSCRIBE", "--bind-to", "core:overload-allowed",
-                     "--mca", "mpi_yield_when_idle", "1"]
+            argv += ["--mca", "mpi_yield_when_idle", "1"]  # as smddp yields once oversubscribed
         argv += [self.exe, "-c", coll, "-d", dtype, "-s", ",".join(map(str, sizes)),
                  "-n", str(iters), "-w", str(warmup)]
         out = _run(argv, self.timeout, f"mpi {coll} {dtype} world {self.world}")

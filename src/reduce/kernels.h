@@ -1,8 +1,8 @@
 // The reduction kernels, written once as templates and instantiated by each kernels_<isa>.cc under
-// that file's compiler flags (SSE2 baseline, AVX2+F16C+FMA, AVX-512). Plain loops the compiler
-// vectorizes for the target; only the 16-bit float paths use intrinsics (F16C for float16, AVX2
-// shuffles for bfloat16 in the AVX2 build, and in the AVX-512 build bfloat16 whole blocks in
-// registers, the op included: applyVector).
+// that file's compiler flags (SSE2 baseline, AVX2+F16C+FMA, AVX-512, AVX-512+BF16). Plain loops
+// the compiler vectorizes for the target; only the 16-bit float paths use intrinsics (F16C for
+// float16, AVX2 shuffles for bfloat16 in the AVX2 build, and in the AVX-512 builds bfloat16 whole
+// blocks in registers, the op included: applyVector; VCVTNE2PS2BF16 where AVX512_BF16 is on).
 // Invariants:
 // - Everything is in an anonymous namespace: each ISA's instantiations have internal linkage, so
 //   the linker can never merge an AVX-512 copy into the baseline path (an ODR trap with -m flags).
@@ -134,8 +134,9 @@ inline void narrowBlock(const float* in, BFloat16* out) {
 #elif defined(__AVX512F__) && defined(__AVX512BW__)
 // AVX-512 bfloat16, by hand, 16 lanes in registers: zero-extend to 32 bits and shift into the top
 // half; narrow with floatToBf16's rounding and one truncating pack (vpmovdw). reduceBlock below
-// runs whole blocks through these without a float scratch. Not the AVX512_BF16 instructions:
-// they flush subnormals, which floatToBf16 keeps. (The all-lanes masked forms, as above.)
+// runs whole blocks through these without a float scratch. narrow16 is exact for subnormals too;
+// with AVX512_BF16, reduceBlock narrows with VCVTNE2PS2BF16 and keeps narrow16 for the groups it
+// would flush. (The all-lanes masked forms, as above.)
 inline __m512 widen16(const BFloat16* in) {
   const __m512i v =
       _mm512_maskz_cvtepu16_epi32(kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in)));

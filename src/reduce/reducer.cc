@@ -36,10 +36,14 @@ bool cpuRunsAvx512() {
   return cpuRunsAvx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl");
 }
+#if defined(SMDDP_REDUCE_HAVE_AVX512BF16)  // a compiler without the flags may lack the name too
 bool cpuRunsAvx512Bf16() {
   return cpuRunsAvx512() && __builtin_cpu_supports("avx512bf16") &&
          __builtin_cpu_supports("avx512dq");
 }
+#else
+bool cpuRunsAvx512Bf16() { return false; }
+#endif
 #else
 bool cpuRunsAvx2() { return false; }
 bool cpuRunsAvx512() { return false; }

@@ -1,6 +1,6 @@
 # CPU reduction kernels with runtime ISA dispatch. The kernels are written once (kernels.h) and
-# compiled once per ISA (baseline, AVX2, AVX-512, AVX-512 + BF16), each file with its own flags; never -march=native. Non-x86 targets build
-# only the baseline. Kernel files also get -O3 (GCC's -O2 vectorizer cost model is too timid) and
+# compiled once per ISA (baseline, AVX2, AVX-512, AVX-512 + BF16), each file with its own flags;
+# never -march=native. Non-x86 targets build only the baseline. Kernel files also get -O3 (GCC's -O2 vectorizer cost model is too timid) and
 # -fno-trapping-math: nothing reads FP exception flags, and without it GCC will not if-convert the
 # float add in the software float16 rounding, leaving the baseline fp16 loop scalar (20x slower).
 # Neither flag changes results: rounding mode, NaN and signed-zero semantics stay IEEE.

@@ -152,8 +152,8 @@ TEST(ReduceKernels, EveryRunnableCompiledIsaIsTested) {
               __builtin_cpu_supports("fma");
   bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                 __builtin_cpu_supports("avx512vl");
-  bool avx512bf16 = avx512 && __builtin_cpu_supports("avx512bf16") &&
-                    __builtin_cpu_supports("avx512dq");
+  bool avx512bf16 =
+      avx512 && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512dq");
   std::vector<std::string> names;
   for (const KernelTable* t : availableKernels()) names.push_back(t->name);
   auto has = [&](const char* n) { return std::find(names.begin(), names.end(), n) != names.end(); };

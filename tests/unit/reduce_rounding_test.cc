@@ -105,6 +105,26 @@ TEST(ReduceRounding, BFloat16EdgeCases) {
   for (const KernelTable* t : availableKernels()) runCases16(*t, DataType::kBFloat16, kBf16Cases);
 }
 
+// One lane with a subnormal result among normal ones, at every position of a few blocks: a
+// kernel that narrows groups of lanes at once must send exactly that lane's group the exact way
+// and write every lane where it belongs. 1 + 1 = 2 (0x4000); 2^-126 - 2^-133 = 0x007F.
+TEST(ReduceRounding, BFloat16SubnormalLaneAmongNormals) {
+  constexpr size_t kCount = 3 * 64 + 5;
+  for (const KernelTable* t : availableKernels()) {
+    for (size_t at = 0; at < kCount; ++at) {
+      std::vector<uint16_t> a(kCount, 0x3F80), b(kCount, 0x3F80), out(kCount, 0x1234);
+      a[at] = 0x0080;
+      b[at] = 0x8001;
+      t->reduce[int(DataType::kBFloat16)][int(ReduceOp::kSum)](out.data(), a.data(), b.data(),
+                                                               kCount);
+      for (size_t i = 0; i < kCount; ++i) {
+        ASSERT_EQ(out[i], i == at ? 0x007F : 0x4000)
+            << "isa=" << t->name << " subnormal lane " << at << ", index " << i;
+      }
+    }
+  }
+}
+
 // MIN/MAX propagate NaN from either side for float32/float64 too; SUM of inf and -inf is NaN.
 template <class T>
 void checkNativeNan(const KernelTable& t, DataType d) {
