@@ -20,7 +20,7 @@ struct LaunchLimits {
   // Bind rank r to the r-th CPU this process may use, when there are at least n of them (what
   // Open MPI's mpirun does by default for up to 2 ranks); otherwise leave placement to the
   // scheduler, or with bindRoundRobin bind rank r to the (r mod cpus)-th CPU (what mpirun's
-  // --map-by core:OVERSUBSCRIBE --bind-to core:overload-allowed does).
+  // --use-hwthread-cpus --map-by hwthread:OVERSUBSCRIBE --bind-to hwthread:overload-allowed does).
   bool bindCores = false;
   bool bindRoundRobin = false;
 };

@@ -43,10 +43,10 @@ class TorchGroup:
         self.replies = queue.Queue()
         self.procs, self.logs = [], []
         worker = os.path.join(HERE, "torch_worker.py")
-        # One core per rank when there are enough, as the engine tools (-B) do and Open MPI's
-        # mpirun does for up to 2 ranks, else the cores in turn (common.bind_argv): with 2 ranks
-        # on 2 cores no backend is measured with two ranks sharing a core by chance, and with 4
-        # every backend has two ranks per core, never three on one by the scheduler's choice.
+        # Rank r on the (r mod n)-th CPU, as the engine tools (-B 2) and mpirun (MpiRunner) place
+        # theirs (common.bind_argv): with 2 ranks on 2 cores no backend is measured with two
+        # ranks sharing a core by chance, and with 4 every backend has two ranks per core, never
+        # three on one by the scheduler's choice.
         for rank in range(world):
             log = open(os.path.join(logdir, f"{backend}-w{world}-r{rank}.log"), "a")
             argv = [python, worker, backend, str(rank), str(world), init]
