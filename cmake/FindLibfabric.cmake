@@ -1,5 +1,6 @@
 # FindLibfabric: locates libfabric (headers + library) via pkg-config, with a plain search fallback.
-# Defines the imported target Libfabric::fabric and Libfabric_VERSION.
+# Defines the imported targets Libfabric::fabric (headers + library) and Libfabric::headers (headers
+# only: smddp loads the library at run time), and Libfabric_VERSION.
 find_package(PkgConfig QUIET)
 if(PKG_CONFIG_FOUND)
   pkg_check_modules(PC_LIBFABRIC QUIET libfabric)
@@ -27,6 +28,11 @@ if(Libfabric_FOUND AND NOT TARGET Libfabric::fabric)
   add_library(Libfabric::fabric UNKNOWN IMPORTED)
   set_target_properties(Libfabric::fabric PROPERTIES
     IMPORTED_LOCATION "${Libfabric_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${Libfabric_INCLUDE_DIR}")
+endif()
+if(Libfabric_FOUND AND NOT TARGET Libfabric::headers)
+  add_library(Libfabric::headers INTERFACE IMPORTED)
+  set_target_properties(Libfabric::headers PROPERTIES
     INTERFACE_INCLUDE_DIRECTORIES "${Libfabric_INCLUDE_DIR}")
 endif()
 mark_as_advanced(Libfabric_INCLUDE_DIR Libfabric_LIBRARY)

@@ -8,13 +8,14 @@
 #include <vector>
 
 #include "common/tag.h"
+#include "transport/ofi/libfabric_api.h"
 
 namespace smddp::transport::ofi {
 
 void throwFi(int rank, const std::string& provider, const std::string& call, int rc) {
   throw Error(ErrorCode::kTransport, "rank " + std::to_string(rank) + ": " + call +
                                          " failed for provider " + provider + ": " +
-                                         fi_strerror(rc < 0 ? -rc : rc) + " (" +
+                                         libfabric().strerror(rc < 0 ? -rc : rc) + " (" +
                                          std::to_string(rc) + ")");
 }
 
@@ -37,7 +38,7 @@ InfoPtr getInfo(const ProviderProfile& profile, const std::string& bindAddr, int
   fi_info* found = nullptr;
   const char* node = bindAddr.empty() ? nullptr : bindAddr.c_str();
   uint64_t flags = bindAddr.empty() ? 0 : FI_SOURCE;  // node is our own address, not a peer's
-  int rc = fi_getinfo(FI_VERSION(1, 17), node, nullptr, flags, hints.get(), &found);
+  int rc = libfabric().getinfo(FI_VERSION(1, 17), node, nullptr, flags, hints.get(), &found);
   InfoPtr info(found);
   if (rc == -FI_ENODATA || (rc == 0 && !info)) {
     throw Error(ErrorCode::kTransport,
@@ -48,7 +49,7 @@ InfoPtr getInfo(const ProviderProfile& profile, const std::string& bindAddr, int
   }
   if (rc != 0) {
     throwFi(rank, profile.name,
-            "fi_getinfo(RDM, tagged, directed recv" +
+            "libfabric().getinfo(RDM, tagged, directed recv" +
                 (bindAddr.empty() ? std::string() : ", bind " + bindAddr) + ")",
             rc != 0 ? rc : -FI_ENODATA);
   }
@@ -63,9 +64,9 @@ InfoPtr getInfo(const ProviderProfile& profile, const std::string& bindAddr, int
                     "), smddp needs " + std::to_string(tag::kTagBitsUsed));
   }
   // fi_getinfo may list several matches (one per NIC); the first is the provider's preference.
-  InfoPtr first(fi_dupinfo(info.get()));
+  InfoPtr first(libfabric().dupinfo(info.get()));
   if (first && first->next) {
-    fi_freeinfo(first->next);
+    libfabric().freeinfo(first->next);
     first->next = nullptr;
   }
   return first;
@@ -79,7 +80,7 @@ std::unique_ptr<Endpoint> openEndpoint(const ProviderProfile& profile, const std
   e->info = getInfo(profile, bindAddr, rank);
   const std::string& prov = profile.name;
   fid_fabric* fabric = nullptr;
-  int rc = fi_fabric(e->info->fabric_attr, &fabric, nullptr);
+  int rc = libfabric().fabric(e->info->fabric_attr, &fabric, nullptr);
   e->fabric.reset(fabric);
   if (rc != 0) throwFi(rank, prov, "fi_fabric", rc);
   fid_domain* domain = nullptr;

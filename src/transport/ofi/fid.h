@@ -8,6 +8,8 @@
 
 #include <memory>
 
+#include "transport/ofi/libfabric_api.h"
+
 namespace smddp::transport::ofi {
 
 template <typename T>
@@ -22,7 +24,7 @@ using FidPtr = std::unique_ptr<T, FidCloser<T>>;
 
 struct InfoDeleter {
   void operator()(fi_info* info) const {
-    if (info != nullptr) fi_freeinfo(info);
+    if (info != nullptr) libfabric().freeinfo(info);
   }
 };
 using InfoPtr = std::unique_ptr<fi_info, InfoDeleter>;

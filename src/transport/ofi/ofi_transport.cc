@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "common/logging.h"
+#include "transport/ofi/libfabric_api.h"
 
 namespace smddp::transport::ofi {
 namespace {
@@ -99,7 +100,7 @@ ssize_t OfiTransport::tryPost(Op& op) {
     ++finishedOutsideProgress_;
   } else if (rc != 0 && rc != -FI_EAGAIN) {
     op.state = OpState::kError;
-    op.error = describe(op) + ": post failed: " + fi_strerror(static_cast<int>(-rc));
+    op.error = describe(op) + ": post failed: " + libfabric().strerror(static_cast<int>(-rc));
     ++finishedOutsideProgress_;
     if (meansPeerGone(profile_, static_cast<int>(-rc))) notePeerGone(op.peer, op.error);
   }
@@ -138,7 +139,7 @@ int OfiTransport::pollCq() {
     if (n < 0) {
       throw Error(ErrorCode::kTransport, "rank " + std::to_string(rank_) + ": " + profile_.name +
                                              " fi_cq_read failed: " +
-                                             fi_strerror(static_cast<int>(-n)));
+                                             libfabric().strerror(static_cast<int>(-n)));
     }
     for (ssize_t i = 0; i < n; ++i) {
       Op* op = opOf(entries[i].op_context);
@@ -158,11 +159,11 @@ int OfiTransport::readCqError() {
   if (rc < 0) {
     throw Error(ErrorCode::kTransport, "rank " + std::to_string(rank_) + ": " + profile_.name +
                                            " fi_cq_readerr failed: " +
-                                           fi_strerror(static_cast<int>(-rc)));
+                                           libfabric().strerror(static_cast<int>(-rc)));
   }
   if (err.op_context == nullptr) {  // an error not tied to one of our ops
     SMDDP_WARN(rank_, profile_.name << " reported an error without an operation: "
-                                    << fi_strerror(err.err));
+                                    << libfabric().strerror(err.err));
     return 0;
   }
   finishWithError(*opOf(err.op_context), err);
@@ -188,7 +189,7 @@ void OfiTransport::finishWithError(Op& op, const fi_cq_err_entry& entry) {
                (detail[0] != '\0' ? std::string("; provider: ") + detail : std::string());
     return;
   }
-  op.error = describe(op) + ": " + fi_strerror(err.err) + " (provider errno " +
+  op.error = describe(op) + ": " + libfabric().strerror(err.err) + " (provider errno " +
              std::to_string(err.prov_errno) + ": " + detail + ")";
   if (meansPeerGone(profile_, err.err)) notePeerGone(op.peer, op.error);
 }

@@ -28,6 +28,7 @@
 #include <random>
 
 #include "smddp/error.h"
+#include "transport/ofi/libfabric_api.h"
 
 namespace smddp::transport::ofi {
 namespace {
@@ -35,13 +36,13 @@ namespace {
 constexpr uint64_t kHostMrMode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 
 bool efaPresent() {
-  InfoPtr hints(fi_allocinfo());
+  InfoPtr hints(libfabric().allocinfo());
   if (!hints) return false;
   hints->ep_attr->type = FI_EP_RDM;
   hints->caps = FI_TAGGED;
   hints->fabric_attr->prov_name = strdup("efa");
   fi_info* found = nullptr;
-  int rc = fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints.get(), &found);
+  int rc = libfabric().getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints.get(), &found);
   InfoPtr owned(found);
   return rc == 0 && found != nullptr;
 }
@@ -82,7 +83,7 @@ std::string chooseProvider(const Config& config, const std::string& providerOver
 }
 
 InfoPtr makeHints(const ProviderProfile& profile) {
-  InfoPtr hints(fi_allocinfo());
+  InfoPtr hints(libfabric().allocinfo());
   if (!hints) throw Error(ErrorCode::kTransport, "fi_allocinfo failed (out of memory)");
   hints->caps = FI_TAGGED | FI_DIRECTED_RECV;  // receives name their source peer
   hints->mode = FI_CONTEXT | FI_CONTEXT2;      // each Op lends its fi_context2

@@ -2,6 +2,8 @@
 target_sources(smddp_transport PRIVATE
   transport/ofi/bootstrap.cc
   transport/ofi/endpoint.cc
+  transport/ofi/fatal_signals.cc
+  transport/ofi/libfabric_api.cc
   transport/ofi/ofi_transport.cc
   transport/ofi/peer_liveness.cc
   transport/ofi/provider_profile.cc)

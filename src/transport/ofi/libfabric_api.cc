@@ -1,0 +1,97 @@
+// See libfabric_api.h. The library is opened RTLD_GLOBAL, as linking it would: providers built as
+// separate libraries resolve libfabric's symbols from the global scope.
+#include "transport/ofi/libfabric_api.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+#include <string>
+
+#include "common/logging.h"
+#include "smddp/error.h"
+#include "transport/ofi/fatal_signals.h"
+
+#ifndef SMDDP_LIBFABRIC_PATH
+#define SMDDP_LIBFABRIC_PATH ""
+#endif
+
+namespace smddp::transport::ofi {
+namespace {
+
+constexpr const char* kSoname = "libfabric.so.1";
+
+template <typename Fn>
+bool resolve(void* handle, const char* name, Fn& fn, std::string& error) {
+  fn = reinterpret_cast<Fn>(dlsym(handle, name));
+  if (fn == nullptr) error += std::string(error.empty() ? "" : "; ") + "no symbol " + name;
+  return fn != nullptr;
+}
+
+void* openLibrary(std::string& error) {
+  // Already in the process (linked by the program or loaded by another library): its providers'
+  // constructors ran before smddp could set the variables, so their handlers are removed instead.
+  if (void* loaded = dlopen(kSoname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD)) {
+    resetProviderHandlers();
+    return loaded;
+  }
+  suppressProviderBacktraces();
+  FatalSignalGuard guard;  // belt and braces: any handler installed while loading is undone
+  void* handle = dlopen(kSoname, RTLD_NOW | RTLD_GLOBAL);
+  if (handle != nullptr) return handle;
+  error = dlerror();
+  const std::string fallback = SMDDP_LIBFABRIC_PATH;
+  if (!fallback.empty() && fallback != kSoname) {
+    handle = dlopen(fallback.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (handle != nullptr) return handle;
+    error += "; " + std::string(dlerror());
+  }
+  return nullptr;
+}
+
+struct Loaded {
+  LibfabricApi api;
+  std::string error;  // empty when api is complete
+};
+
+Loaded load() {
+  Loaded out;
+  void* handle = openLibrary(out.error);
+  if (handle == nullptr) {
+    out.error = "cannot load libfabric (" + out.error +
+                "): install libfabric1 (Debian) or the EFA installer, or add its directory to "
+                "LD_LIBRARY_PATH";
+    return out;
+  }
+  std::string missing;
+  LibfabricApi& a = out.api;
+  bool ok = resolve(handle, "fi_getinfo", a.getinfoRaw, missing) &
+            resolve(handle, "fi_freeinfo", a.freeinfo, missing) &
+            resolve(handle, "fi_dupinfo", a.dupinfo, missing) &
+            resolve(handle, "fi_fabric", a.fabric, missing) &
+            resolve(handle, "fi_strerror", a.strerror, missing);
+  if (!ok) {
+    out.error = "libfabric loaded but incomplete (" + missing + ")";
+    out.api = LibfabricApi{};
+  } else {
+    SMDDP_INFO(-1, "libfabric loaded at run time (built against headers " << FI_MAJOR_VERSION
+                                                                           << "." << FI_MINOR_VERSION
+                                                                           << ")");
+  }
+  return out;
+}
+
+}  // namespace
+
+int LibfabricApi::getinfo(uint32_t version, const char* node, const char* service, uint64_t flags,
+                          const fi_info* hints, fi_info** info) const {
+  FatalSignalGuard guard;
+  return getinfoRaw(version, node, service, flags, hints, info);
+}
+
+const LibfabricApi& libfabric() {
+  static const Loaded loaded = load();  // C++11: initialized once, thread-safe
+  if (!loaded.error.empty()) throw Error(ErrorCode::kTransport, "smddp: " + loaded.error);
+  return loaded.api;
+}
+
+}  // namespace smddp::transport::ofi
