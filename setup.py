@@ -26,7 +26,14 @@ class CMakeExtension(Extension):
 class CMakeBuild(build_ext):
     def build_extension(self, ext):
         out_dir = os.path.dirname(os.path.abspath(self.get_ext_fullpath(ext.name)))
-        build_dir = os.path.abspath(os.path.join(self.build_temp, "cmake"))
+        # One CMake tree per (interpreter, torch): two venvs of one Python version must not share
+        # a cache that names the other's torch.
+        import hashlib
+
+        import torch
+
+        key = hashlib.sha1(f"{sys.executable}|{torch.__version__}".encode()).hexdigest()[:10]
+        build_dir = os.path.abspath(os.path.join(self.build_temp, f"cmake-{key}"))
         os.makedirs(build_dir, exist_ok=True)
         args = [
             f"-DPython3_EXECUTABLE={sys.executable}",

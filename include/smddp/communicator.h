@@ -75,6 +75,10 @@ class Communicator {
 
   // Makes every pending and later wait fail with Error(kAborted). Safe from any thread.
   void abort();
+  // The bound of every collective posted from now on (Options::timeout until then); collectives
+  // already posted keep theirs. Error(kInvalidArgument) unless timeout > 0. Safe from any thread.
+  void setTimeout(std::chrono::milliseconds timeout);
+  std::chrono::milliseconds timeout() const;
   // Non-empty once the communicator is broken: the first unrecoverable error.
   std::string brokenReason() const;
 

@@ -2,6 +2,7 @@
 // and its description for error messages.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -48,6 +49,8 @@ struct CollectiveDesc {
   uint64_t shape = 0;
   // That fold, which goes into the tags; 0 when mismatch checks are off.
   uint16_t signature = 0;
+  // The bound this collective runs under: the communicator's timeout when it was posted.
+  std::chrono::milliseconds timeout{0};
 
   std::string describe() const;
 };

@@ -275,8 +275,9 @@ void Exec::throwTimeout(const std::string& waitingFor) const {
     seen[static_cast<size_t>(op.peer)] = true;
     list += (list.empty() ? "" : ", ") + where(op.peer);
   }
-  std::string msg = "smddp: " + where(-1) + " timed out after " +
-                    std::to_string(settings_.timeout.count()) + " ms";
+  const auto bound = desc_.timeout.count() > 0 ? desc_.timeout : settings_.timeout;
+  std::string msg = "smddp: " + where(-1) + " timed out after " + std::to_string(bound.count()) +
+                    " ms";
   if (!recvFrom.empty()) msg += "; waiting for data from " + recvFrom;
   if (!sendTo.empty()) msg += "; sends not yet taken by " + sendTo;
   if (!waitingFor.empty()) msg += "; waiting for " + waitingFor;

@@ -106,6 +106,8 @@ void Communicator::allGatherBlocking(const Buffer& send, const std::vector<Buffe
 void Communicator::barrierBlocking() { impl_->runBlocking(barrierArgs()); }
 
 void Communicator::abort() { impl_->abort(); }
+void Communicator::setTimeout(std::chrono::milliseconds timeout) { impl_->setTimeout(timeout); }
+std::chrono::milliseconds Communicator::timeout() const { return impl_->timeout(); }
 std::string Communicator::brokenReason() const { return impl_->brokenReason(); }
 
 }  // namespace smddp

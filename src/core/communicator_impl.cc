@@ -56,7 +56,8 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
       arena_(std::move(arena)),
       settings_(settings),
       rank_(transport_->rank()),
-      size_(transport_->size()) {
+      size_(transport_->size()),
+      timeoutMs_(settings.timeout.count()) {
   std::set<std::string> hosts;
   for (const auto& p : transport_->peers()) hosts.insert(p.host);
   topology_.ranks = size_;
@@ -167,6 +168,7 @@ void CommunicatorImpl::describe(const algo::CollectiveArgs& args, algo::Collecti
   d.shape = lastShape_.shape;
   d.signature = lastShape_.signature;
   d.seq = nextSeq_++;
+  d.timeout = std::chrono::milliseconds(timeoutMs_.load(std::memory_order_relaxed));
   watch_->posted(d.seq, lastShape_.call, coarseNow());
   // A repeat of the last call's shape repeats its algorithm, which was logged then if ever. The
   // sequence number is taken: a failure to log must not lose the request.
@@ -201,7 +203,7 @@ std::exception_ptr CommunicatorImpl::execute(const algo::CollectiveArgs& args,
     } else {
       // The deadline is never earlier than intended (the coarse clock lags).
       algo::Exec exec(*transport_, resources_, desc, exec_,
-                      now + coarseLag() + exec_.timeout);
+                      now + coarseLag() + desc.timeout);
       algo::runCollective(*algorithm, exec, args);
     }
     watch_->finished(desc, nullptr);
@@ -259,6 +261,16 @@ void CommunicatorImpl::settleDeferredCheck() {
   } catch (const std::exception& e) {
     SMDDP_WARN(rank_, "at shutdown: " << e.what());
   }
+}
+
+void CommunicatorImpl::setTimeout(std::chrono::milliseconds timeout) {
+  if (timeout.count() <= 0) {
+    throw Error(ErrorCode::kInvalidArgument, "smddp: rank " + std::to_string(rank_) +
+                                                 ": setTimeout: the timeout must be positive, got " +
+                                                 std::to_string(timeout.count()) + " ms");
+  }
+  timeoutMs_.store(timeout.count(), std::memory_order_relaxed);
+  engine_->setCollectiveTimeout(timeout);
 }
 
 void CommunicatorImpl::markBroken(const std::string& reason) {

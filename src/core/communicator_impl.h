@@ -64,6 +64,12 @@ class CommunicatorImpl {
 
   void abort();
   std::string brokenReason() const;
+  // The bound of every collective posted from now on (those already posted keep theirs).
+  // Throws Error(kInvalidArgument) unless timeout > 0.
+  void setTimeout(std::chrono::milliseconds timeout);
+  std::chrono::milliseconds timeout() const {
+    return std::chrono::milliseconds(timeoutMs_.load(std::memory_order_relaxed));
+  }
 
  private:
   // Under the engine's lock, in queue order: the algorithm, shape hash and tag signature
@@ -87,6 +93,7 @@ class CommunicatorImpl {
   algo::Topology topology_;
   algo::ExecResources resources_;
   std::atomic<bool> aborted_{false};
+  std::atomic<int64_t> timeoutMs_;  // settings_.timeout until setTimeout(); read by describe()
   mutable std::mutex stateMutex_;  // guards brokenReason_
   std::string brokenReason_;
   std::atomic<bool> broken_{false};  // brokenReason_ is set (read without the mutex per run)

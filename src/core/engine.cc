@@ -76,7 +76,7 @@ std::unique_ptr<Engine> Engine::start(Runner runner, Poster poster,
 Engine::Engine(Runner runner, Poster poster, std::chrono::milliseconds collectiveTimeout)
     : runner_(std::move(runner)),
       poster_(std::move(poster)),
-      collectiveTimeout_(collectiveTimeout) {}
+      collectiveTimeoutMs_(collectiveTimeout.count()) {}
 
 Engine::~Engine() { stop(); }
 
@@ -192,7 +192,7 @@ bool Engine::waitQueued(RequestState& request, std::chrono::milliseconds grace,
         !request.claimed.load(std::memory_order_relaxed)) {
       request.claimed.store(true, std::memory_order_relaxed);
       countCallerRun();
-      *bound = collectiveTimeout_ + grace;
+      *bound = collectiveTimeout() + grace;
       runOne(request);
       releaseBusy();
       return true;
@@ -202,7 +202,7 @@ bool Engine::waitQueued(RequestState& request, std::chrono::milliseconds grace,
   std::unique_lock<std::mutex> lock(mutex_);
   dropClaimed();
   const auto ahead = static_cast<int64_t>(queue_.size() + (busy_ ? 1 : 0));
-  *bound = collectiveTimeout_ * (ahead + 1) + grace;
+  *bound = collectiveTimeout() * (ahead + 1) + grace;
   // Otherwise (the claim raced, or others are ahead) the wait drives or sleeps as usual; its
   // bound leaves room for a whole collective, so it may drive.
   const auto now = Clock::now();

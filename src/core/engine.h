@@ -64,6 +64,11 @@ class Engine {
                   std::chrono::milliseconds* bound);
   // Runs what is queued (bounded by each request's own deadline), then joins the engine thread.
   void stop();
+  // The bound of one collective from now on (Communicator::setTimeout): waits started later and
+  // the decision whether a caller may drive use it.
+  void setCollectiveTimeout(std::chrono::milliseconds timeout) {
+    collectiveTimeoutMs_.store(timeout.count(), std::memory_order_relaxed);
+  }
 
   // The blocking path (a collective run by its caller without a request): when nothing is queued
   // or running and the engine is not stopping, takes busy_, calls describe() under the lock (as
@@ -114,12 +119,15 @@ class Engine {
                            std::memory_order_relaxed);
   }
   bool mayDrive(Clock::time_point deadline, Clock::time_point now) const {
-    return deadline - now >= collectiveTimeout_;
+    return deadline - now >= collectiveTimeout();
+  }
+  std::chrono::milliseconds collectiveTimeout() const {
+    return std::chrono::milliseconds(collectiveTimeoutMs_.load(std::memory_order_relaxed));
   }
 
   Runner runner_;
   Poster poster_;
-  std::chrono::milliseconds collectiveTimeout_;
+  std::atomic<int64_t> collectiveTimeoutMs_;  // setCollectiveTimeout() may change it any time
   mutable std::mutex mutex_;
   std::condition_variable callersCv_;  // completions, and a turn to drive
   std::condition_variable threadCv_;   // the engine thread: work for it, or stop

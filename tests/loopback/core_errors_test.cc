@@ -128,5 +128,31 @@ TEST(CoreErrors, DeadPeerFailsPromptly) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
 }
 
+// setTimeout bounds the collectives posted after it (both ways: shorter and longer than the
+// communicator's), and rejects a non-positive bound with the communicator untouched.
+TEST(CoreErrors, SetTimeoutBoundsTheCollectivesPostedAfterIt) {
+  Options opts;
+  opts.timeout = 60s;
+  auto comms = makeLoopbackGroup(2, opts);
+  auto& c = *comms[0];
+  EXPECT_EQ(c.timeout(), 60s);
+  expectError([&] { c.setTimeout(0ms); }, ErrorCode::kInvalidArgument);
+  expectError([&] { c.setTimeout(-5ms); }, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(c.timeout(), 60s);
+  EXPECT_TRUE(c.brokenReason().empty());
+  // Longer than the original on one rank, then both barriers meet: nothing times out.
+  comms[1]->setTimeout(120s);
+  runRanks(comms, [](int, Communicator& comm) { comm.barrier().wait(); });
+  // Shorter: rank 1 never joins; the barrier fails after ~250 ms, not 60 s.
+  c.setTimeout(250ms);
+  EXPECT_EQ(c.timeout(), 250ms);
+  const auto start = std::chrono::steady_clock::now();
+  auto msg = expectError([&] { c.barrier().wait(); }, ErrorCode::kTimeout);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, 240ms);
+  EXPECT_LT(took, 10s);
+  EXPECT_NE(msg.find("timed out after 250 ms"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace smddp
