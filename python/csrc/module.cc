@@ -60,6 +60,9 @@ PYBIND11_MODULE(_C, m) {
            "Diagnostic (bench/limits/torch_layers.py): runs `calls` synchronous collectives "
            "from C++ with no Python between them; returns microseconds per call. Every rank "
            "must call it alike.")
+      .def("_issued_count", &ProcessGroupSmddp::issued,
+           "Collectives this group has issued to the engine (tests: a call that must not reach "
+           "the backend leaves it unchanged).")
       .def("_abort", &ProcessGroupSmddp::abort, py::call_guard<py::gil_scoped_release>(),
            "Fails every pending and later collective of this group (Error kAborted).")
       .def("_shutdown", &ProcessGroupSmddp::shutdown,  // releases the GIL itself

@@ -1,8 +1,6 @@
-// ProcessGroupSmddp: c10d collectives -> smddp::Communicator calls (see process_group.h).
-// Each collective: validate on the calling thread (RuntimeError, nothing sent), stage
-// non-contiguous tensors through contiguous temporaries, issue the engine request(s), and wrap
-// them in an SmddpWork. Engine smddp::Errors propagate unchanged (std::runtime_error ->
-// Python RuntimeError with the engine's message).
+// ProcessGroupSmddp's life (see process_group.h): joining, tracking for the exit hook,
+// shutdown and abort, the Work every collective returns, and the 2.x Backend API (split,
+// options, timeout, coalescing). The collectives are in process_group_collectives.cc.
 #include "process_group.h"
 
 #include <Python.h>
@@ -14,8 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "coalesced_work.h"
 #include "store_adapter.h"
-#include "tensor_map.h"
 
 namespace smddp::torch_shim {
 
@@ -37,6 +35,23 @@ ProcessGroupSmddp::ProcessGroupSmddp(const c10::intrusive_ptr<::c10d::Store>& st
 ProcessGroupSmddp::~ProcessGroupSmddp() { shutdown(); }
 
 namespace {
+
+// Releases the GIL for a blocking call when this thread holds it (torch's bindings may not have).
+class WithoutGil {
+ public:
+  WithoutGil() {
+    if (Py_IsInitialized() && PyGILState_Check()) saved_ = PyEval_SaveThread();
+  }
+  ~WithoutGil() {
+    if (saved_ != nullptr) PyEval_RestoreThread(saved_);
+  }
+  WithoutGil(const WithoutGil&) = delete;
+  WithoutGil& operator=(const WithoutGil&) = delete;
+
+ private:
+  PyThreadState* saved_ = nullptr;
+};
+
 std::mutex liveMutex;
 std::vector<c10::weak_intrusive_ptr<ProcessGroupSmddp>> liveGroups;  // guarded by liveMutex
 }  // namespace
@@ -66,15 +81,9 @@ void ProcessGroupSmddp::shutdownLive() {
 void ProcessGroupSmddp::shutdown() {
   // Joining the completion thread may wait on a Future callback that needs the GIL: never hold
   // it here (the destructor can run from Python's deallocator, shutdown() from a binding).
-  PyThreadState* saved = nullptr;
-  if (Py_IsInitialized() && PyGILState_Check()) {
-    saved = PyEval_SaveThread();
-  }
+  WithoutGil noGil;
   comm_.reset();  // waits (bounded) for pending collectives; their completions still run
   completions_->stop();
-  if (saved != nullptr) {
-    PyEval_RestoreThread(saved);
-  }
 }
 
 Communicator& ProcessGroupSmddp::comm() const {
@@ -93,9 +102,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::finish(
     OpType opType, SmddpWork::Requests requests, Tensors outputs, Staging staging,
     std::chrono::milliseconds perOpTimeout) {
   ++issued_;
-  return SmddpWork::create(rank_, opType, std::move(requests), std::move(outputs),
-                           std::move(staging), completions_,
-                           compat::effectiveTimeout(perOpTimeout, timeout_), timeout_);
+  c10::intrusive_ptr<Work> work = SmddpWork::create(
+      rank_, opType, std::move(requests), std::move(outputs), std::move(staging), completions_,
+      compat::effectiveTimeout(perOpTimeout, timeout_), timeout_, timing_);
+  if (coalescing_) coalesced_.push_back(work);
+  return work;
 }
 
 void ProcessGroupSmddp::unsupported(const char* op) const {
@@ -104,198 +115,70 @@ void ProcessGroupSmddp::unsupported(const char* op) const {
               "all_reduce_coalesced, broadcast, all_gather, all_gather_into_tensor, barrier)");
 }
 
+// ---- the 2.x Backend API ------------------------------------------------------------------------
+
 namespace {
 
-// One posted request, as a Work holds it.
-SmddpWork::Requests one(Request request) {
-  SmddpWork::Requests requests;
-  requests.push_back(std::move(request));
-  return requests;
-}
-
-void checkRank(int64_t root, int size, const char* what) {
-  TORCH_CHECK(root >= 0 && root < size, "smddp: ", what, " root rank ", root,
-              " is out of range for a group of size ", size);
+void require2x(const char* what) {
+  TORCH_CHECK(compat::kBackendApi, "smddp: ", what, " needs torch >= 2.11 (this is torch ",
+              compat::torchVersion(), ")");
 }
 
 }  // namespace
 
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::broadcast(
-    Tensors& tensors, const ::c10d::BroadcastOptions& opts) {
-  checkSingle(tensors, "broadcast");
-  checkRank(opts.rootRank, size_, "broadcast");
-  TORCH_CHECK(opts.rootTensor == 0, "smddp: broadcast rootTensor must be 0, got ",
-              opts.rootTensor);
-  Communicator& c = comm();
-  Staging staging;
-  bool isRoot = opts.rootRank == rank_;
-  at::Tensor work = staging.stage(tensors[0], /*copyIn=*/isRoot, /*copyBack=*/!isRoot);
-  Buffer buffer = toBuffer(work, "broadcast");
-  Request request = c.broadcast(buffer, buffer, static_cast<int>(opts.rootRank));
-  return finish(OpType::BROADCAST, one(std::move(request)), tensors, std::move(staging),
-                opts.timeout);
-}
-
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce(
-    Tensors& tensors, const ::c10d::AllreduceOptions& opts) {
-  checkSingle(tensors, "allreduce");
-  ReduceOp op = toReduceOp(opts.reduceOp, "allreduce");
-  TORCH_CHECK(tensors[0].scalar_type() != at::kBool || op == ReduceOp::kMin ||
-                  op == ReduceOp::kMax,
-              "smddp: allreduce on torch.bool supports only MIN and MAX");
-  Communicator& c = comm();
-  Staging staging;
-  at::Tensor work = staging.stage(tensors[0], /*copyIn=*/true, /*copyBack=*/true);
-  Buffer buffer = toBuffer(work, "allreduce");
-  Request request = c.allReduce(buffer, buffer, op);
-  return finish(OpType::ALLREDUCE, one(std::move(request)), tensors, std::move(staging),
-                opts.timeout);
-}
-
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce_coalesced(
-    Tensors& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
-  ReduceOp op = toReduceOp(opts.reduceOp, "allreduce_coalesced");
-  bool sameType = true;
-  for (const auto& t : tensors) {
-    checkTensor(t, "allreduce_coalesced");
-    TORCH_CHECK(t.scalar_type() != at::kBool, "smddp: allreduce_coalesced does not take bool");
-    sameType = sameType && t.scalar_type() == tensors[0].scalar_type();
+c10::intrusive_ptr<compat::BackendBase> ProcessGroupSmddp::split(
+    const c10::intrusive_ptr<::c10d::Store>& store, const std::vector<int>& ranks,
+    const c10::intrusive_ptr<Options>& opts) {
+  require2x("split");
+  for (int r : ranks) {
+    TORCH_CHECK(r >= 0 && r < size_, "smddp: rank ", rank_, ": split: rank ", r,
+                " is not a rank of this group of size ", size_);
   }
-  Communicator& c = comm();
-  Staging staging;
-  SmddpWork::Requests requests;
-  if (!tensors.empty() && sameType) {
-    // One engine collective over a flat copy; results are scattered back at completion.
-    std::vector<at::Tensor> flat;
-    for (const auto& t : tensors) {
-      flat.push_back(t.reshape(-1));
-    }
-    at::Tensor buffer;
-    {
-      at::NoGradGuard noGrad;
-      buffer = at::cat(flat);
-    }
-    int64_t offset = 0;
-    for (const auto& t : tensors) {
-      staging.addCopyBack(t, buffer.narrow(0, offset, t.numel()).view(t.sizes()));
-      offset += t.numel();
-    }
-    staging.keepAlive(buffer);
-    Buffer b = toBuffer(buffer, "allreduce_coalesced");
-    requests.push_back(c.allReduce(b, b, op));
-  } else {
-    for (const auto& t : tensors) {
-      at::Tensor work = staging.stage(t, /*copyIn=*/true, /*copyBack=*/true);
-      Buffer b = toBuffer(work, "allreduce_coalesced");
-      requests.push_back(c.allReduce(b, b, op));
-    }
+  auto mine = std::find(ranks.begin(), ranks.end(), rank_);
+  if (mine == ranks.end()) return {};  // not a member: torch returns NON_GROUP_MEMBER
+  const auto childTimeout = opts && opts->timeout.count() > 0 ? opts->timeout : timeout_;
+  // torch prefixes the store with the child's group name; the engine's name keeps the child's
+  // keys apart from any other communicator on the same store as well.
+  const std::string childName =
+      opts && !opts->group_name.empty() ? std::string("smddp.") + opts->group_name
+                                        : name_ + ".split" + std::to_string(issued_);
+  c10::intrusive_ptr<ProcessGroupSmddp> child;
+  {
+    WithoutGil noGil;  // the child bootstraps through the store: other ranks' Python may run
+    child = c10::make_intrusive<ProcessGroupSmddp>(
+        store, static_cast<int>(mine - ranks.begin()), static_cast<int>(ranks.size()),
+        childTimeout, childName);
   }
-  return finish(OpType::ALLREDUCE_COALESCED, std::move(requests), tensors, std::move(staging),
-                opts.timeout);
+  track(child);
+  return child;
 }
 
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allgather(
-    std::vector<Tensors>& outputs, Tensors& inputs, const ::c10d::AllgatherOptions& opts) {
-  checkSingle(inputs, "allgather");
-  TORCH_CHECK(outputs.size() == 1, "smddp: allgather expects one output list per process, got ",
-              outputs.size());
-  const at::Tensor& input = inputs[0];
-  Tensors& outs = outputs[0];
-  TORCH_CHECK(static_cast<int>(outs.size()) == size_, "smddp: allgather expects world_size (",
-              size_, ") output tensors, got ", outs.size());
-  for (const auto& out : outs) {
-    checkTensor(out, "allgather");
-    TORCH_CHECK(out.scalar_type() == input.scalar_type() && out.numel() == input.numel(),
-                "smddp: allgather output tensors must match the input's dtype (",
-                input.scalar_type(), ") and number of elements (", input.numel(), "), got ",
-                out.scalar_type(), " with ", out.numel());
-  }
-  Communicator& c = comm();
-  Staging staging;
-  at::Tensor send = staging.stage(input, /*copyIn=*/true, /*copyBack=*/false);
-  staging.keepAlive(input);
-  std::vector<Buffer> recvs;
-  for (const auto& out : outs) {
-    recvs.push_back(toBuffer(staging.stage(out, false, true), "allgather"));
-  }
-  Request request = c.allGather(toBuffer(send, "allgather"), recvs);
-  return finish(OpType::ALLGATHER, one(std::move(request)), outs, std::move(staging),
-                opts.timeout);
+c10::intrusive_ptr<ProcessGroupSmddp::Options> ProcessGroupSmddp::getBackendOptions() {
+  auto options = c10::make_intrusive<Options>(getBackendName(), timeout_);
+  options->group_name = name_;
+  return options;
 }
 
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::_allgather_base(
-    at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) {
-  checkTensor(input, "all_gather_into_tensor");
-  checkTensor(output, "all_gather_into_tensor");
-  TORCH_CHECK(output.scalar_type() == input.scalar_type(),
-              "smddp: all_gather_into_tensor output dtype ", output.scalar_type(),
-              " differs from input dtype ", input.scalar_type());
-  TORCH_CHECK(output.numel() == input.numel() * size_,
-              "smddp: all_gather_into_tensor output must have world_size * input.numel() = ",
-              input.numel() * size_, " elements, got ", output.numel());
-  Communicator& c = comm();
-  Staging staging;
-  at::Tensor send = staging.stage(input, /*copyIn=*/true, /*copyBack=*/false);
-  staging.keepAlive(input);
-  at::Tensor recv = staging.stage(output, /*copyIn=*/false, /*copyBack=*/true);
-  Request request = c.allGather(toBuffer(send, "all_gather_into_tensor"),
-                                toBuffer(recv, "all_gather_into_tensor"));
-  return finish(OpType::_ALLGATHER_BASE, one(std::move(request)), {output}, std::move(staging),
-                opts.timeout);
+void ProcessGroupSmddp::setTimeout(std::chrono::milliseconds timeout) {
+  TORCH_CHECK(timeout.count() > 0, "smddp: rank ", rank_,
+              ": setTimeout needs a positive timeout, got ", timeout.count(), " ms");
+  comm().setTimeout(timeout);  // the engine's bound for the collectives issued from now on
+  timeout_ = timeout;
 }
 
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::barrier(const ::c10d::BarrierOptions& opts) {
-  // device_ids name CUDA devices to synchronize; CPU-only, so there is nothing to add to them.
-  Request request = comm().barrier();
-  return finish(OpType::BARRIER, one(std::move(request)), {}, Staging(), opts.timeout);
+void ProcessGroupSmddp::startCoalescing() {
+  require2x("coalescing");
+  TORCH_CHECK(!coalescing_, "smddp: rank ", rank_,
+              ": startCoalescing called again before endCoalescing");
+  coalescing_ = true;
+  coalesced_.clear();
 }
 
-// ---- collectives the engine does not offer yet -------------------------------------------------
-
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce(Tensors&, const ::c10d::ReduceOptions&) {
-  unsupported("reduce");
-}
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allgather_coalesced(
-    std::vector<Tensors>&, Tensors&, const ::c10d::AllgatherOptions&) {
-  unsupported("allgather_coalesced");
-}
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::gather(std::vector<Tensors>&, Tensors&,
-                                                           const ::c10d::GatherOptions&) {
-  unsupported("gather");
-}
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::scatter(Tensors&, std::vector<Tensors>&,
-                                                            const ::c10d::ScatterOptions&) {
-  unsupported("scatter");
-}
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce_scatter(
-    Tensors&, std::vector<Tensors>&, const ::c10d::ReduceScatterOptions&) {
-  unsupported("reduce_scatter");
-}
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::_reduce_scatter_base(
-    at::Tensor&, at::Tensor&, const ::c10d::ReduceScatterOptions&) {
-  unsupported("reduce_scatter_tensor (_reduce_scatter_base)");
-}
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::alltoall_base(at::Tensor&, at::Tensor&,
-                                                                  std::vector<int64_t>&,
-                                                                  std::vector<int64_t>&,
-                                                                  const ::c10d::AllToAllOptions&) {
-  unsupported("alltoall_base (all_to_all_single)");
-}
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::alltoall(Tensors&, Tensors&,
-                                                             const ::c10d::AllToAllOptions&) {
-  unsupported("alltoall");
-}
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::send(Tensors&, int, int) {
-  unsupported("send");
-}
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::recv(Tensors&, int, int) {
-  unsupported("recv");
-}
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::recvAnysource(Tensors&, int) {
-  unsupported("recv (any source)");
-}
-void ProcessGroupSmddp::monitoredBarrier(const ::c10d::BarrierOptions&, bool) {
-  unsupported("monitored_barrier");
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::endCoalescing() {
+  require2x("coalescing");
+  TORCH_CHECK(coalescing_, "smddp: rank ", rank_, ": endCoalescing without startCoalescing");
+  coalescing_ = false;
+  return c10::make_intrusive<CoalescedWork>(rank_, std::move(coalesced_));
 }
 
 }  // namespace smddp::torch_shim

@@ -37,7 +37,9 @@ class ProcessGroupSmddp : public compat::BackendBase {
 
   using Work = ::c10d::Work;
   using Tensors = std::vector<at::Tensor>;
+  using Options = compat::BackendOptions;
 
+  // ---- collectives (process_group_collectives.cc) ----
   c10::intrusive_ptr<Work> broadcast(Tensors& tensors,
                                      const ::c10d::BroadcastOptions& opts) override;
   c10::intrusive_ptr<Work> allreduce(Tensors& tensors,
@@ -46,8 +48,13 @@ class ProcessGroupSmddp : public compat::BackendBase {
       Tensors& tensors, const ::c10d::AllreduceCoalescedOptions& opts) override;
   c10::intrusive_ptr<Work> allgather(std::vector<Tensors>& outputs, Tensors& inputs,
                                      const ::c10d::AllgatherOptions& opts) override;
-  c10::intrusive_ptr<Work> _allgather_base(at::Tensor& output, at::Tensor& input,
-                                           const ::c10d::AllgatherOptions& opts) override;
+  // all_gather_into_tensor: all_gather_single on torch >= 2.14, _allgather_base before.
+  c10::intrusive_ptr<Work> SMDDP_SINGLE(all_gather_single, _allgather_base)(
+      at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) override;
+  // A list of all_gather_into_tensor as one Work (DTensor, FSDP2, the coalescing manager).
+  c10::intrusive_ptr<Work> SMDDP_SINGLE(all_gather_single_coalesced,
+                                        allgather_into_tensor_coalesced)(
+      Tensors& outputs, Tensors& inputs, const ::c10d::AllgatherOptions& opts) SMDDP_OVERRIDE_2X;
   c10::intrusive_ptr<Work> barrier(const ::c10d::BarrierOptions& opts) override;
 
   // Not implemented by the engine yet: each raises "smddp does not support <op> yet".
@@ -60,11 +67,11 @@ class ProcessGroupSmddp : public compat::BackendBase {
                                    const ::c10d::ScatterOptions&) override;
   c10::intrusive_ptr<Work> reduce_scatter(Tensors&, std::vector<Tensors>&,
                                           const ::c10d::ReduceScatterOptions&) override;
-  c10::intrusive_ptr<Work> _reduce_scatter_base(at::Tensor&, at::Tensor&,
-                                                const ::c10d::ReduceScatterOptions&) override;
-  c10::intrusive_ptr<Work> alltoall_base(at::Tensor&, at::Tensor&, std::vector<int64_t>&,
-                                         std::vector<int64_t>&,
-                                         const ::c10d::AllToAllOptions&) override;
+  c10::intrusive_ptr<Work> SMDDP_SINGLE(reduce_scatter_single, _reduce_scatter_base)(
+      at::Tensor&, at::Tensor&, const ::c10d::ReduceScatterOptions&) override;
+  c10::intrusive_ptr<Work> SMDDP_SINGLE(all_to_all_single, alltoall_base)(
+      at::Tensor&, at::Tensor&, std::vector<int64_t>&, std::vector<int64_t>&,
+      const ::c10d::AllToAllOptions&) override;
   c10::intrusive_ptr<Work> alltoall(Tensors&, Tensors&, const ::c10d::AllToAllOptions&) override;
   c10::intrusive_ptr<Work> send(Tensors&, int, int) override;
   c10::intrusive_ptr<Work> recv(Tensors&, int, int) override;
@@ -74,14 +81,34 @@ class ProcessGroupSmddp : public compat::BackendBase {
   // The engine numbers its collectives itself; torch's group sequence number is our issue count.
   void setSequenceNumberForGroup() override {}
   uint64_t getSequenceNumberForGroup() override { return issued_; }
+  uint64_t issued() const { return issued_; }
 
-  // torch >= 2.4 calls these on destroy_process_group / abort; harmless where absent (no
-  // `override` on purpose: the 1.x base has neither).
-  void shutdown();
-  void abort();
+  // ---- the 2.x Backend API (process_group.cc). On torch 1.13 these are plain members that
+  // torch never calls; the ones a 1.13 user could reach raise a clear "needs torch 2.x". ----
+  // A group of the parent's ranks `ranks` (parent ranks, in the child's rank order) through
+  // `store` (already prefixed by torch); nullptr on a rank not in `ranks`.
+  bool supportsSplitting() const SMDDP_OVERRIDE_2X { return true; }
+  c10::intrusive_ptr<compat::BackendBase> split(const c10::intrusive_ptr<::c10d::Store>& store,
+                                                const std::vector<int>& ranks,
+                                                const c10::intrusive_ptr<Options>& opts)
+      SMDDP_OVERRIDE_2X;
+  c10::intrusive_ptr<Options> getBackendOptions() SMDDP_OVERRIDE_2X;
+  // Collectives issued between these two are posted as usual; endCoalescing returns one Work
+  // for all of them (CoalescedWork).
+  bool supportsCoalescing() const SMDDP_OVERRIDE_2X { return true; }
+  void startCoalescing() SMDDP_OVERRIDE_2X;
+  c10::intrusive_ptr<Work> endCoalescing() SMDDP_OVERRIDE_2X;
+  // The bound of every collective issued from now on (torch's _set_pg_timeout).
+  void setTimeout(std::chrono::milliseconds timeout) SMDDP_OVERRIDE_2X;
+  // Works issued from now on record their duration (Work.get_duration()).
+  void enableCollectivesTiming() SMDDP_OVERRIDE_2X { timing_ = true; }
+  // torch >= 2.4 calls these on destroy_process_group / abort.
+  void shutdown() SMDDP_OVERRIDE_2X;
+  void abort() SMDDP_OVERRIDE_2X;
 
  private:
-  // Wraps posted requests in an SmddpWork whose Future yields `outputs`.
+  // Wraps posted requests in an SmddpWork whose Future yields `outputs`; while coalescing, the
+  // Work is also kept for endCoalescing.
   c10::intrusive_ptr<Work> finish(::c10d::OpType opType, SmddpWork::Requests requests,
                                   Tensors outputs, Staging staging,
                                   std::chrono::milliseconds perOpTimeout);
@@ -94,6 +121,9 @@ class ProcessGroupSmddp : public compat::BackendBase {
   std::chrono::milliseconds timeout_;
   std::string name_;
   uint64_t issued_ = 0;
+  bool timing_ = false;
+  bool coalescing_ = false;
+  std::vector<c10::intrusive_ptr<Work>> coalesced_;  // Works issued while coalescing_
 };
 
 }  // namespace smddp::torch_shim

@@ -1,11 +1,16 @@
 // The ONE place where torch_smddp adapts to the torch version it is compiled against.
-// Invariant: no other file in python/csrc tests TORCH_VERSION_*; they use the aliases below.
+// Invariant: no other file in python/csrc tests TORCH_VERSION_*; they use the names below.
 //
-//   torch 1.x   : third-party backends subclass c10d::ProcessGroup; the creator returns one.
-//   torch >= 2.0: they subclass c10d::Backend (ProcessGroup became a per-device dispatcher that
-//                 owns backends); the creator returns a Backend.
-// Both expose the same virtual collective signatures (vector<Tensor>&, XxxOptions), the same
-// c10d::Work and c10d::ReduceOp, so everything else compiles unchanged.
+//   torch 1.13   : third-party backends subclass c10d::ProcessGroup; the creator returns one. The
+//                  legacy tier: the collectives, Work and Future; nothing below marked "2.x".
+//   torch >= 2.11: they subclass c10d::Backend (ProcessGroup became a per-device dispatcher that
+//                  owns backends); the creator returns a Backend. 2.x adds: split (new_group /
+//                  split_group / DeviceMesh), coalescing, setTimeout, getBackendOptions, shutdown
+//                  and abort hooks, collective timing, Work::blockCurrentStream / getDuration.
+//   torch >= 2.14: the tensor-form collectives are named all_gather_single, ... (the old names,
+//                  _allgather_base, ..., forward to them): SMDDP_SINGLE picks the name to override.
+// Versions in between (2.0 - 2.10) lack parts of the 2.x API used here and are refused at compile
+// time rather than half-supported.
 #pragma once
 
 #include <torch/version.h>
@@ -13,33 +18,68 @@
 #include <chrono>
 #include <string>
 
-#if TORCH_VERSION_MAJOR >= 2
+#define SMDDP_TORCH_AT_LEAST(major, minor) \
+  (TORCH_VERSION_MAJOR > (major) ||        \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+#if SMDDP_TORCH_AT_LEAST(2, 0) && !SMDDP_TORCH_AT_LEAST(2, 11)
+#error "torch_smddp supports torch 1.13 and torch >= 2.11; this torch is in between"
+#endif
+
+#if SMDDP_TORCH_AT_LEAST(2, 0)
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #define SMDDP_TORCH_BACKEND_API 1
+// `override` for the members that exist only on the 2.x Backend (none of them on 1.13's base).
+#define SMDDP_OVERRIDE_2X override
 #else
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #define SMDDP_TORCH_BACKEND_API 0
+#define SMDDP_OVERRIDE_2X
 #endif
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
+
+#if SMDDP_TORCH_AT_LEAST(2, 14)
+#define SMDDP_SINGLE(newName, oldName) newName
+#define SMDDP_TORCH_SINGLE_NAMES 1
+#else
+#define SMDDP_SINGLE(newName, oldName) oldName
+#define SMDDP_TORCH_SINGLE_NAMES 0
+#endif
 
 namespace smddp::torch_shim::compat {
 
 #if SMDDP_TORCH_BACKEND_API
 // 2.x: the class torch's ProcessGroup dispatches to for the devices given to register_backend.
 using BackendBase = ::c10d::Backend;
+// What getBackendOptions() returns and split() receives.
+using BackendOptions = ::c10d::Backend::Options;
+inline constexpr const char* kBaseClassName = "torch._C._distributed_c10d.Backend";
 #else
 // 1.x: the Python side expects a ProcessGroup from the creator and calls it directly.
 using BackendBase = ::c10d::ProcessGroup;
-#endif
-
-// Name of the Python base class, for error messages and the module's introspection.
-#if SMDDP_TORCH_BACKEND_API
-inline constexpr const char* kBaseClassName = "torch._C._distributed_c10d.Backend";
-#else
+// 1.13 has no backend options: a stand-in so the 2.x-only members still compile there.
+struct BackendOptions : torch::CustomClassHolder {
+  BackendOptions(std::string backend, std::chrono::milliseconds timeout)
+      : timeout(timeout), backend(std::move(backend)) {}
+  std::chrono::milliseconds timeout;
+  const std::string backend;
+  std::string group_name;
+};
 inline constexpr const char* kBaseClassName = "torch.distributed.ProcessGroup";
 #endif
+inline constexpr bool kBackendApi = SMDDP_TORCH_BACKEND_API != 0;
+
+// Op types that 1.13 does not have (its Works report UNKNOWN for them).
+#if SMDDP_TORCH_BACKEND_API
+inline constexpr auto kCoalescedOp = ::c10d::OpType::COALESCED;
+inline constexpr auto kAllGatherTensorCoalescedOp = ::c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED;
+#else
+inline constexpr auto kCoalescedOp = ::c10d::OpType::UNKNOWN;
+inline constexpr auto kAllGatherTensorCoalescedOp = ::c10d::OpType::UNKNOWN;
+#endif
+inline constexpr bool kSingleNames = SMDDP_TORCH_SINGLE_NAMES != 0;
 
 // PREMUL_SUM exists in both (1.13 introduced it for NCCL); neither the engine nor this shim
 // implements it yet, so both map it to the same "not supported" error.

@@ -26,11 +26,18 @@ c10::intrusive_ptr<SmddpWork> SmddpWork::create(int rank, ::c10d::OpType opType,
                                                 Staging staging,
                                                 std::shared_ptr<CompletionQueue> completions,
                                                 std::chrono::milliseconds timeout,
-                                                std::chrono::milliseconds groupTimeout) {
+                                                std::chrono::milliseconds groupTimeout,
+                                                bool timed) {
   auto work = c10::make_intrusive<SmddpWork>(Key(), rank, opType, std::move(requests),
                                              std::move(outputs), std::move(staging),
                                              std::move(completions), timeout, groupTimeout);
-  if (!work->completed_ && work->staging_.hasCopyBack()) {  // results land without a wait
+  if (timed) {
+    work->timed_ = true;
+    work->postedAt_ = std::chrono::steady_clock::now();
+    if (work->completed_) work->doneAt_ = work->postedAt_;
+  }
+  // Armed when results land without a wait, or when the completion must be stamped.
+  if (!work->completed_ && (work->staging_.hasCopyBack() || timed)) {
     bool attach = false;
     {
       std::lock_guard<std::mutex> lock(work->mutex_);
@@ -115,7 +122,8 @@ void SmddpWork::requestCompleted() {
   c10::intrusive_ptr<SmddpWork> work;  // taken under the lock: nobody can finish us meanwhile
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (--pending_ == 0 && !waiterDriving_) work = self_;
+    if (--pending_ == 0 && timed_) doneAt_ = std::chrono::steady_clock::now();
+    if (pending_ == 0 && !waiterDriving_) work = self_;
   }
   if (work) completions_->post([work = std::move(work)] { work->finish(); });
 }
@@ -296,6 +304,14 @@ bool SmddpWork::waitFinished(std::chrono::steady_clock::time_point deadline,
   }
   if (exception_) std::rethrow_exception(exception_);
   return true;
+}
+
+float SmddpWork::getDuration() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TORCH_CHECK(timed_, "smddp: getDuration needs collective timing: call "
+                      "enableCollectivesTiming() on the group before the collective");
+  TORCH_CHECK(completed_, "smddp: getDuration of a collective that has not completed");
+  return std::chrono::duration<float, std::milli>(doneAt_ - postedAt_).count();
 }
 
 }  // namespace smddp::torch_shim

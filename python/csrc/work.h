@@ -45,11 +45,14 @@ class SmddpWork : public ::c10d::Work {
   // `requests` are posted; `outputs` is the Future's value; `staging` holds what to copy back and
   // keep alive. `timeout` is this collective's (per-op option or the group's); `groupTimeout`
   // the group's.
+  // `timed` (the group's collective timing is on): the Work is armed at once and its last
+  // request's completion stamps the end, for getDuration().
   static c10::intrusive_ptr<SmddpWork> create(int rank, ::c10d::OpType opType, Requests requests,
                                               std::vector<at::Tensor> outputs, Staging staging,
                                               std::shared_ptr<CompletionQueue> completions,
                                               std::chrono::milliseconds timeout,
-                                              std::chrono::milliseconds groupTimeout);
+                                              std::chrono::milliseconds groupTimeout,
+                                              bool timed = false);
   SmddpWork(Key, int rank, ::c10d::OpType opType, Requests requests,
             std::vector<at::Tensor> outputs, Staging staging,
             std::shared_ptr<CompletionQueue> completions, std::chrono::milliseconds timeout,
@@ -62,9 +65,16 @@ class SmddpWork : public ::c10d::Work {
   bool isSuccess() const override;
   std::exception_ptr exception() const override;
   std::vector<at::Tensor> result() override { return outputs_; }
-  void synchronize() override {}  // CPU tensors: results are in place once completed
+  // CPU tensors: results are in place once completed; the base's bookkeeping (2.x: the
+  // registry of in-flight collectives used as graph inputs) still runs.
+  void synchronize() override { ::c10d::Work::synchronize(); }
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  // CPU tensors have no stream to make wait: the host waits (bounded, as wait()).
+  void blockCurrentStream() SMDDP_OVERRIDE_2X { wait(); }
+  // Milliseconds from the post to the engine's completion of the last request; needs the
+  // group's collective timing on (enableCollectivesTiming) and a completed Work.
+  float getDuration() const SMDDP_OVERRIDE_2X;
 
  private:
   bool requestsDone() const;
@@ -103,6 +113,10 @@ class SmddpWork : public ::c10d::Work {
   bool finishing_ = false;          // the finish is claimed (set with or before completed_)
   c10::intrusive_ptr<SmddpWork> self_;               // armed and not finished
   c10::intrusive_ptr<c10::ivalue::Future> future_;  // null until getFuture()
+  // Collective timing (create's `timed`): the post, and the last request's completion.
+  bool timed_ = false;
+  std::chrono::steady_clock::time_point postedAt_{};
+  std::chrono::steady_clock::time_point doneAt_{};  // guarded by mutex_; set when pending_ hits 0
 };
 
 }  // namespace smddp::torch_shim

@@ -9,7 +9,7 @@ import torch
 import torch.distributed  # noqa: F401  (registers the c10d classes _C derives from)
 
 from . import _C
-from ._backend import BACKEND_NAME, create_backend, is_registered, register
+from ._backend import BACKEND_NAME, backend_of, create_backend, is_registered, register
 
 __version__ = _C.engine_version()
 ProcessGroupSmddp = _C.ProcessGroupSmddp
@@ -19,6 +19,7 @@ register()
 __all__ = [
     "BACKEND_NAME",
     "ProcessGroupSmddp",
+    "backend_of",
     "create_backend",
     "is_registered",
     "register",

@@ -10,6 +10,7 @@ import atexit
 import inspect
 from datetime import timedelta
 
+import torch
 import torch.distributed as dist
 
 from . import _C
@@ -44,6 +45,19 @@ def create_backend(dist_backend_opts, pg_options=None):
         _timeout_seconds(opts.timeout),
         _communicator_name(getattr(opts, "group_id", "")),
     )
+
+
+def backend_of(group=None):
+    """The ProcessGroupSmddp behind `group` (default: the world group), for its smddp-specific
+    properties (provider, communicator_name, timeout_seconds). torch 2.x groups dispatch to a
+    backend per device; torch 1.13's group is the backend itself."""
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    if isinstance(pg, _C.ProcessGroupSmddp):
+        return pg
+    backend = pg._get_backend(torch.device("cpu"))
+    if not isinstance(backend, _C.ProcessGroupSmddp):
+        raise ValueError(f"the group's CPU backend is {type(backend).__name__}, not smddp")
+    return backend
 
 
 def is_registered():

@@ -61,9 +61,9 @@ def test_variables_the_user_set_are_kept(tmp_path):
     env.pop("HFI_NO_BACKTRACE", None)
     code = GROUP + """
 import ctypes
-getenv = ctypes.CDLL(None).getenv
-getenv.restype = ctypes.c_char_p
-print(getenv(b"IPATH_NO_BACKTRACE").decode(), getenv(b"HFI_NO_BACKTRACE").decode())
+c_env = ctypes.CDLL(None).getenv  # the C environment, which setenv() changed
+c_env.restype = ctypes.c_char_p
+print(c_env(b"IPATH_NO_BACKTRACE").decode(), c_env(b"HFI_NO_BACKTRACE").decode())
 """
     res = _python(code, str(tmp_path / "store"), env=env)
     assert res.returncode == 0, res.stderr[-2000:]

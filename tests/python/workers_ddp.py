@@ -1,4 +1,6 @@
-"""Rank bodies for test_ddp.py: the same DDP training (same seed, same per-rank data) once over
+"""Rank bodies for test_ddp.py (plain, no_sync, join() with uneven inputs, find_unused_parameters,
+static_graph, gradient_as_bucket_view, buffer broadcast, fp16/bf16 compression hooks, and on
+torch 2.x a torch.compile'd DDP model): the same DDP training (same seed, same per-rank data) once over
 smddp (the default group) and once over a gloo group of the same job; after 20 steps parameters
 and buffers must agree within fp32 tolerance on every rank, and smddp's must be bitwise equal
 across ranks.
@@ -61,20 +63,26 @@ SCENARIOS = {
     "fp16_hook": ("mlp", {}, default_hooks.fp16_compress_hook),
     "bf16_hook": ("mlp", {}, bf16_hook),
 }
+if torch.__version__ >= "2":
+    # torch.compile(DDP(model)): dynamo splits the graph at bucket boundaries (DDPOptimizer) and
+    # the all_reduces run from the compiled backward
+    # (DDPOptimizer wants the first bucket no larger than the others: default bucket sizes)
+    SCENARIOS["compiled"] = ("mlp", {"bucket_cap_mb": 25}, None)
 
 
 def train(name, pg, rank, hook):
     kind, kwargs, _ = SCENARIOS[name]
     model = make_model(kind)
-    ddp = DDP(model, process_group=pg, bucket_cap_mb=0.001, **kwargs)  # several buckets
+    ddp = DDP(model, process_group=pg, **{"bucket_cap_mb": 0.001, **kwargs})  # several buckets
     if hook is not None:
         ddp.register_comm_hook(pg, hook)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.05)
     steps = STEPS + 3 * rank if name == "join_uneven" else STEPS
+    run = torch.compile(ddp) if name == "compiled" else ddp
 
     def step(i):
         x, y = batch(rank, i)
-        out = ddp(x, use_b=(i % 2 == 0)) if kind == "heads" else ddp(x)
+        out = ddp(x, use_b=(i % 2 == 0)) if kind == "heads" else run(x)
         loss = nn.functional.mse_loss(out, y)
         if name == "no_sync" and i % 2 == 0:
             with ddp.no_sync():

@@ -1,0 +1,243 @@
+// ProcessGroupSmddp's collectives: c10d calls -> smddp::Communicator requests (see
+// process_group.h). Each collective: validate on the calling thread (RuntimeError, nothing sent),
+// stage non-contiguous tensors through contiguous temporaries, issue the engine request(s), and
+// wrap them in an SmddpWork. Engine smddp::Errors propagate unchanged (std::runtime_error ->
+// Python RuntimeError with the engine's message).
+#include <c10/util/Exception.h>
+
+#include <utility>
+#include <vector>
+
+#include "process_group.h"
+#include "tensor_map.h"
+
+namespace smddp::torch_shim {
+
+using ::c10d::OpType;
+
+namespace {
+
+// One posted request, as a Work holds it.
+SmddpWork::Requests one(Request request) {
+  SmddpWork::Requests requests;
+  requests.push_back(std::move(request));
+  return requests;
+}
+
+void checkRank(int64_t root, int size, const char* what) {
+  TORCH_CHECK(root >= 0 && root < size, "smddp: ", what, " root rank ", root,
+              " is out of range for a group of size ", size);
+}
+
+}  // namespace
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::broadcast(
+    Tensors& tensors, const ::c10d::BroadcastOptions& opts) {
+  checkSingle(tensors, "broadcast");
+  checkRank(opts.rootRank, size_, "broadcast");
+  TORCH_CHECK(opts.rootTensor == 0, "smddp: broadcast rootTensor must be 0, got ",
+              opts.rootTensor);
+  Communicator& c = comm();
+  Staging staging;
+  bool isRoot = opts.rootRank == rank_;
+  at::Tensor work = staging.stage(tensors[0], /*copyIn=*/isRoot, /*copyBack=*/!isRoot);
+  Buffer buffer = toBuffer(work, "broadcast");
+  Request request = c.broadcast(buffer, buffer, static_cast<int>(opts.rootRank));
+  return finish(OpType::BROADCAST, one(std::move(request)), tensors, std::move(staging),
+                opts.timeout);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce(
+    Tensors& tensors, const ::c10d::AllreduceOptions& opts) {
+  checkSingle(tensors, "allreduce");
+  ReduceOp op = toReduceOp(opts.reduceOp, "allreduce");
+  TORCH_CHECK(tensors[0].scalar_type() != at::kBool || op == ReduceOp::kMin ||
+                  op == ReduceOp::kMax,
+              "smddp: allreduce on torch.bool supports only MIN and MAX");
+  Communicator& c = comm();
+  Staging staging;
+  at::Tensor work = staging.stage(tensors[0], /*copyIn=*/true, /*copyBack=*/true);
+  Buffer buffer = toBuffer(work, "allreduce");
+  Request request = c.allReduce(buffer, buffer, op);
+  return finish(OpType::ALLREDUCE, one(std::move(request)), tensors, std::move(staging),
+                opts.timeout);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce_coalesced(
+    Tensors& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {
+  ReduceOp op = toReduceOp(opts.reduceOp, "allreduce_coalesced");
+  bool sameType = true;
+  for (const auto& t : tensors) {
+    checkTensor(t, "allreduce_coalesced");
+    TORCH_CHECK(t.scalar_type() != at::kBool, "smddp: allreduce_coalesced does not take bool");
+    sameType = sameType && t.scalar_type() == tensors[0].scalar_type();
+  }
+  Communicator& c = comm();
+  Staging staging;
+  SmddpWork::Requests requests;
+  if (!tensors.empty() && sameType) {
+    // One engine collective over a flat copy; results are scattered back at completion.
+    std::vector<at::Tensor> flat;
+    for (const auto& t : tensors) {
+      flat.push_back(t.reshape(-1));
+    }
+    at::Tensor buffer;
+    {
+      at::NoGradGuard noGrad;
+      buffer = at::cat(flat);
+    }
+    int64_t offset = 0;
+    for (const auto& t : tensors) {
+      staging.addCopyBack(t, buffer.narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
+    staging.keepAlive(buffer);
+    Buffer b = toBuffer(buffer, "allreduce_coalesced");
+    requests.push_back(c.allReduce(b, b, op));
+  } else {
+    for (const auto& t : tensors) {
+      at::Tensor work = staging.stage(t, /*copyIn=*/true, /*copyBack=*/true);
+      Buffer b = toBuffer(work, "allreduce_coalesced");
+      requests.push_back(c.allReduce(b, b, op));
+    }
+  }
+  return finish(OpType::ALLREDUCE_COALESCED, std::move(requests), tensors, std::move(staging),
+                opts.timeout);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allgather(
+    std::vector<Tensors>& outputs, Tensors& inputs, const ::c10d::AllgatherOptions& opts) {
+  checkSingle(inputs, "allgather");
+  TORCH_CHECK(outputs.size() == 1, "smddp: allgather expects one output list per process, got ",
+              outputs.size());
+  const at::Tensor& input = inputs[0];
+  Tensors& outs = outputs[0];
+  TORCH_CHECK(static_cast<int>(outs.size()) == size_, "smddp: allgather expects world_size (",
+              size_, ") output tensors, got ", outs.size());
+  for (const auto& out : outs) {
+    checkTensor(out, "allgather");
+    TORCH_CHECK(out.scalar_type() == input.scalar_type() && out.numel() == input.numel(),
+                "smddp: allgather output tensors must match the input's dtype (",
+                input.scalar_type(), ") and number of elements (", input.numel(), "), got ",
+                out.scalar_type(), " with ", out.numel());
+  }
+  Communicator& c = comm();
+  Staging staging;
+  at::Tensor send = staging.stage(input, /*copyIn=*/true, /*copyBack=*/false);
+  staging.keepAlive(input);
+  std::vector<Buffer> recvs;
+  for (const auto& out : outs) {
+    recvs.push_back(toBuffer(staging.stage(out, false, true), "allgather"));
+  }
+  Request request = c.allGather(toBuffer(send, "allgather"), recvs);
+  return finish(OpType::ALLGATHER, one(std::move(request)), outs, std::move(staging),
+                opts.timeout);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::SMDDP_SINGLE(all_gather_single,
+                                                                 _allgather_base)(
+    at::Tensor& output, at::Tensor& input, const ::c10d::AllgatherOptions& opts) {
+  checkTensor(input, "all_gather_into_tensor");
+  checkTensor(output, "all_gather_into_tensor");
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(),
+              "smddp: all_gather_into_tensor output dtype ", output.scalar_type(),
+              " differs from input dtype ", input.scalar_type());
+  TORCH_CHECK(output.numel() == input.numel() * size_,
+              "smddp: all_gather_into_tensor output must have world_size * input.numel() = ",
+              input.numel() * size_, " elements, got ", output.numel());
+  Communicator& c = comm();
+  Staging staging;
+  at::Tensor send = staging.stage(input, /*copyIn=*/true, /*copyBack=*/false);
+  staging.keepAlive(input);
+  at::Tensor recv = staging.stage(output, /*copyIn=*/false, /*copyBack=*/true);
+  Request request = c.allGather(toBuffer(send, "all_gather_into_tensor"),
+                                toBuffer(recv, "all_gather_into_tensor"));
+  return finish(OpType::_ALLGATHER_BASE, one(std::move(request)), {output}, std::move(staging),
+                opts.timeout);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::SMDDP_SINGLE(all_gather_single_coalesced,
+                                                                 allgather_into_tensor_coalesced)(
+    Tensors& outputs, Tensors& inputs, const ::c10d::AllgatherOptions& opts) {
+  const char* what = "all_gather_into_tensor_coalesced";
+  TORCH_CHECK(outputs.size() == inputs.size(), "smddp: ", what, " got ", outputs.size(),
+              " outputs for ", inputs.size(), " inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkTensor(inputs[i], what);
+    checkTensor(outputs[i], what);
+    TORCH_CHECK(outputs[i].scalar_type() == inputs[i].scalar_type() &&
+                    outputs[i].numel() == inputs[i].numel() * size_,
+                "smddp: ", what, " pair ", i, ": the output must have the input's dtype (",
+                inputs[i].scalar_type(), ") and world_size * input.numel() = ",
+                inputs[i].numel() * size_, " elements, got ", outputs[i].scalar_type(), " with ",
+                outputs[i].numel());
+  }
+  Communicator& c = comm();
+  Staging staging;
+  SmddpWork::Requests requests;
+  for (size_t i = 0; i < inputs.size(); ++i) {  // one engine all_gather per pair, in order
+    at::Tensor send = staging.stage(inputs[i], /*copyIn=*/true, /*copyBack=*/false);
+    staging.keepAlive(inputs[i]);
+    at::Tensor recv = staging.stage(outputs[i], /*copyIn=*/false, /*copyBack=*/true);
+    requests.push_back(c.allGather(toBuffer(send, what), toBuffer(recv, what)));
+  }
+  return finish(compat::kAllGatherTensorCoalescedOp, std::move(requests), outputs,
+                std::move(staging), opts.timeout);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::barrier(const ::c10d::BarrierOptions& opts) {
+  // device_ids name CUDA devices to synchronize; CPU-only, so there is nothing to add to them.
+  Request request = comm().barrier();
+  return finish(OpType::BARRIER, one(std::move(request)), {}, Staging(), opts.timeout);
+}
+
+// ---- collectives the engine does not offer yet -------------------------------------------------
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce(Tensors&, const ::c10d::ReduceOptions&) {
+  unsupported("reduce");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allgather_coalesced(
+    std::vector<Tensors>&, Tensors&, const ::c10d::AllgatherOptions&) {
+  unsupported("allgather_coalesced");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::gather(std::vector<Tensors>&, Tensors&,
+                                                           const ::c10d::GatherOptions&) {
+  unsupported("gather");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::scatter(Tensors&, std::vector<Tensors>&,
+                                                            const ::c10d::ScatterOptions&) {
+  unsupported("scatter");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce_scatter(
+    Tensors&, std::vector<Tensors>&, const ::c10d::ReduceScatterOptions&) {
+  unsupported("reduce_scatter");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::SMDDP_SINGLE(reduce_scatter_single,
+                                                                 _reduce_scatter_base)(
+    at::Tensor&, at::Tensor&, const ::c10d::ReduceScatterOptions&) {
+  unsupported("reduce_scatter_tensor (_reduce_scatter_base)");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::SMDDP_SINGLE(all_to_all_single,
+                                                                 alltoall_base)(
+    at::Tensor&, at::Tensor&, std::vector<int64_t>&, std::vector<int64_t>&,
+    const ::c10d::AllToAllOptions&) {
+  unsupported("alltoall_base (all_to_all_single)");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::alltoall(Tensors&, Tensors&,
+                                                             const ::c10d::AllToAllOptions&) {
+  unsupported("alltoall");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::send(Tensors&, int, int) {
+  unsupported("send");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::recv(Tensors&, int, int) {
+  unsupported("recv");
+}
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::recvAnysource(Tensors&, int) {
+  unsupported("recv (any source)");
+}
+void ProcessGroupSmddp::monitoredBarrier(const ::c10d::BarrierOptions&, bool) {
+  unsupported("monitored_barrier");
+}
+
+}  // namespace smddp::torch_shim
