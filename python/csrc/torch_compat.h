@@ -71,10 +71,13 @@ inline constexpr const char* kBaseClassName = "torch.distributed.ProcessGroup";
 #endif
 inline constexpr bool kBackendApi = SMDDP_TORCH_BACKEND_API != 0;
 
-// Op types that 1.13 does not have (its Works report UNKNOWN for them).
-#if SMDDP_TORCH_BACKEND_API
+// Op types that older torch does not have (its Works report the nearest one, or UNKNOWN).
+#if SMDDP_TORCH_AT_LEAST(2, 14)
 inline constexpr auto kCoalescedOp = ::c10d::OpType::COALESCED;
 inline constexpr auto kAllGatherTensorCoalescedOp = ::c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED;
+#elif SMDDP_TORCH_BACKEND_API
+inline constexpr auto kCoalescedOp = ::c10d::OpType::COALESCED;
+inline constexpr auto kAllGatherTensorCoalescedOp = ::c10d::OpType::COALESCED;
 #else
 inline constexpr auto kCoalescedOp = ::c10d::OpType::UNKNOWN;
 inline constexpr auto kAllGatherTensorCoalescedOp = ::c10d::OpType::UNKNOWN;

@@ -57,5 +57,26 @@ cp build-gpu/Testing/Temporary/LastTest.log "$out/" 2>/dev/null || true
 echo "== bench (256 MiB buffers, 20 iterations)"
 timeout 300 build-gpu/bench/reduce_cuda_bench 256 20 | tee "$out/reduce_cuda_bench.txt"
 bench_rc=${PIPESTATUS[0]}
-echo "== done: tests rc=$test_rc bench rc=$bench_rc"
-[ $test_rc -eq 0 ] && [ $bench_rc -eq 0 ]
+# torch_smddp built against this machine's torch (CPU tensors: the torch tier on the torch the
+# machine's image ships), installed into a private target, and the Python tests that do not need
+# Open MPI, etcd or network namespaces.
+torch_rc=0
+if [ -n "$torch_prefix" ]; then
+  echo "== torch_smddp against torch $(python3 -c 'import torch; print(torch.__version__)')"
+  site=$root/build-gpu/site
+  rm -rf "$site"  # pip --target keeps an existing package instead of replacing it
+  CMAKE_ARGS="-DLibfabric_INCLUDE_DIR=$prefix/usr/include -DLibfabric_LIBRARY=$libdir/libfabric.so" \
+    SMDDP_BUILD_JOBS=$jobs timeout 480 python3 -m pip install -q --no-build-isolation --no-deps \
+    --target "$site" . || torch_rc=1
+  if [ $torch_rc -eq 0 ] && ! readelf -d "$site"/torch_smddp/_C*.so | grep -q "libstdc++.so"; then
+    echo "torch_smddp._C does not link the shared libstdc++ (a private copy crashes)"; torch_rc=1
+  fi
+  if [ $torch_rc -eq 0 ]; then
+    (cd tests/python && PYTHONPATH=$site timeout 900 python3 -m pytest -q -p no:cacheprovider \
+       -n 8 test_registration.py test_collectives.py test_ddp.py test_errors.py test_faults.py \
+       test_groups.py test_exit.py test_torch2.py test_crash.py 2>&1 | tee "$out/torch-tests.txt")
+    torch_rc=${PIPESTATUS[0]}
+  fi
+fi
+echo "== done: tests rc=$test_rc bench rc=$bench_rc torch rc=$torch_rc"
+[ $test_rc -eq 0 ] && [ $bench_rc -eq 0 ] && [ $torch_rc -eq 0 ]

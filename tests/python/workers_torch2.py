@@ -26,14 +26,8 @@ def reduce_on(rank, group, members, what):
     check(rank, what, t.tolist(), [tri(members)] * 5)
 
 
-def capabilities(rank, world, init_method):
-    dist.init_process_group("smddp", init_method=init_method, rank=rank, world_size=world,
-                            timeout=timedelta(seconds=60))
-    backend = torch_smddp.backend_of()
-    check(rank, "get_backend", dist.get_backend(), "smddp")
-    check(rank, "Backend.name()", backend.name(), "smddp")
-    assert backend.supports_splitting and backend.supports_coalescing
-    # split_group: two halves, then a split that leaves some ranks out
+def split_groups(rank, world):
+    """split_group: two halves, then a split that leaves some ranks out."""
     halves = [list(range(0, world // 2)), list(range(world // 2, world))]
     mine = halves[0] if rank in halves[0] else halves[1]
     sub = dist.split_group(split_ranks=halves)
@@ -46,6 +40,17 @@ def capabilities(rank, world, init_method):
         reduce_on(rank, only_evens, evens, "split_group(evens) all_reduce")
     else:
         assert only_evens == dist.GroupMember.NON_GROUP_MEMBER, f"rank {rank}: {only_evens}"
+
+
+def capabilities(rank, world, init_method):
+    dist.init_process_group("smddp", init_method=init_method, rank=rank, world_size=world,
+                            timeout=timedelta(seconds=60))
+    backend = torch_smddp.backend_of()
+    check(rank, "get_backend", dist.get_backend(), "smddp")
+    check(rank, "Backend.name()", backend.name(), "smddp")
+    assert backend.supports_splitting and backend.supports_coalescing
+    if hasattr(dist, "set_timeout"):  # torch >= 2.15; 2.11's split_group needs an accelerator
+        split_groups(rank, world)        # device bound to the default group (device_id=)
     # new_group: members only, in the order the world gives them
     tail = list(range(1, world))
     group = dist.new_group(tail)
@@ -127,7 +132,10 @@ def timeout_and_timing(rank, world, init_method):
     # set_timeout bounds what follows: rank 1 joins 6 s late, rank 0 gives up after ~1 s
     pair = dist.new_group([0, 1])
     if rank in (0, 1):
-        dist.distributed_c10d._set_pg_timeout(timedelta(seconds=1), pair)
+        if hasattr(dist, "set_timeout"):  # torch >= 2.15 forwards it to every backend
+            dist.set_timeout(timedelta(seconds=1), pair)
+        else:  # 2.11's _set_pg_timeout reaches gloo and nccl only: the Backend's own method
+            torch_smddp.backend_of(pair).set_timeout(timedelta(seconds=1))
         check(rank, "timeout_seconds", torch_smddp.backend_of(pair).timeout_seconds, 1.0)
         if rank == 1:
             time.sleep(6)
