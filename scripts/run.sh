@@ -4,6 +4,9 @@
 #   bash scripts/run.sh test   installs what is missing, builds, runs every test tier (torch 2.x
 #                              from PyPI, and the torch 1.13 legacy tier)
 #   bash scripts/run.sh build  installs what is missing and builds only
+#   bash scripts/run.sh upstream [world sizes, default "2 3"]
+#                              installs what is missing, builds, runs PyTorch's own distributed
+#                              test suite against smddp and gloo (tests/upstream, docs/UPSTREAM.md)
 #   bash scripts/run.sh compare [bench/compare flags]
 #                              installs what is missing, builds, runs bench/compare
 #                              (smddp vs gloo vs Open MPI, docs/PERF.md)
@@ -71,8 +74,8 @@ setup_python113() {
 
 run_main() {
   echo "== main job: ResNet-style CNN, DistributedDataParallel over smddp, 4 ranks (torchrun)"
-  .venv/bin/python -m torch.distributed.run --standalone --nproc_per_node=4 --redirects 1 --tee 1 \
-    examples/train_ddp.py --epochs 4
+  .venv/bin/python -m torch.distributed.run --standalone --nproc_per_node=4 examples/train_ddp.py \
+    --epochs 4
   echo "== engine perf tool: 4-rank all_reduce sweep over libfabric shm"
   "$BUILD_DIR/bench/all_reduce_perf" -b 8 -e 64M -f 4 -np 4 -P shm
 }
@@ -92,13 +95,30 @@ run_tests() {
   (cd tests/python && ../../.venv113/bin/python -m pytest -q -p no:cacheprovider "${LEGACY_TESTS[@]}")
 }
 
+run_upstream() {
+  local out=build-upstream
+  mkdir -p "$out"
+  for world in ${*:-2 3}; do
+    for backend in smddp gloo; do
+      echo "== PyTorch's distributed suite: $backend, world $world (log: $out/${backend}_$world.log)"
+      .venv/bin/python tests/upstream/torch_suite.py --backend "$backend" --world "$world" \
+        --json "$out/${backend}_$world.json" > "$out/${backend}_$world.log" 2>&1 || true
+      tail -1 "$out/${backend}_$world.log"
+    done
+  done
+  .venv/bin/python tests/upstream/summarize.py "$out"/*.json
+}
+
 case "${1:-}" in
   main) install_packages; build; setup_python; run_main ;;
   test) install_packages; build; setup_python; setup_python113; run_tests ;;
   build) install_packages; build; setup_python; setup_python113 ;;
+  upstream)
+    shift
+    install_packages; build; setup_python; run_upstream "$@" ;;
   compare)
     shift
     install_packages; build; setup_python
     exec bench/compare --engine-dir "$BUILD_DIR/bench" "$@" ;;
-  *) echo "usage: $0 main|test|build|compare [bench/compare flags]" >&2; exit 2 ;;
+  *) echo "usage: $0 main|test|build|upstream [worlds]|compare [bench/compare flags]" >&2; exit 2 ;;
 esac

@@ -112,7 +112,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::finish(
 void ProcessGroupSmddp::unsupported(const char* op) const {
   TORCH_CHECK(false, "smddp: ", op,
               " is not supported yet by the smddp backend (supported: all_reduce, "
-              "all_reduce_coalesced, broadcast, all_gather, all_gather_into_tensor, barrier)");
+              "all_reduce_coalesced, broadcast, all_gather, all_gather_coalesced, "
+              "all_gather_into_tensor, barrier)");
 }
 
 // ---- the 2.x Backend API ------------------------------------------------------------------------

@@ -55,12 +55,13 @@ class ProcessGroupSmddp : public compat::BackendBase {
   c10::intrusive_ptr<Work> SMDDP_SINGLE(all_gather_single_coalesced,
                                         allgather_into_tensor_coalesced)(
       Tensors& outputs, Tensors& inputs, const ::c10d::AllgatherOptions& opts) SMDDP_OVERRIDE_2X;
+  // outputs[r][j] = inputs[j] of rank r (torch's all_gather_coalesced).
+  c10::intrusive_ptr<Work> allgather_coalesced(std::vector<Tensors>& outputs, Tensors& inputs,
+                                               const ::c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<Work> barrier(const ::c10d::BarrierOptions& opts) override;
 
   // Not implemented by the engine yet: each raises "smddp does not support <op> yet".
   c10::intrusive_ptr<Work> reduce(Tensors&, const ::c10d::ReduceOptions&) override;
-  c10::intrusive_ptr<Work> allgather_coalesced(std::vector<Tensors>&, Tensors&,
-                                               const ::c10d::AllgatherOptions&) override;
   c10::intrusive_ptr<Work> gather(std::vector<Tensors>&, Tensors&,
                                   const ::c10d::GatherOptions&) override;
   c10::intrusive_ptr<Work> scatter(Tensors&, std::vector<Tensors>&,

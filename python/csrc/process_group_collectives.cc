@@ -185,6 +185,44 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::SMDDP_SINGLE(all_gather_sing
                 std::move(staging), opts.timeout);
 }
 
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allgather_coalesced(
+    std::vector<Tensors>& outputs, Tensors& inputs, const ::c10d::AllgatherOptions& opts) {
+  // outputs[r][j] receives inputs[j] of rank r: one engine all_gather per input, in order.
+  const char* what = "all_gather_coalesced";
+  TORCH_CHECK(static_cast<int>(outputs.size()) == size_, "smddp: ", what,
+              " expects world_size (", size_, ") output lists, got ", outputs.size());
+  for (size_t j = 0; j < inputs.size(); ++j) checkTensor(inputs[j], what);
+  for (int r = 0; r < size_; ++r) {
+    TORCH_CHECK(outputs[r].size() == inputs.size(), "smddp: ", what, " output list ", r, " has ",
+                outputs[r].size(), " tensors for ", inputs.size(), " inputs");
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      const at::Tensor& out = outputs[r][j];
+      checkTensor(out, what);
+      TORCH_CHECK(out.scalar_type() == inputs[j].scalar_type() &&
+                      out.numel() == inputs[j].numel(),
+                  "smddp: ", what, " output [", r, "][", j, "] must match input ", j, " (",
+                  inputs[j].scalar_type(), ", ", inputs[j].numel(), " elements), got ",
+                  out.scalar_type(), " with ", out.numel());
+    }
+  }
+  Communicator& c = comm();
+  Staging staging;
+  SmddpWork::Requests requests;
+  Tensors flat;
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    at::Tensor send = staging.stage(inputs[j], /*copyIn=*/true, /*copyBack=*/false);
+    staging.keepAlive(inputs[j]);
+    std::vector<Buffer> recvs;
+    for (int r = 0; r < size_; ++r) {
+      recvs.push_back(toBuffer(staging.stage(outputs[r][j], false, true), what));
+      flat.push_back(outputs[r][j]);
+    }
+    requests.push_back(c.allGather(toBuffer(send, what), recvs));
+  }
+  return finish(OpType::ALLGATHER_COALESCED, std::move(requests), std::move(flat),
+                std::move(staging), opts.timeout);
+}
+
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::barrier(const ::c10d::BarrierOptions& opts) {
   // device_ids name CUDA devices to synchronize; CPU-only, so there is nothing to add to them.
   Request request = comm().barrier();
@@ -195,10 +233,6 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::barrier(const ::c10d::Barrie
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce(Tensors&, const ::c10d::ReduceOptions&) {
   unsupported("reduce");
-}
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allgather_coalesced(
-    std::vector<Tensors>&, Tensors&, const ::c10d::AllgatherOptions&) {
-  unsupported("allgather_coalesced");
 }
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::gather(std::vector<Tensors>&, Tensors&,
                                                            const ::c10d::GatherOptions&) {

@@ -134,6 +134,18 @@ def check_allgather(rank, world):
         out[rank * n:(rank + 1) * n] = value(rank, n, dtype)
         dist.all_gather_into_tensor(out, out[rank * n:(rank + 1) * n])
         check(rank, f"all_gather_into_tensor in place {dtype}", out, want)
+    # all_gather_coalesced: out[r][j] = input j of rank r (one dtype per call, as torch asks;
+    # sizes odd, 0, and a strided input)
+    for dtype in (torch.float32, torch.bfloat16, torch.int64):
+        ins = [value(rank, 3, dtype), torch.zeros(0, dtype=dtype),
+               value(rank, 14, dtype).reshape(7, 2)[:, 1]]
+        outs = [[torch.full_like(t, 99) for t in ins] for _ in range(world)]
+        dist.all_gather_coalesced(outs, ins)
+        for r in range(world):
+            want = [value(r, 3, dtype), torch.zeros(0, dtype=dtype),
+                    value(r, 14, dtype).reshape(7, 2)[:, 1]]
+            for j, (got, w) in enumerate(zip(outs[r], want)):
+                check(rank, f"all_gather_coalesced {dtype} [{r}][{j}]", got, w)
     # strided outputs
     bases = [torch.zeros(4, 2) for _ in range(world)]
     dist.all_gather([b[:, 1] for b in bases], value(rank, 4, torch.float32))
