@@ -24,7 +24,7 @@ ProcessGroupSmddp::ProcessGroupSmddp(const c10::intrusive_ptr<::c10d::Store>& st
                                      const std::string& name)
     : compat::BackendBase(rank, size),
       completions_(std::make_shared<CompletionQueue>()),
-      timeout_(timeout),
+      timeoutMs_(timeout.count()),
       name_(name) {
   smddp::Options options;
   options.timeout = timeout;
@@ -104,9 +104,15 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::finish(
   ++issued_;
   c10::intrusive_ptr<Work> work = SmddpWork::create(
       rank_, opType, std::move(requests), std::move(outputs), std::move(staging), completions_,
-      compat::effectiveTimeout(perOpTimeout, timeout_), timeout_, timing_);
+      compat::effectiveTimeout(perOpTimeout, timeout()), timeout(), timing_);
   if (coalescing_) coalesced_.push_back(work);
   return work;
+}
+
+void ProcessGroupSmddp::keepPosted(OpType opType, SmddpWork::Requests requests, Tensors outputs,
+                                   Staging staging) {
+  if (requests.empty()) return;
+  finish(opType, std::move(requests), std::move(outputs), std::move(staging), ::c10d::kUnsetTimeout);
 }
 
 void ProcessGroupSmddp::unsupported(const char* op) const {
@@ -137,7 +143,7 @@ c10::intrusive_ptr<compat::BackendBase> ProcessGroupSmddp::split(
   }
   auto mine = std::find(ranks.begin(), ranks.end(), rank_);
   if (mine == ranks.end()) return {};  // not a member: torch returns NON_GROUP_MEMBER
-  const auto childTimeout = opts && opts->timeout.count() > 0 ? opts->timeout : timeout_;
+  const auto childTimeout = opts && opts->timeout.count() > 0 ? opts->timeout : timeout();
   // torch prefixes the store with the child's group name; the engine's name keeps the child's
   // keys apart from any other communicator on the same store as well.
   const std::string childName =
@@ -155,7 +161,7 @@ c10::intrusive_ptr<compat::BackendBase> ProcessGroupSmddp::split(
 }
 
 c10::intrusive_ptr<ProcessGroupSmddp::Options> ProcessGroupSmddp::getBackendOptions() {
-  auto options = c10::make_intrusive<Options>(getBackendName(), timeout_);
+  auto options = c10::make_intrusive<Options>(getBackendName(), timeout());
   options->group_name = name_;
   return options;
 }
@@ -164,13 +170,17 @@ void ProcessGroupSmddp::setTimeout(std::chrono::milliseconds timeout) {
   TORCH_CHECK(timeout.count() > 0, "smddp: rank ", rank_,
               ": setTimeout needs a positive timeout, got ", timeout.count(), " ms");
   comm().setTimeout(timeout);  // the engine's bound for the collectives issued from now on
-  timeout_ = timeout;
+  timeoutMs_.store(timeout.count(), std::memory_order_relaxed);
 }
 
 void ProcessGroupSmddp::startCoalescing() {
   require2x("coalescing");
-  TORCH_CHECK(!coalescing_, "smddp: rank ", rank_,
-              ": startCoalescing called again before endCoalescing");
+  if (coalescing_) {
+    // torch's _coalescing_manager does not end a block left by an exception: start afresh (the
+    // collectives of that block are posted and finish on their own).
+    TORCH_WARN("smddp: rank ", rank_, ": startCoalescing while ", coalesced_.size(),
+               " collective(s) of an unfinished coalescing block were pending; starting anew");
+  }
   coalescing_ = true;
   coalesced_.clear();
 }

@@ -5,6 +5,7 @@
 // a RuntimeError naming the op and "smddp" instead of crashing.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -32,7 +33,9 @@ class ProcessGroupSmddp : public compat::BackendBase {
 
   const std::string getBackendName() const override { return "smddp"; }
   std::string provider() const { return comm().provider(); }
-  std::chrono::milliseconds timeout() const { return timeout_; }
+  std::chrono::milliseconds timeout() const {
+    return std::chrono::milliseconds(timeoutMs_.load(std::memory_order_relaxed));
+  }
   const std::string& name() const { return name_; }
 
   using Work = ::c10d::Work;
@@ -113,13 +116,18 @@ class ProcessGroupSmddp : public compat::BackendBase {
   c10::intrusive_ptr<Work> finish(::c10d::OpType opType, SmddpWork::Requests requests,
                                   Tensors outputs, Staging staging,
                                   std::chrono::milliseconds perOpTimeout);
+  // For a collective of several engine requests whose later request was refused: the ones
+  // already posted go to a Work that is dropped at once, which keeps their tensors until they
+  // finish (the caller then rethrows).
+  void keepPosted(::c10d::OpType opType, SmddpWork::Requests requests, Tensors outputs,
+                  Staging staging);
   [[noreturn]] void unsupported(const char* op) const;
 
   // The communicator; a RuntimeError (not a crash) once shutdown() released it.
   Communicator& comm() const;
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<CompletionQueue> completions_;
-  std::chrono::milliseconds timeout_;
+  std::atomic<int64_t> timeoutMs_;  // the group's; setTimeout() may change it on any thread
   std::string name_;
   uint64_t issued_ = 0;
   bool timing_ = false;

@@ -95,10 +95,15 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce_coalesced(
     Buffer b = toBuffer(buffer, "allreduce_coalesced");
     requests.push_back(c.allReduce(b, b, op));
   } else {
-    for (const auto& t : tensors) {
-      at::Tensor work = staging.stage(t, /*copyIn=*/true, /*copyBack=*/true);
-      Buffer b = toBuffer(work, "allreduce_coalesced");
-      requests.push_back(c.allReduce(b, b, op));
+    try {
+      for (const auto& t : tensors) {
+        at::Tensor work = staging.stage(t, /*copyIn=*/true, /*copyBack=*/true);
+        Buffer b = toBuffer(work, "allreduce_coalesced");
+        requests.push_back(c.allReduce(b, b, op));
+      }
+    } catch (...) {
+      keepPosted(OpType::ALLREDUCE_COALESCED, std::move(requests), tensors, std::move(staging));
+      throw;
     }
   }
   return finish(OpType::ALLREDUCE_COALESCED, std::move(requests), tensors, std::move(staging),
@@ -175,11 +180,17 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::SMDDP_SINGLE(all_gather_sing
   Communicator& c = comm();
   Staging staging;
   SmddpWork::Requests requests;
-  for (size_t i = 0; i < inputs.size(); ++i) {  // one engine all_gather per pair, in order
-    at::Tensor send = staging.stage(inputs[i], /*copyIn=*/true, /*copyBack=*/false);
-    staging.keepAlive(inputs[i]);
-    at::Tensor recv = staging.stage(outputs[i], /*copyIn=*/false, /*copyBack=*/true);
-    requests.push_back(c.allGather(toBuffer(send, what), toBuffer(recv, what)));
+  try {
+    for (size_t i = 0; i < inputs.size(); ++i) {  // one engine all_gather per pair, in order
+      at::Tensor send = staging.stage(inputs[i], /*copyIn=*/true, /*copyBack=*/false);
+      staging.keepAlive(inputs[i]);
+      at::Tensor recv = staging.stage(outputs[i], /*copyIn=*/false, /*copyBack=*/true);
+      requests.push_back(c.allGather(toBuffer(send, what), toBuffer(recv, what)));
+    }
+  } catch (...) {
+    keepPosted(compat::kAllGatherTensorCoalescedOp, std::move(requests), outputs,
+               std::move(staging));
+    throw;
   }
   return finish(compat::kAllGatherTensorCoalescedOp, std::move(requests), outputs,
                 std::move(staging), opts.timeout);
@@ -209,15 +220,20 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allgather_coalesced(
   Staging staging;
   SmddpWork::Requests requests;
   Tensors flat;
-  for (size_t j = 0; j < inputs.size(); ++j) {
-    at::Tensor send = staging.stage(inputs[j], /*copyIn=*/true, /*copyBack=*/false);
-    staging.keepAlive(inputs[j]);
-    std::vector<Buffer> recvs;
-    for (int r = 0; r < size_; ++r) {
-      recvs.push_back(toBuffer(staging.stage(outputs[r][j], false, true), what));
-      flat.push_back(outputs[r][j]);
+  try {
+    for (size_t j = 0; j < inputs.size(); ++j) {
+      at::Tensor send = staging.stage(inputs[j], /*copyIn=*/true, /*copyBack=*/false);
+      staging.keepAlive(inputs[j]);
+      std::vector<Buffer> recvs;
+      for (int r = 0; r < size_; ++r) {
+        recvs.push_back(toBuffer(staging.stage(outputs[r][j], false, true), what));
+        flat.push_back(outputs[r][j]);
+      }
+      requests.push_back(c.allGather(toBuffer(send, what), recvs));
     }
-    requests.push_back(c.allGather(toBuffer(send, what), recvs));
+  } catch (...) {
+    keepPosted(OpType::ALLGATHER_COALESCED, std::move(requests), flat, std::move(staging));
+    throw;
   }
   return finish(OpType::ALLGATHER_COALESCED, std::move(requests), std::move(flat),
                 std::move(staging), opts.timeout);

@@ -255,8 +255,9 @@ void CommunicatorImpl::settleDeferredCheck() {
   algo::ExecSettings es = exec_;
   es.timeout = std::min(settings_.timeout, kShutdownCheckBound);
   try {
-    algo::Exec exec(*transport_, resources_, resources_.deferredDesc(), es,
-                    Clock::now() + es.timeout);
+    algo::CollectiveDesc desc = resources_.deferredDesc();
+    desc.timeout = es.timeout;  // what its timeout message reports
+    algo::Exec exec(*transport_, resources_, desc, es, Clock::now() + es.timeout);
     algo::settleDeferred(exec);
   } catch (const std::exception& e) {
     SMDDP_WARN(rank_, "at shutdown: " << e.what());

@@ -64,10 +64,16 @@ class Engine {
                   std::chrono::milliseconds* bound);
   // Runs what is queued (bounded by each request's own deadline), then joins the engine thread.
   void stop();
-  // The bound of one collective from now on (Communicator::setTimeout): waits started later and
-  // the decision whether a caller may drive use it.
+  // A new bound for the collectives posted from now on (Communicator::setTimeout). The waits'
+  // bounds and the decision whether a caller may drive use the longest bound any queued
+  // collective may still run under, so the value only grows: collectives posted before a
+  // shortening keep their longer bound.
   void setCollectiveTimeout(std::chrono::milliseconds timeout) {
-    collectiveTimeoutMs_.store(timeout.count(), std::memory_order_relaxed);
+    int64_t seen = collectiveTimeoutMs_.load(std::memory_order_relaxed);
+    while (timeout.count() > seen &&
+           !collectiveTimeoutMs_.compare_exchange_weak(seen, timeout.count(),
+                                                       std::memory_order_relaxed)) {
+    }
   }
 
   // The blocking path (a collective run by its caller without a request): when nothing is queued
@@ -127,7 +133,7 @@ class Engine {
 
   Runner runner_;
   Poster poster_;
-  std::atomic<int64_t> collectiveTimeoutMs_;  // setCollectiveTimeout() may change it any time
+  std::atomic<int64_t> collectiveTimeoutMs_;  // setCollectiveTimeout() may raise it any time
   mutable std::mutex mutex_;
   std::condition_variable callersCv_;  // completions, and a turn to drive
   std::condition_variable threadCv_;   // the engine thread: work for it, or stop

@@ -132,19 +132,27 @@ TEST(CoreErrors, DeadPeerFailsPromptly) {
 // communicator's), and rejects a non-positive bound with the communicator untouched.
 TEST(CoreErrors, SetTimeoutBoundsTheCollectivesPostedAfterIt) {
   Options opts;
-  opts.timeout = 60s;
+  opts.timeout = 300ms;
   auto comms = makeLoopbackGroup(2, opts);
   auto& c = *comms[0];
-  EXPECT_EQ(c.timeout(), 60s);
+  EXPECT_EQ(c.timeout(), 300ms);
   expectError([&] { c.setTimeout(0ms); }, ErrorCode::kInvalidArgument);
   expectError([&] { c.setTimeout(-5ms); }, ErrorCode::kInvalidArgument);
-  EXPECT_EQ(c.timeout(), 60s);
+  EXPECT_EQ(c.timeout(), 300ms);
   EXPECT_TRUE(c.brokenReason().empty());
-  // Longer than the original on one rank, then both barriers meet: nothing times out.
-  comms[1]->setTimeout(120s);
-  runRanks(comms, [](int, Communicator& comm) { comm.barrier().wait(); });
-  // Shorter: rank 1 never joins; the barrier fails after ~250 ms, not 60 s.
+  // Longer than the original: rank 1 joins 1 s late, inside the new bound, not the old one.
+  for (auto& comm : comms) comm->setTimeout(5s);
+  runRanks(comms, [](int rank, Communicator& comm) {
+    if (rank == 1) std::this_thread::sleep_for(1s);
+    comm.barrier().wait();
+  });
+  // A collective posted before a shortening keeps its bound: rank 1 joins 1 s late again.
+  auto early = c.barrier();
   c.setTimeout(250ms);
+  std::this_thread::sleep_for(1s);
+  comms[1]->barrier().wait();
+  early.wait();
+  // Shorter: rank 1 never joins; the barrier fails after ~250 ms, not 5 s.
   EXPECT_EQ(c.timeout(), 250ms);
   const auto start = std::chrono::steady_clock::now();
   auto msg = expectError([&] { c.barrier().wait(); }, ErrorCode::kTimeout);

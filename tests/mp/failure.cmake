@@ -4,6 +4,10 @@ if(TARGET smddp_core)
 endif()
 # A crash stays a crash once libfabric (and the PSM libraries it links) is loaded.
 if(TARGET smddp_core)
+  add_library(smddp_fake_provider MODULE mp/fake_provider_lib.cc)
   smddp_add_test(smddp_mp_fatal_signal mp 120 LIBS smddp_core smddp_transport
                  SOURCES mp/fatal_signal_test.cc)
+  add_dependencies(smddp_mp_fatal_signal smddp_fake_provider)
+  target_compile_definitions(smddp_mp_fatal_signal PRIVATE
+                             SMDDP_FAKE_PROVIDER="$<TARGET_FILE:smddp_fake_provider>")
 endif()

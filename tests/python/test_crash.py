@@ -34,6 +34,7 @@ dist.init_process_group("smddp", init_method="file://" + sys.argv[1], rank=0, wo
 t = torch.ones(8); dist.all_reduce(t); assert t.tolist() == [1.0] * 8
 maps = open("/proc/self/maps").read()
 assert "libfabric" in maps, "libfabric was not loaded by the group"
+print("psm" if "libinfinipath" in maps else "no psm", flush=True)
 """
 
 
@@ -43,8 +44,9 @@ def _python(code, *args, env=None, timeout=120):
 
 
 @pytest.mark.parametrize("with_group", [False, True], ids=["import", "group"])
-@pytest.mark.parametrize("sig", ["SIGSEGV", "SIGABRT", "SIGBUS"])
+@pytest.mark.parametrize("sig", ["SIGSEGV", "SIGABRT", "SIGBUS", "SIGINT", "SIGTERM"])
 def test_fatal_signal_kills_by_the_signal(tmp_path, sig, with_group):
+    """SIGINT is Python's KeyboardInterrupt, which ends the interpreter by SIGINT as well."""
     env = {k: v for k, v in os.environ.items() if k not in ("IPATH_NO_BACKTRACE", "HFI_NO_BACKTRACE")}
     code = "import os, signal, torch, torch_smddp\n" + (GROUP if with_group else "")
     code += f"os.kill(os.getpid(), signal.{sig})\n"
@@ -54,6 +56,8 @@ def test_fatal_signal_kills_by_the_signal(tmp_path, sig, with_group):
         f"{sig}: exit status {res.returncode}, want {want} (killed by the signal):\n"
         f"{res.stdout[-1500:]}{res.stderr[-1500:]}")
     assert "terminated with signal" not in res.stdout + res.stderr
+    if with_group and "no psm" in res.stdout:
+        pytest.skip("this libfabric loads no PSM library: the status above is all it shows")
 
 
 def test_variables_the_user_set_are_kept(tmp_path):
@@ -67,16 +71,19 @@ print(c_env(b"IPATH_NO_BACKTRACE").decode(), c_env(b"HFI_NO_BACKTRACE").decode()
 """
     res = _python(code, str(tmp_path / "store"), env=env)
     assert res.returncode == 0, res.stderr[-2000:]
-    assert res.stdout.split() == ["users-own", "1"], res.stdout
+    assert res.stdout.split()[-2:] == ["users-own", "1"], res.stdout
 
 
 def _run_job(tmp_path, scenario, run):
     store = tmp_path / f"run{run}"
     store.mkdir()
     start = time.monotonic()
+    # each rank leads its own process group, so "nothing left behind" can be checked after it
+    # was reaped: a child or thread-spawned helper of it would keep the group alive
     procs = [subprocess.Popen([sys.executable, os.path.join(HERE, "crash_job.py"), str(r),
                                str(store), scenario], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for r in range(2)]
+                              stderr=subprocess.STDOUT, text=True, start_new_session=True)
+             for r in range(2)]
     outs, took = [], []
     for p in procs:
         left = max(0.1, EXIT_BOUND_S - (time.monotonic() - start))
@@ -97,7 +104,7 @@ def _run_job(tmp_path, scenario, run):
         assert SCENARIOS[scenario][r] in out and "AssertionError" not in out, (
             f"run {run} ({scenario}): rank {r} did not end with the expected error:\n{out[-3000:]}")
         with pytest.raises(ProcessLookupError):
-            os.kill(p.pid, 0)  # reaped and gone
+            os.killpg(p.pid, 0)  # nothing of the rank's process group is left
     return max(took)
 
 

@@ -71,31 +71,60 @@ def coalescing(rank, world, init_method):
     dist.init_process_group("smddp", init_method=init_method, rank=rank, world_size=world,
                             timeout=timedelta(seconds=60))
     everyone = list(range(world))
-    for async_ops in (True, False):
-        ts = [torch.full((4 + i,), float(rank + 1) * (i + 1)) for i in range(3)]
-        with dist._coalescing_manager(async_ops=async_ops) as cm:
-            for t in ts:
-                dist.all_reduce(t)
-        if async_ops:
-            cm.wait()
-        for i, t in enumerate(ts):
-            check(rank, f"coalesced all_reduce {i}", t.tolist(), [tri(everyone) * (i + 1)] * (4 + i))
-        outs = [torch.zeros(3 * world) for _ in range(2)]
-        ins = [torch.full((3,), float(10 * rank + i)) for i in range(2)]
-        with dist._coalescing_manager(async_ops=async_ops) as cm:
-            for o, i in zip(outs, ins):
-                dist.all_gather_into_tensor(o, i)
-        if async_ops:
-            cm.wait()
-        for i, o in enumerate(outs):
-            want = [float(10 * r + i) for r in range(world) for _ in range(3)]
-            check(rank, f"coalesced all_gather_into_tensor {i}", o.tolist(), want)
-    # collectives torch does not fold (broadcast) still run between start and end, in order
-    with dist._coalescing_manager(async_ops=True) as cm:
-        b = torch.full((2,), float(rank))
-        dist.broadcast(b, src=world - 1)
+    cpu = torch.device("cpu")
+    # device=None: torch folds the ops into one allreduce_coalesced / all_gather_single_coalesced
+    # call; device=cpu: it also brackets them with the backend's start/endCoalescing
+    for device in (None, cpu):
+        for async_ops in (True, False):
+            ts = [torch.full((4 + i,), float(rank + 1) * (i + 1)) for i in range(3)]
+            with dist._coalescing_manager(device=device, async_ops=async_ops) as cm:
+                for t in ts:
+                    dist.all_reduce(t)
+            if async_ops:
+                cm.wait()
+            for i, t in enumerate(ts):
+                check(rank, f"coalesced all_reduce {i} ({device}, async {async_ops})",
+                      t.tolist(), [tri(everyone) * (i + 1)] * (4 + i))
+            outs = [torch.zeros(3 * world) for _ in range(2)]
+            ins = [torch.full((3,), float(10 * rank + i)) for i in range(2)]
+            with dist._coalescing_manager(device=device, async_ops=async_ops) as cm:
+                for o, i in zip(outs, ins):
+                    dist.all_gather_into_tensor(o, i)
+            if async_ops:
+                cm.wait()
+            for i, o in enumerate(outs):
+                want = [float(10 * r + i) for r in range(world) for _ in range(3)]
+                check(rank, f"coalesced all_gather_into_tensor {i} ({device})", o.tolist(), want)
+    # ops torch does not fold (broadcast) run between start and end, in order; the end's Work
+    # covers them, and its Future yields their outputs
+    bs = [torch.full((2,), float(rank)) for _ in range(2)]
+    with dist._coalescing_manager(device=cpu, async_ops=True) as cm:
+        for j, b in enumerate(bs):
+            dist.broadcast(b, src=(world - 1 - j) % world)
     cm.wait()
-    check(rank, "broadcast inside coalescing", b.tolist(), [float(world - 1)] * 2)
+    for j, b in enumerate(bs):
+        check(rank, f"broadcast {j} inside coalescing", b.tolist(),
+              [float((world - 1 - j) % world)] * 2)
+    backend = torch_smddp.backend_of()
+    backend._start_coalescing()
+    b = torch.full((3,), float(rank))
+    dist.broadcast(b, src=0)
+    work = backend._end_coalescing()
+    got = work.get_future().wait()
+    check(rank, "end_coalescing Future", [t.tolist() for t in got], [[0.0] * 3])
+    # a block left by an exception: the next block starts afresh and works
+    try:
+        with dist._coalescing_manager(device=cpu, async_ops=True):
+            dist.broadcast(torch.ones(1), src=0)
+            raise KeyError("left inside the block")
+    except KeyError:
+        pass
+    dist.distributed_c10d._world.pg_coalesce_state.pop(dist.group.WORLD, None)
+    t = torch.full((2,), float(rank + 1))
+    with dist._coalescing_manager(device=cpu, async_ops=True) as cm:
+        dist.all_reduce(t)
+    cm.wait()
+    check(rank, "coalescing after an abandoned block", t.tolist(), [tri(everyone)] * 2)
     # the functional collective DTensor uses: a one-element all_gather_into_tensor_coalesced
     import torch.distributed._functional_collectives as funcol
 

@@ -49,7 +49,7 @@ InfoPtr getInfo(const ProviderProfile& profile, const std::string& bindAddr, int
   }
   if (rc != 0) {
     throwFi(rank, profile.name,
-            "libfabric().getinfo(RDM, tagged, directed recv" +
+            "fi_getinfo(RDM, tagged, directed recv" +
                 (bindAddr.empty() ? std::string() : ", bind " + bindAddr) + ")",
             rc != 0 ? rc : -FI_ENODATA);
   }

@@ -3,10 +3,12 @@
 #include "transport/ofi/fatal_signals.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <mutex>
 
 #include "common/logging.h"
 
@@ -43,8 +45,33 @@ bool isProviderLibrary(const std::string& path) {
 }
 
 // libfabric's own handlers (the shm provider's) clean up its shared-memory files, put the previous
-// disposition back and re-raise: the crash stays a crash, so they are left alone.
-bool isLibfabric(const std::string& path) { return startsWithAny(baseName(path), {"libfabric."}); }
+// disposition back and re-raise: the crash stays a crash, so they are left alone. Providers built
+// as separate libraries are named lib<provider>-fi.so.
+bool isLibfabric(const std::string& path) {
+  const std::string base = baseName(path);
+  const std::string plugin = "-fi.so";
+  return startsWithAny(base.c_str(), {"libfabric."}) ||
+         (base.size() > plugin.size() && base.compare(base.size() - plugin.size(), plugin.size(),
+                                                      plugin) == 0);
+}
+
+std::mutex& guardMutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::set<std::string> loadedObjects() {
+  std::set<std::string> names;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0') {
+          static_cast<std::set<std::string>*>(out)->insert(info->dlpi_name);
+        }
+        return 0;
+      },
+      &names);
+  return names;
+}
 
 }  // namespace
 
@@ -63,16 +90,28 @@ std::string handlerLibrary(void* handler) {
 }
 
 FatalSignalGuard::FatalSignalGuard() {
+  guardMutex().lock();  // unlocked by the destructor: one guard's window at a time
+  loadedBefore_ = loadedObjects();
   for (int i = 0; i < kCount; ++i) valid_[i] = sigaction(kSignals[i], nullptr, &saved_[i]) == 0;
 }
 
 FatalSignalGuard::~FatalSignalGuard() {
+  std::lock_guard<std::mutex> unlock(guardMutex(), std::adopt_lock);
+  std::set<std::string> loadedNow;
+  bool listed = false;
   for (int i = 0; i < kCount; ++i) {
     struct sigaction now {};
     if (!valid_[i] || sigaction(kSignals[i], nullptr, &now) != 0) continue;
     if (sameDisposition(now, saved_[i])) continue;
+    if (!listed) {
+      loadedNow = loadedObjects();
+      listed = true;
+    }
     std::string lib = handlerLibrary(handlerOf(now));
-    if (isLibfabric(lib)) continue;
+    // Undone: a PSM library's, or one of a library loaded in this window that is not libfabric.
+    // Kept: anything code already loaded installed meanwhile (another thread's handler).
+    const bool newlyLoaded = loadedNow.count(lib) != 0 && loadedBefore_.count(lib) == 0;
+    if (!isProviderLibrary(lib) && !(newlyLoaded && !isLibfabric(lib))) continue;
     sigaction(kSignals[i], &saved_[i], nullptr);
     SMDDP_INFO(-1, "libfabric: removed the " << strsignal(kSignals[i]) << " handler that "
                                              << (lib.empty() ? "a library" : lib)

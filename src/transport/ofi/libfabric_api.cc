@@ -14,17 +14,43 @@
 #ifndef SMDDP_LIBFABRIC_PATH
 #define SMDDP_LIBFABRIC_PATH ""
 #endif
+// The default symbol versions of the libfabric built against (src/transport/sources.cmake); ""
+// when unknown: then the run-time library's default is taken.
+#ifndef SMDDP_FI_GETINFO_VERSION
+#define SMDDP_FI_GETINFO_VERSION ""
+#endif
+#ifndef SMDDP_FI_FREEINFO_VERSION
+#define SMDDP_FI_FREEINFO_VERSION ""
+#endif
+#ifndef SMDDP_FI_DUPINFO_VERSION
+#define SMDDP_FI_DUPINFO_VERSION ""
+#endif
+#ifndef SMDDP_FI_FABRIC_VERSION
+#define SMDDP_FI_FABRIC_VERSION ""
+#endif
+#ifndef SMDDP_FI_STRERROR_VERSION
+#define SMDDP_FI_STRERROR_VERSION ""
+#endif
 
 namespace smddp::transport::ofi {
 namespace {
 
 constexpr const char* kSoname = "libfabric.so.1";
 
+// The symbol at the version this build was compiled against when the library has it (a newer
+// libfabric keeps the old versions for old binaries), else the library's default.
 template <typename Fn>
-bool resolve(void* handle, const char* name, Fn& fn, std::string& error) {
-  fn = reinterpret_cast<Fn>(dlsym(handle, name));
+bool resolve(void* handle, const char* name, const char* version, Fn& fn, std::string& error) {
+  void* sym = version[0] != '\0' ? dlvsym(handle, name, version) : nullptr;
+  if (sym == nullptr) sym = dlsym(handle, name);
+  fn = reinterpret_cast<Fn>(sym);
   if (fn == nullptr) error += std::string(error.empty() ? "" : "; ") + "no symbol " + name;
   return fn != nullptr;
+}
+
+std::string lastDlError() {
+  const char* e = dlerror();
+  return e != nullptr ? e : "unknown dlopen error";
 }
 
 void* openLibrary(std::string& error) {
@@ -38,12 +64,12 @@ void* openLibrary(std::string& error) {
   FatalSignalGuard guard;  // belt and braces: any handler installed while loading is undone
   void* handle = dlopen(kSoname, RTLD_NOW | RTLD_GLOBAL);
   if (handle != nullptr) return handle;
-  error = dlerror();
+  error = lastDlError();
   const std::string fallback = SMDDP_LIBFABRIC_PATH;
   if (!fallback.empty() && fallback != kSoname) {
     handle = dlopen(fallback.c_str(), RTLD_NOW | RTLD_GLOBAL);
     if (handle != nullptr) return handle;
-    error += "; " + std::string(dlerror());
+    error += "; " + lastDlError();
   }
   return nullptr;
 }
@@ -64,11 +90,11 @@ Loaded load() {
   }
   std::string missing;
   LibfabricApi& a = out.api;
-  bool ok = resolve(handle, "fi_getinfo", a.getinfoRaw, missing) &
-            resolve(handle, "fi_freeinfo", a.freeinfo, missing) &
-            resolve(handle, "fi_dupinfo", a.dupinfo, missing) &
-            resolve(handle, "fi_fabric", a.fabric, missing) &
-            resolve(handle, "fi_strerror", a.strerror, missing);
+  bool ok = resolve(handle, "fi_getinfo", SMDDP_FI_GETINFO_VERSION, a.getinfoRaw, missing) &
+            resolve(handle, "fi_freeinfo", SMDDP_FI_FREEINFO_VERSION, a.freeinfo, missing) &
+            resolve(handle, "fi_dupinfo", SMDDP_FI_DUPINFO_VERSION, a.dupinfo, missing) &
+            resolve(handle, "fi_fabric", SMDDP_FI_FABRIC_VERSION, a.fabric, missing) &
+            resolve(handle, "fi_strerror", SMDDP_FI_STRERROR_VERSION, a.strerror, missing);
   if (!ok) {
     out.error = "libfabric loaded but incomplete (" + missing + ")";
     out.api = LibfabricApi{};
@@ -79,6 +105,11 @@ Loaded load() {
   }
   return out;
 }
+
+// At load time of whatever links smddp (a program, torch_smddp._C), usually before it starts
+// threads: setenv then cannot race a getenv of another thread. openLibrary() sets them again,
+// harmlessly, for a library loaded some other way.
+__attribute__((constructor)) void setVariablesAtLoad() { suppressProviderBacktraces(); }
 
 }  // namespace
 
