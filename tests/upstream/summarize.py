@@ -5,6 +5,7 @@ line, and the tests gloo passes that smddp skips.
     python tests/upstream/summarize.py build-upstream/*.json
 """
 import json
+import re
 import sys
 from collections import defaultdict
 
@@ -30,21 +31,23 @@ def counts_table(runs):
 
 
 def failures(runs):
-    bad = defaultdict(dict)  # test -> world -> detail
+    """smddp's failed tests grouped by their error (the list of supported ops trimmed)."""
+    groups = defaultdict(lambda: defaultdict(set))  # error -> test -> worlds
     for (backend, world), d in runs.items():
         if backend != "smddp":
             continue
         for name, t in d["tests"].items():
             if t["outcome"] in ("fail", "error"):
-                bad[name][world] = t["detail"]
-    lines = []
-    for name in sorted(bad):
-        worlds = ", ".join(str(w) for w in sorted(bad[name]))
-        detail = next(iter(bad[name].values())).replace("|", "\\|")
-        lines.append(f"| `{name}` | {worlds} | {detail} |")
-    if not lines:
+                error = re.sub(r" \(supported: [^)]*\)?", "", t["detail"]).replace("|", "\\|")
+                groups[error][name].add(world)
+    if not groups:
         return "none"
-    return "| test | world | first error line |\n|---|---|---|\n" + "\n".join(lines)
+    lines = ["| error | tests (world sizes) |", "|---|---|"]
+    for error in sorted(groups, key=lambda e: -len(groups[e])):
+        tests = ", ".join(f"`{n}` ({','.join(str(w) for w in sorted(ws))})"
+                          for n, ws in sorted(groups[error].items()))
+        lines.append(f"| {error} | {tests} |")
+    return "\n".join(lines)
 
 
 def gloo_only(runs):
