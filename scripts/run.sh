@@ -19,6 +19,9 @@ BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
 PY=/usr/bin/python3   # Debian's interpreter: it sees python3-torch
 
+# A step's heading, with the time since the script started (CI logs show where the time goes).
+step() { printf '== [%2d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
+
 PACKAGES=(build-essential cmake pkg-config libfabric-dev libfabric-bin libgtest-dev libgmock-dev
           libbenchmark-dev pybind11-dev python3-pytest python3-torch libtorch-dev python3-venv
           python3-pip openmpi-bin libopenmpi-dev python3-matplotlib iproute2 iptables
@@ -30,7 +33,7 @@ install_packages() {
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
-  echo "== installing: ${missing[*]}"
+  step "installing: ${missing[*]}"
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo=sudo
   $sudo apt-get update -qq
@@ -38,13 +41,13 @@ install_packages() {
 }
 
 build() {
-  echo "== configuring and building in $BUILD_DIR"
+  step "configuring and building in $BUILD_DIR"
   cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
 check_rules() {
-  echo "== checking the layering rules"
+  step "checking the layering rules"
   bash scripts/check_rules.sh
 }
 
@@ -54,7 +57,7 @@ check_rules() {
 #   .venv113  Debian's torch 1.13 (python3-torch, seen only by /usr/bin/python3): the legacy tier.
 # The first torch download on a fresh machine is a few GB: pip shows its progress.
 setup_python() {
-  echo "== .venv: torch from PyPI (python/requirements.txt) + torch_smddp"
+  step ".venv: torch from PyPI (python/requirements.txt) + torch_smddp"
   # a .venv that sees the system's packages (the layout before torch 2.x) is made anew
   if [ ! -x .venv/bin/python ] || grep -q "include-system-site-packages = true" .venv/pyvenv.cfg; then
     rm -rf .venv
@@ -66,17 +69,17 @@ setup_python() {
 }
 
 setup_python113() {
-  echo "== .venv113: Debian's torch 1.13 + torch_smddp (legacy tier)"
+  step ".venv113: Debian's torch 1.13 + torch_smddp (legacy tier)"
   [ -x .venv113/bin/python ] || "$PY" -m venv --system-site-packages .venv113
   SMDDP_BUILD_JOBS=$JOBS .venv113/bin/python -m pip install -q --no-index --no-build-isolation --no-deps .
   .venv113/bin/python -c "import torch, torch_smddp; print('torch', torch.__version__, '+ torch_smddp', torch_smddp.__file__)"
 }
 
 run_main() {
-  echo "== main job: ResNet-style CNN, DistributedDataParallel over smddp, 4 ranks (torchrun)"
+  step "main job: ResNet-style CNN, DistributedDataParallel over smddp, 4 ranks (torchrun)"
   .venv/bin/python -m torch.distributed.run --standalone --nproc_per_node=4 examples/train_ddp.py \
     --epochs 4
-  echo "== engine perf tool: 4-rank all_reduce sweep over libfabric shm"
+  step "engine perf tool: 4-rank all_reduce sweep over libfabric shm"
   "$BUILD_DIR/bench/all_reduce_perf" -b 8 -e 64M -f 4 -np 4 -P shm
 }
 
@@ -87,12 +90,13 @@ LEGACY_TESTS=(test_registration.py test_collectives.py test_ddp.py test_errors.p
 
 run_tests() {
   check_rules
-  echo "== C++ tests (ctest: unit, loopback, mp)"
+  step "C++ tests (ctest: unit, loopback, mp)"
   (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 600)
-  echo "== Python tests, torch $(.venv/bin/python -c 'import torch; print(torch.__version__)')"
-  .venv/bin/python -m pytest -q -p no:cacheprovider tests/python
-  echo "== Python tests, legacy tier: torch 1.13"
-  (cd tests/python && ../../.venv113/bin/python -m pytest -q -p no:cacheprovider "${LEGACY_TESTS[@]}")
+  step "Python tests, torch $(.venv/bin/python -c 'import torch; print(torch.__version__)')"
+  .venv/bin/python -m pytest -q -p no:cacheprovider --durations=10 tests/python
+  step "Python tests, legacy tier: torch 1.13"
+  (cd tests/python && ../../.venv113/bin/python -m pytest -q -p no:cacheprovider --durations=5 "${LEGACY_TESTS[@]}")
+  step "all tests passed"
 }
 
 run_upstream() {
@@ -100,7 +104,7 @@ run_upstream() {
   mkdir -p "$out"
   for world in ${*:-2 3}; do
     for backend in smddp gloo; do
-      echo "== PyTorch's distributed suite: $backend, world $world (log: $out/${backend}_$world.log)"
+      step "PyTorch's distributed suite: $backend, world $world (log: $out/${backend}_$world.log)"
       .venv/bin/python tests/upstream/torch_suite.py --backend "$backend" --world "$world" \
         --json "$out/${backend}_$world.json" > "$out/${backend}_$world.log" 2>&1 || true
       tail -1 "$out/${backend}_$world.log"

@@ -1,6 +1,6 @@
 """Summarizes torch_suite.py JSON files as markdown: pass/fail/error/skip counts per backend and
 world size side by side, then every smddp test that did not pass or skip, with its first error
-line, and the tests gloo passes that smddp skips.
+line, and the tests gloo passes that smddp skips, by the suite's reason.
 
     python tests/upstream/summarize.py build-upstream/*.json
 """
@@ -51,7 +51,8 @@ def failures(runs):
 
 
 def gloo_only(runs):
-    names = set()
+    """Tests gloo passes that smddp skips, grouped by the suite's reason for skipping them."""
+    groups = defaultdict(set)  # skip reason -> tests
     for (backend, world), d in runs.items():
         if backend != "gloo":
             continue
@@ -59,9 +60,30 @@ def gloo_only(runs):
         if mine is None:
             continue
         for name, t in d["tests"].items():
-            if t["outcome"] == "pass" and mine["tests"].get(name, {}).get("outcome") == "skip":
-                names.add(name)
-    return sorted(names)
+            other = mine["tests"].get(name, {})
+            if t["outcome"] == "pass" and other.get("outcome") == "skip":
+                groups[other.get("detail", "").replace("|", "\\|")].add(name)
+    if not groups:
+        return "none"
+    lines = ["| the suite's skip reason | tests |", "|---|---|"]
+    for reason in sorted(groups, key=lambda r: -len(groups[r])):
+        lines.append(f"| {reason} | " + ", ".join(f"`{n}`" for n in sorted(groups[reason])) + " |")
+    return "\n".join(lines)
+
+
+def ungated(runs):
+    """Tests the runner lets smddp run although the suite gates them on another backend's name."""
+    lines = []
+    for (backend, world), d in sorted(runs.items(), key=lambda kv: kv[0][1]):
+        names = d.get("ungated") or []
+        if backend != "smddp" or not names:
+            continue
+        outcome = defaultdict(list)
+        for n in names:
+            outcome[d["tests"].get(n, {}).get("outcome", "not run")].append(n)
+        lines.append(f"- world {world}: " + "; ".join(
+            f"{o} {len(ns)} ({', '.join(f'`{n}`' for n in sorted(ns))})" for o, ns in sorted(outcome.items())))
+    return "\n".join(lines) or "none"
 
 
 def main(paths):
@@ -71,8 +93,10 @@ def main(paths):
     print(counts_table(runs))
     print("\nsmddp tests that failed or errored:\n")
     print(failures(runs))
-    only = gloo_only(runs)
-    print(f"\ngloo passes, smddp skips ({len(only)}): " + ", ".join(f"`{n}`" for n in only))
+    print("\nrun against smddp although the suite gates them on another backend's name:\n")
+    print(ungated(runs))
+    print("\ngloo passes, smddp skips:\n")
+    print(gloo_only(runs))
 
 
 if __name__ == "__main__":
