@@ -56,7 +56,7 @@ std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<Store> store,
   const int64_t incarnation = store->add(options.name + "/incarnation/" + std::to_string(rank), 1);
   const std::string prefix = options.name + "/" + std::to_string(incarnation);
   auto transport = transport::createOfiTransport(*store, prefix, rank, size, config,
-                                                 options.provider.value_or(""));
+                                                 options.provider.value_or(""), settings.timeout);
   auto arena = createArena(*store, prefix, *transport, config, options, settings);
   return std::make_shared<Communicator>(std::make_unique<core::CommunicatorImpl>(
       std::move(transport), settings, store, prefix, std::move(arena)));

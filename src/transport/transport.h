@@ -7,6 +7,7 @@
 // Threading: one thread at a time drives a transport (the communicator's executor lock).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -90,9 +91,11 @@ class Transport {
 
 // Creates the libfabric transport for one communicator: picks the provider (config and topology),
 // opens fabric/domain/endpoint, publishes this rank's address in the store under "<prefix>/addr/<r>"
-// and inserts every peer's. Throws Error with the provider's error string on failure.
+// and inserts every peer's; every store wait is bounded by `timeout` (the communicator's resolved
+// bound). Throws Error with the provider's error string on failure.
 std::unique_ptr<Transport> createOfiTransport(Store& store, const std::string& prefix, int rank,
                                               int size, const Config& config,
-                                              const std::string& providerOverride);
+                                              const std::string& providerOverride,
+                                              std::chrono::milliseconds timeout);
 
 }  // namespace smddp::transport

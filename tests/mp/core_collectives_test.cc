@@ -2,7 +2,8 @@
 // tcp on 127.0.0.1; shm with the shared-memory arena and without it, "_messages"), 2-4 ranks,
 // sizes up to a few MiB, in place and out of place; and 1000 back-to-back mixed collectives,
 // posted and blocking, with no mix-up. Children report the first wrong element (rank,
-// collective, index, got, expected) on stderr and exit non-zero.
+// collective, index, got, expected) on stderr and exit non-zero. Also the errors of creation: a
+// missing provider, a bootstrap bounded by the communicator's timeout.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -214,6 +215,35 @@ TEST(MpErrors, MissingProviderIsNamed) {
     EXPECT_EQ(e.code(), ErrorCode::kTransport);
     EXPECT_NE(std::string(e.what()).find("'efa' not found"), std::string::npos) << e.what();
   }
+  test::removeTree(dir);
+}
+
+// The communicator's own timeout bounds its bootstrap, whatever SMDDP_TIMEOUT_MS says (default
+// 5 min): rank 0 of 2 waits for a peer that never comes and fails within seconds, naming it.
+TEST(MpErrors, BootstrapIsBoundedByTheCommunicatorsTimeout) {
+  const std::string dir = test::makeTempDir("smddp-mp");
+  const std::string report = test::forkRanks(1, 60s, [&](int) {
+    Options opts;
+    opts.timeout = 1s;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      Communicator::create(makeFileStore(dir), 0, 2, opts);
+      std::fprintf(stderr, "create returned without its peer\n");
+      return 1;
+    } catch (const Error& e) {
+      const auto took = std::chrono::steady_clock::now() - start;
+      const std::string what = e.what();
+      if (took > 15s || what.find("from rank 1 within 1000 ms") == std::string::npos) {
+        std::fprintf(stderr, "after %lld ms: %s\n",
+                     static_cast<long long>(
+                         std::chrono::duration_cast<std::chrono::milliseconds>(took).count()),
+                     what.c_str());
+        return 2;
+      }
+    }
+    return 0;
+  });
+  EXPECT_EQ(report, "");
   test::removeTree(dir);
 }
 

@@ -29,7 +29,8 @@ constexpr std::chrono::milliseconds kWaitLimit{20000};   // one batch of ops
 inline std::unique_ptr<Transport> openTransport(Store& store, int rank, int size,
                                                 const std::string& provider) {
   Config config = Config::fromMap({{"SMDDP_TIMEOUT_MS", "20000"}});
-  return transport::createOfiTransport(store, "tp", rank, size, config, provider);
+  return transport::createOfiTransport(store, "tp", rank, size, config, provider,
+                                       std::chrono::milliseconds(config.timeoutMs));
 }
 
 // The byte at `index` of message `msg` from `sender` to `receiver`: every pair, message and

@@ -3,8 +3,8 @@
 //   2. choose the provider (provider_profile.h) and open the endpoint;
 //   3. publish "<prefix>/addr/<rank>" = provider "\0" fi_getname bytes; read every rank's, check
 //      that all ranks chose the same provider, fi_av_insert each (fi_addr of rank r at index r).
-// Invariant: every store wait is bounded by config.timeoutMs; a failure names this rank, the peer
-// and the key.
+// Invariant: every store wait is bounded by the caller's timeout (the communicator's resolved bound,
+// not SMDDP_TIMEOUT_MS alone); a failure names this rank, the peer and the key.
 #include <rdma/fi_errno.h>
 #include <unistd.h>
 
@@ -20,13 +20,28 @@
 namespace smddp::transport {
 namespace {
 
+// A peer's bootstrap entry, waited for at most `timeout`; a store failure names this rank, the
+// peer and what was awaited.
+std::string awaitPeer(Store& store, const std::string& key, int rank, int peer, const char* what,
+                      std::chrono::milliseconds timeout) {
+  try {
+    return store.get(key, timeout);
+  } catch (const Error& e) {
+    throw Error(e.code(), "rank " + std::to_string(rank) + ": bootstrap: no " + what +
+                              " from rank " + std::to_string(peer) + " within " +
+                              std::to_string(timeout.count()) + " ms (the communicator's timeout): " +
+                              e.what());
+  }
+}
+
 std::vector<PeerInfo> exchangeHosts(Store& store, const std::string& prefix, int rank, int size,
                                     std::chrono::milliseconds timeout) {
   store.set(prefix + "/host/" + std::to_string(rank),
             hostName() + "\n" + std::to_string(::getpid()));
   std::vector<PeerInfo> peers(size);
   for (int r = 0; r < size; ++r) {
-    std::string value = store.get(prefix + "/host/" + std::to_string(r), timeout);
+    std::string value =
+        awaitPeer(store, prefix + "/host/" + std::to_string(r), rank, r, "host entry", timeout);
     size_t nl = value.find('\n');
     if (nl == std::string::npos) {
       throw Error(ErrorCode::kStore, "rank " + std::to_string(rank) + ": malformed entry '" +
@@ -57,7 +72,8 @@ std::vector<fi_addr_t> exchangeAddresses(Store& store, const std::string& prefix
   store.set(prefix + "/addr/" + std::to_string(rank), mine);
   std::vector<fi_addr_t> addrs(size, FI_ADDR_UNSPEC);
   for (int r = 0; r < size; ++r) {
-    std::string value = store.get(prefix + "/addr/" + std::to_string(r), timeout);
+    std::string value =
+        awaitPeer(store, prefix + "/addr/" + std::to_string(r), rank, r, "address", timeout);
     size_t sep = value.find('\0');
     std::string theirs = value.substr(0, sep);
     if (sep == std::string::npos || theirs != provider) {
@@ -80,12 +96,12 @@ std::vector<fi_addr_t> exchangeAddresses(Store& store, const std::string& prefix
 
 std::unique_ptr<Transport> createOfiTransport(Store& store, const std::string& prefix, int rank,
                                               int size, const Config& config,
-                                              const std::string& providerOverride) {
+                                              const std::string& providerOverride,
+                                              std::chrono::milliseconds timeout) {
   if (size < 1 || rank < 0 || rank >= size) {
     throw Error(ErrorCode::kInvalidArgument, "createOfiTransport: rank " + std::to_string(rank) +
                                                  " out of range for size " + std::to_string(size));
   }
-  std::chrono::milliseconds timeout(config.timeoutMs);
   std::vector<PeerInfo> peers = exchangeHosts(store, prefix, rank, size, timeout);
   const bool sameHost = allOnOneHost(peers);
 
