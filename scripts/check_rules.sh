@@ -1,10 +1,63 @@
 #!/usr/bin/env bash
-# Mechanical rules of CONTRIBUTING.md: libfabric headers only under src/transport/ofi, getenv only
-# in the config parser, torch only under python/, no file over 500 lines.
+# Mechanical rules of CONTRIBUTING.md: includes point down the layers (the layering below, written
+# once), libfabric headers only under src/transport/ofi, getenv only in the config parser, torch
+# only under python/, no file over 500 lines. Before checking the tree, the include check is run
+# on a planted wrong include and must catch it (a check that cannot fail is no check).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+
+# The layers of src/, bottom up: each may include the public API (smddp/), its own folder, and the
+# layers named here. A folder of src/ not listed is an error, so a new layer must be placed.
+declare -A MAY_INCLUDE=(
+  [common]=""
+  [store]="common"
+  [reduce]="common"
+  [transport]="common store"
+  [algorithms]="common store reduce transport"
+  [core]="common store reduce transport algorithms"
+)
+
+# Prints one line per include of a file (paths relative to the cwd) that goes the wrong way.
+# include/ and python/ see only the public API.
+include_violations() {
+  local f layer allowed inc
+  for f in "$@"; do
+    case "$f" in
+      src/*/*) layer=${f#src/}; layer=${layer%%/*}
+               if [ -z "${MAY_INCLUDE[$layer]+set}" ]; then
+                 echo "$f: src/$layer/ is not a layer of scripts/check_rules.sh"; continue
+               fi
+               allowed=" smddp $layer ${MAY_INCLUDE[$layer]} " ;;
+      include/*|python/*) layer=${f%%/*}; allowed=" smddp " ;;
+      *) continue ;;
+    esac
+    for inc in $(sed -nE 's/^\s*#\s*include\s*"([a-z_0-9]+)\/.*/\1/p' "$f" | sort -u); do
+      case "$allowed" in
+        *" $inc "*) ;;
+        *) echo "$f includes $inc/: $layer may include only:$allowed" ;;
+      esac
+    done
+  done
+}
+
+self_test() {
+  local dir out
+  dir=$(mktemp -d)
+  mkdir -p "$dir/src/transport"
+  printf '#include "core/engine.h"\n#include "store/prefix_store.h"\n' > "$dir/src/transport/planted.cc"
+  out=$(cd "$dir" && include_violations src/transport/planted.cc)
+  rm -rf "$dir"
+  if [ "$(echo "$out" | grep -c .)" != 1 ] || ! echo "$out" | grep -q "includes core/"; then
+    echo "include check self-test: the planted transport -> core include was not caught alone: $out"
+    return 1
+  fi
+}
+
 fail=0
+self_test || fail=1
 srcs=$(git ls-files 'include/*' 'src/*' 'bench/*' 'tests/*' 'python/*' | grep -E '\.(h|hpp|cc|cpp|cu|cuh|c|py)$')
+bad=$(include_violations $srcs)
+[ -z "$bad" ] || { echo "$bad"; fail=1; }
 bad=$(grep -lE '#include\s*[<"]rdma/' $srcs | grep -v '^src/transport/ofi/' || true)
 [ -z "$bad" ] || { echo "libfabric headers outside src/transport/ofi: $bad"; fail=1; }
 bad=$(grep -lE '\bgetenv\s*\(' $srcs | grep -v '^src/common/config.cc$' || true)

@@ -43,4 +43,4 @@ set_source_files_properties(reduce/reducer.cc PROPERTIES
   COMPILE_DEFINITIONS "${_smddp_reduce_defs}")
 
 # CUDA kernels (when nvcc is found) and the pure CUDA launch/staging planning (always).
-include(reduce/cuda/sources.cmake OPTIONAL)
+include(reduce/cuda/sources.cmake)
