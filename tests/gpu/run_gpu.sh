@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Run ON THE GPU MACHINE from the repository root (one call does everything): unpacks the carried
-# libfabric .debs into a private prefix, builds GoogleTest if missing, configures and builds the
-# CUDA parts for the local GPU's architecture (SMDDP_CUDA_ARCHS, default 90), runs the CUDA tests
-# (unit + gpu labels) and reduce_cuda_bench, and writes everything to ${OUT:-./build-gpu-out}/.
+# Run on the GPU machine from the repository root, with .deps/gpu/ from tests/gpu/gather_deps.sh
+# beside the working tree (one call does everything): unpacks its libfabric .debs into a private
+# prefix, builds GoogleTest if missing, configures and builds the CUDA parts for the local GPU's
+# architecture (SMDDP_CUDA_ARCHS, default 90), runs the CUDA tests (unit + gpu labels) and
+# reduce_cuda_bench, then torch_smddp against the machine's torch and its Python tests, and writes
+# everything to ${OUT:-./build-gpu-out}/.
 # Invariant: touches nothing outside the repository and $OUT; every step is time-bounded.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -11,8 +13,8 @@ out=${OUT:-$root/build-gpu-out}  # /build*/ is git-ignored
 mkdir -p "$out"
 log=$out/gpu-run.log
 exec > >(tee "$log") 2>&1
-carry=$root/.deps/gpu
-prefix=$carry/prefix
+deps=$root/.deps/gpu
+prefix=$deps/prefix
 arch=${SMDDP_CUDA_ARCHS:-90}
 jobs=$(nproc)
 
@@ -21,7 +23,7 @@ nvcc --version | tail -1; cmake --version | head -1; uname -a
 
 echo "== libfabric prefix"
 mkdir -p "$prefix"
-for d in "$carry"/debs/*.deb; do [ -e "$d" ] && dpkg -x "$d" "$prefix"; done
+for d in "$deps"/debs/*.deb; do [ -e "$d" ] && dpkg -x "$d" "$prefix"; done
 libdir=$prefix/usr/lib/x86_64-linux-gnu
 export LD_LIBRARY_PATH=$libdir:${LD_LIBRARY_PATH:-}
 export PKG_CONFIG_PATH=$libdir/pkgconfig:${PKG_CONFIG_PATH:-}
@@ -31,9 +33,9 @@ gtest_args=()
 if ! [ -f /usr/lib/x86_64-linux-gnu/cmake/GTest/GTestConfig.cmake ] &&
    ! [ -f /usr/local/lib/cmake/GTest/GTestConfig.cmake ]; then
   echo "== building GoogleTest"
-  timeout 300 cmake -S "$carry/googletest" -B "$carry/gtest-build" -DCMAKE_INSTALL_PREFIX="$prefix/gtest" \
+  timeout 300 cmake -S "$deps/googletest" -B "$deps/gtest-build" -DCMAKE_INSTALL_PREFIX="$prefix/gtest" \
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_POSITION_INDEPENDENT_CODE=ON >/dev/null &&
-  timeout 300 cmake --build "$carry/gtest-build" -j"$jobs" --target install >/dev/null
+  timeout 300 cmake --build "$deps/gtest-build" -j"$jobs" --target install >/dev/null
   gtest_args=(-DGTest_DIR="$prefix/gtest/lib/cmake/GTest")
 fi
 

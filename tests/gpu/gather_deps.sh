@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Run HERE (the CPU machine) before a GPU run: gathers what the GPU machine lacks into .deps/gpu/
-# (git-ignored), which the GPU run carries along with the working tree:
+# Run on a Debian 12 machine with the project's packages, before a GPU validation run: gathers what
+# a GPU machine without them needs into .deps/gpu/ (git-ignored; copy it there with the working
+# tree, and run tests/gpu/run_gpu.sh):
 #   .deps/gpu/debs/        Debian's libfabric and its runtime dependencies (.deb, unpacked there)
 #   .deps/gpu/googletest/  GoogleTest sources (built there if the machine has no GTest)
 # Invariant: only copies files; installs nothing on either machine. Size stays a few MiB.
@@ -17,7 +18,7 @@ for p in "${pkgs[@]}"; do
   elif (cd "$dest/debs" && apt-get download "$p" >/dev/null 2>&1); then
     :
   else
-    echo "prepare_carry: $p: no cached .deb and apt-get download failed (fine if the GPU" \
+    echo "gather_deps: $p: no cached .deb and apt-get download failed (fine if the GPU" \
          "machine already has it; ldd there tells)" >&2
   fi
 done
