@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Builds torch_smddp._C with CMake (python/CMakeLists.txt), against the torch that the building
 interpreter imports, compiling the engine from this repository.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // all_gather_perf: recv = every rank's send (count elements each) in rank order. As nccl-tests,
 // the row size is the whole receive buffer, count is per rank (size / (n * elemsize), rounded
 // down), and busbw = algbw * (n-1)/n: each rank receives the n-1 blocks it does not own.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // all_reduce_perf: recv = op over every rank's send. busbw = algbw * 2(n-1)/n, the bytes each rank
 // must send (and receive) in an optimal reduce-scatter + all-gather, over the message size.
 #include "collective.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // barrier_perf: no data; one row whose only measurement is the time per barrier (bandwidth 0).
 #include "collective.h"
 

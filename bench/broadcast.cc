@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // broadcast_perf: recv on every rank = send of root. busbw = algbw: every rank but the root must
 // receive the whole message once, whatever the algorithm.
 #include "collective.h"

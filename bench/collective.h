@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a perf tool needs to know about one collective: how many elements a row of a given size
 // moves, how to fill this rank's input, how to call the engine, the exact expected value of every
 // received element, and the algbw -> busbw factor. One small .cc per collective fills one in; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Process setup of the perf tools: rank discovery, store, communicator, header and summary. Rank
 // and size come from -np (forked here) or from Config (SMDDP_RANK/SMDDP_WORLD_SIZE, else mpirun's
 // OMPI_COMM_WORLD_*); the store from SMDDP_STORE. Nothing here reads the environment directly.

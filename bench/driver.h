@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Entry point of every *_perf binary: parses the flags, finds this process's rank (forked by -np,
 // or given by SMDDP_RANK/SMDDP_WORLD_SIZE or mpirun), joins the communicator through the store,
 // runs the sweep and prints the report on rank 0. Invariant: the exit status is 0 only when every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Scalar dtype conversions for the perf tools' fill and check passes (not on the timed path, so
 // clarity wins over speed). Rounding is to nearest even, as the engine's reducer does.
 #include "element.h"

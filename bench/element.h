@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading and writing one element of any smddp DataType as a double, so fill and verification code
 // is written once for every dtype. Invariant: every integer the perf tools use (|v| <= 2048 for
 // float16, <= 256 for bfloat16) survives store then load unchanged in every dtype.

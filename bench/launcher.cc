@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fork-based local launcher of the perf tools. The parent polls waitpid (WNOHANG) so it can enforce
 // its bound; children leave through _exit so the parent's atexit handlers and stdio buffers are
 // not run or flushed twice.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // -np N: starts N ranks of this host as forked child processes that rendezvous through a file store
 // in a fresh temporary directory. Invariant: the parent never waits unbounded — after the bound,
 // or once one child has failed (plus a grace period for the others to notice), it kills the rest,

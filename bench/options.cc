@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Flag parsing for the perf tools. Flags take their value as the next argument ("-b 8") or after
 // '=' for the long spelling ("--minbytes=8"). Every rejection names the flag and the value.
 #include "options.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line options of the perf tools, parsed as nccl-tests spells them (-b -e -f -i -n -w -c -d
 // -o -r) plus smddp's own (-np -P -J -T -L). Invariant: parseArgs either returns a fully
 // validated BenchOptions or throws ArgError whose message names the offending flag and value.

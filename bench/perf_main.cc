@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // main() of the <collective>_perf binaries; CMake compiles it once per collective with
 // SMDDP_BENCH_COLLECTIVE naming the spec function (allReduceSpec, broadcastSpec, ...).
 #include "driver.h"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # reduce_bench: throughput of the CPU reduction kernels per ISA next to memcpy (Google Benchmark).
 # Built only when Google Benchmark is installed; include from bench/CMakeLists.txt.
 find_package(benchmark QUIET)

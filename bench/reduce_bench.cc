@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Throughput of the CPU reduction kernels, per ISA table, next to memcpy of the same buffer size
 // (the physical limit: one core streaming memory). GB/s counts bytes moved, in units of 1e9:
 // reduce moves 3 bytes per output byte (read a, read b, write dst), memcpy 2 (read, write).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # reduce_cuda_bench: fp16/bf16/fp32 SUM of two device buffers next to the device's measured
 # cudaMemcpy bandwidth. Built only with the CUDA kernels (nvcc found); runs only on a GPU.
 if(TARGET smddp_reduce_cuda)

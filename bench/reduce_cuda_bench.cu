@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // reduce_cuda_bench: throughput of the CUDA SUM kernels (float16, bfloat16, float32) on two
 // 256 MiB device buffers into a third, next to the device-to-device cudaMemcpy bandwidth measured
 // in the same run. Both count bytes moved through memory: 3 per output byte for the reduction

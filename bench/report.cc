@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Table and JSON formatting of perf results. Column widths mirror the header strings exactly, so
 // scripts written for nccl-tests output can parse ours (split on whitespace, '#' lines ignored).
 #include "report.h"

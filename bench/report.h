@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Output of the perf tools: the nccl-tests table (out-of-place group, then in-place group), its
 // summary lines, and the same results as JSON. Invariant: pure formatting — every number printed
 // was measured or checked by the caller; an unchecked group prints "N/A", never 0.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Timed loop and checked run of the perf tools. The timed loop issues all -n collectives before
 // waiting (the engine runs them in order), as nccl-tests launches its iterations back to back.
 #include "runner.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The measurement loop shared by every perf tool: for each (dtype, op, root, size) row, an
 // out-of-place and an in-place group, each timed over -n iterations after -w warm-up ones, then
 // (with -c 1) checked in a separate run. Invariant: every rank runs exactly the same sequence of

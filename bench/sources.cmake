@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # smddp_bench_common: the driver every *_perf binary shares (flags, launcher, timing loop, checks,
 # table/JSON output) plus one small file per collective describing it. Each binary is perf_main.cc
 # compiled with SMDDP_BENCH_COLLECTIVE naming its collective's spec.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Input patterns and expected values of the checked runs. Values are small integers so results are
 // exact in every dtype: sums stay within the dtype's exact-integer range (int8 127, uint8 255,
 // bfloat16 256, float16 2048), products are powers of two below the dtype's limit.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deterministic inputs and exact expected results for the perf tools' checked runs, and the pure
 // verifier that counts wrong elements. Invariant: every input is a small integer chosen per dtype
 // and rank count so that every partial and final result is exactly representable; only AVG (a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # FindLibfabric: locates libfabric (headers + library) via pkg-config, with a plain search fallback.
 # Defines the imported targets Libfabric::fabric (headers + library) and Libfabric::headers (headers
 # only: smddp loads the library at run time), and Libfabric_VERSION.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Train a small ResNet-style CNN with DistributedDataParallel over smddp (or gloo) on synthetic,
 learnable data; rank 0 prints the loss and throughput of every epoch.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Mechanical rules of CONTRIBUTING.md: includes point down the layers (the layering below, written
 # once), libfabric headers only under src/transport/ofi, getenv only in the config parser, torch
 # only under python/, no file over 500 lines. Before checking the tree, the include check is run

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # One entry point for a fresh Debian 12 machine (as root, or with sudo available):
 #   bash scripts/run.sh main   installs what is missing, builds, runs the main job (DDP training)
 #   bash scripts/run.sh test   installs what is missing, builds, runs every test tier (torch 2.x

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Compile-only check of the torch c10d shim (python/csrc/*.cc) against torch 2.x C++ headers.
 #
 # No torch 2.x binaries exist offline here, so this proves only that the shim COMPILES against

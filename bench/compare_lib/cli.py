@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Flags and the interleaved run loop of bench/compare (the script itself only finds an
 interpreter that sees torch_smddp and calls main()).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared definitions for bench/compare: the size ladder, the busbw factors, element sizes and the
 closed-form data every backend is checked against.
 

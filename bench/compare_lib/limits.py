@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Physical limits measured in the same run as the comparison: single-core memcpy and fp32
 a += b bandwidth (bench/limits/mem_limits.c, compiled here), the cache-line round trip between
 two cores (bench/limits/line_rtt.c), and libfabric's raw point-to-point bandwidth and latency for

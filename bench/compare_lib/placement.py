@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Where the host has put this machine's CPUs, probed before and after every cell: the cache-line
 round trip between the first two usable CPUs (bench/limits/line_rtt.c, 300000 round trips, 40 ms
 a probe while they share a cache).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """busbw.png for bench/compare: one subplot per (collective, world), busbw against size on log
 axes, one colour per backend, solid float32 and dashed bfloat16, the memcpy limit as a grey line.
 Barrier (time only) gets a bar chart of its time per backend and world.

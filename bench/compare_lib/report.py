@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Tables for bench/compare: one nccl-tests-style table per backend, a ratio table per
 (world, collective, dtype), and a markdown summary for docs/PERF.md.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The four ways bench/compare runs a sweep: torch.distributed with smddp or gloo (a persistent
 group of worker processes fed one command per sweep), Open MPI (mpi_coll_perf under mpirun) and
 the smddp engine's own perf tools (build/bench/<coll>_perf -J).

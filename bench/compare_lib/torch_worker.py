@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One rank of a persistent torch.distributed process group driven by bench/compare.
 
 Usage: torch_worker.py BACKEND RANK WORLD INIT_METHOD. After init_process_group it reads one JSON

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* line_rtt: the cache-line round trip between two cores, the floor of any shared-memory protocol
  * in which one rank must hear back from another before it returns (bench/compare quotes it next
  * to the small-message latencies). Two threads, bound to the first two cores this process may

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* mem_limits: the single-core memory ceilings that bench/compare quotes busbw against.
  *   memcpy   : bytes copied per second, memcpy(dst, src, N), N = -m MiB (default 256)
  *   add_f32  : bytes of `a` updated per second by a[i] += b[i] (float32), the work a SUM

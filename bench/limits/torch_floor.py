@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """torch_floor: what one torch.distributed call costs when nothing moves (world size 1), per
 backend, next to one plain ATen op. This is the floor of any torch-level latency: a backend's
 collective through torch can never be faster than this plus its own engine time.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """torch_layers: where the time of one smddp collective through torch goes, layer by layer, with
 2 ranks on this host. For each size it times the same synchronous loop three ways:
   python  dist.<collective>(...) from Python, as a training script (and bench/compare) calls it;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* mpi_coll_perf: Open MPI reference numbers for bench/compare. One collective and one data type
  * per run, over the sizes given with -s; rank 0 prints one JSON line per size.
  *

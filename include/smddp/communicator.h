@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Communicator: a group of ranks that issue the same collectives in the same order.
 // Every collective validates its arguments on the calling thread (throwing
 // Error(kInvalidArgument) with the communicator untouched), then returns a Request at once (the

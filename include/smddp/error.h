@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Typed errors raised by smddp. Every message answers: which rank, doing which collective (and its
 // sequence number), with which peer, on how many bytes, and what went wrong.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The handle every collective returns at once. The collective runs in issue order on the
 // communicator's engine; a waiting caller may also drive it (no thread hand-off on the fast path).
 // Invariant: no wait blocks forever; a failed collective rethrows its stored error to every waiter.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Umbrella header of the smddp C++ API.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The rendezvous key-value store that communicators bootstrap through. The torch shim adapts
 // c10d::Store to it; without torch, a file store (one host) or a TCP store (several hosts) serves.
 // Invariant: every blocking call is bounded by a timeout and throws Error(kStore) when it expires.

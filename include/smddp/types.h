@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Public value types of the smddp API: data types, reduction ops, memory kinds, buffer descriptors.
 // Invariant: nothing here names libfabric, CUDA or torch; a Buffer says where its memory lives so the
 // CUDA path can be added without changing any signature.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Library version, as printed by SMDDP_DEBUG=INFO.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // timeCalls: see call_timer.h.
 #include "call_timer.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // timeCalls: a diagnostic for the perf tools (bench/limits/torch_layers.py). It runs `calls`
 // synchronous collectives through a ProcessGroupSmddp back to back from C++ (each: the c10d
 // method, then Work::wait, as torch.distributed does) and returns the mean microseconds per call.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CoalescedWork (see coalesced_work.h): a thin aggregate; each member keeps its own completion
 // machinery (staged copies, Future), so finishing the aggregate is asking every member.
 #include "coalesced_work.h"

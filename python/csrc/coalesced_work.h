@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Work that endCoalescing() returns: the collectives issued between startCoalescing() and
 // endCoalescing() (torch's _coalescing_manager, batch_isend_irecv), each already posted to the
 // engine in order, finished as one. Its Future's value is every member's outputs, in issue order.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The completion thread of a process group (see completion_queue.h).
 // Invariant: tasks run in post() order; a task's exception is contained (tasks report their own
 // failures through Work/Future) so one bad task cannot stop later completions.

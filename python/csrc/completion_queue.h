@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One thread per process group that finishes torch-side work after the engine completes a
 // request: copies staged results back, marks Work done, completes the Future (whose .then()
 // callbacks may run Python and take the GIL).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // torch_smddp._C: the pybind11 module. Exposes ProcessGroupSmddp as a subclass of torch's own
 // Python ProcessGroup (1.x) / Backend (2.x) class, so torch.distributed accepts what the creator
 // in torch_smddp/_backend.py returns.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ProcessGroupSmddp's life (see process_group.h): joining, tracking for the exit hook,
 // shutdown and abort, the Work every collective returns, and the 2.x Backend API (split,
 // options, timeout, coalescing). The collectives are in process_group_collectives.cc.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ProcessGroupSmddp: the c10d backend class behind backend="smddp". It owns one smddp
 // Communicator per torch process group and translates each c10d collective into engine calls.
 // Invariants: all ranks issue engine collectives in the order torch calls us (the engine's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ProcessGroupSmddp's collectives: c10d calls -> smddp::Communicator requests (see
 // process_group.h). Each collective: validate on the calling thread (RuntimeError, nothing sent),
 // stage non-contiguous tensors through contiguous temporaries, issue the engine request(s), and

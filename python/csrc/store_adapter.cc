@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // c10d::Store -> smddp::Store (see store_adapter.h).
 // c10d stores move bytes as std::vector<uint8_t>; the engine uses std::string as a byte string,
 // so values round-trip unchanged (embedded NULs included).

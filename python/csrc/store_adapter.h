@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adapts the c10d::Store that torch hands to a backend (already a PrefixStore per group) to the
 // engine's smddp::Store, which the communicator bootstraps through.
 // Invariant: every blocking call is bounded (get waits at most its timeout) and every failure of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // torch -> engine value mapping and staging (see tensor_map.h).
 // Invariant: bool tensors travel as uint8 (one byte, 0/1), so MIN/MAX are AND/OR; other
 // reductions on bool are rejected rather than silently producing values other than 0/1.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Maps torch values onto the engine's: dtypes, reduce ops, tensors as Buffers, and the staging of
 // non-contiguous tensors through contiguous temporaries.
 // Invariant: every rejection is a RuntimeError (c10::Error) whose text names "smddp", the

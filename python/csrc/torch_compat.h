@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ONE place where torch_smddp adapts to the torch version it is compiled against.
 // Invariant: no other file in python/csrc tests TORCH_VERSION_*; they use the names below.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SmddpWork: completion plumbing between smddp::Request and c10d::Work / ivalue::Future.
 // The synchronous path (wait() with the group's timeout, nothing armed): the caller drives its
 // requests on the engine, then finishes inline under one lock. An armed Work (staged copies, a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The c10d::Work returned by every smddp collective: wraps one or more smddp::Requests, the
 // tensors they use, and the Future that DDP's comm hooks chain on. Allocations per collective: the
 // Work itself (the base's mutex_, cv_, completed_ and exception_ are its state) and its list of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """torch_smddp: the "smddp" torch.distributed backend.
 
     import torch_smddp                        # registers backend "smddp"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Registration of the "smddp" torch.distributed backend.
 
 Invariant: registration happens at most once per interpreter (importing twice, reloading the

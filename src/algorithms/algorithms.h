@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every collective algorithm of the engine, as registered in registry.cc. Each runs on every rank
 // with the same arguments except buffers, for size() >= 2 and count >= 1 (the core handles the
 // trivial cases), and returns with no message of its collective pending.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bruck all_gather for small messages, any number of ranks.
 //
 // Steps (patterns/bruck.h): scratch position j holds the block of rank (rank + j) mod n; position

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring all_gather, segmented and pipelined; also the second half of ring all_reduce.
 //
 // Steps: copy send into blocks[rank] unless in place; then n-1 steps: at step s rank r sends block

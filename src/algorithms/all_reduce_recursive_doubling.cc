@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Recursive-doubling all_reduce for small messages, any number of ranks.
 //
 // Steps (patterns/recursive_doubling.h; p = largest power of two <= n, e = n - p):

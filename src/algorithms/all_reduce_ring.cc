@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring all_reduce for large messages = ring reduce-scatter pass + ring all-gather pass, both
 // segmented and pipelined (ring_pass.h).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dissemination barrier (Hensgen, Finkel and Manber), any number of ranks.
 //
 // Steps (patterns/bruck.h): in round k = 0..ceil(log2 n)-1, send a zero-byte message to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Binomial-tree broadcast for small messages.
 //
 // Steps (patterns/binomial_tree.h): every non-root receives the whole buffer from its parent into

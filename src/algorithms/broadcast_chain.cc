@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pipelined chain broadcast for large messages.
 //
 // Steps: ranks form the chain root, root+1, ..., root-1 (mod n). The buffer is cut into G segments

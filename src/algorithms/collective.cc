@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Human-readable descriptions of collectives, used in every error message and trace line.
 #include "algorithms/collective.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What an algorithm is asked to do: one collective's arguments, already validated by the core,
 // and its description for error messages.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Exec: posts an algorithm's messages with the collective's tags and waits for them with a bounded
 // back-off. Waiting policy: busy-poll for spinUs after the last progress (lowest latency), then
 // yield the core on every idle poll so that a rank we wait for, sharing our core, can run; after

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Exec: what an algorithm sees while it runs one collective on one rank. An algorithm is a short
 // script of isend / irecv / wait / reduce steps against this interface; Exec turns them into
 // transport ops with the collective's tags, waits with a bounded, core-friendly back-off (spin

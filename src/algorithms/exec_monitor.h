@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ExecMonitor: what the core learns about the other ranks out of band (the progress beacons in
 // core/progress_beacon.h) and tells a running collective. Exec asks it only when it idles (a cheap
 // atomic flag) and when it times out, so the data path pays nothing while messages flow.

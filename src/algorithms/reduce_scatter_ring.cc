@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring reduce-scatter pass (the first half of ring all_reduce), segmented and pipelined.
 //
 // Steps (chunks c = patterns::ringChunk, shift 0): at step s = 0..n-2 rank r sends chunk r-s to

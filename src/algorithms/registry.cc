@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The table of every algorithm, and the parser of SMDDP_ALGO overrides. Names here are the ones
 // users type; the table order is fixed (it is what SMDDP_DEBUG=INFO lists).
 #include "algorithms/registry.h"

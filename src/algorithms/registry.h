@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The algorithms of each collective, and the pure function that picks one.
 // select() depends only on its arguments (no globals, no environment), so it has its own tests.
 #pragma once

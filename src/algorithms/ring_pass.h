@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One segmented, pipelined pass around the ring, shared by ring all_reduce (a reduce-scatter pass
 // then an all-gather pass) and ring all_gather (one all-gather pass).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // selectAlgorithm: a pure function of (collective, bytes, topology, overrides).
 //
 // bytes is args.bytes(): the whole buffer for all_reduce and broadcast, one rank's block for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // all_reduce through the host's shared-memory arena (every rank on one host; shm_step.h has the
 // protocol). The buffer is processed in chunks (shm_direct: one arena slot, shm_split: half a
 // slot, both capped by the segment size; ArenaStep::chunkBytes says why);

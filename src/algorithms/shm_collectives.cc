@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // broadcast, all_gather and barrier through the host's shared-memory arena (shm_step.h).
 //
 // broadcast (shm), per chunk of one slot: the root copies the chunk into its slot and publishes;

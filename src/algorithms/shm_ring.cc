@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RingStep: the eager ring's waits, flow control and pending identity checks (shm_ring.h).
 #include "algorithms/shm_ring.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RingStep: one use of the arena's eager ring by this rank (layout and rules in
 // transport/shm/arena.h): wait until this rank's entry is free, write it, publish, read the
 // root's, release. The eager broadcast (shm_collectives.cc) is written in these steps only.

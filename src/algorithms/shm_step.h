@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ArenaStep: one use of the shared-memory arena by this rank, following the protocol documented
 // in transport/shm/arena.h (free slot -> write -> publish -> read peers -> release). The arena
 // collectives (shm_all_reduce.cc, shm_collectives.cc) are written in these steps only, so the

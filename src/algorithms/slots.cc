@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one check every segmented algorithm makes before it posts anything: its message slots fit in
 // the tag layout (common/tag.h). Failing here, before any data moved, keeps the communicator
 // usable.

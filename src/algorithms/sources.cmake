@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The algorithms layer: the Exec runtime, pure pattern math (patterns/, header-only), one file per
 # algorithm, the registry and the selector. It sees transports only through transport/transport.h.
 smddp_layer(smddp_algorithms

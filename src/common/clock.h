@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // coarseNow(): steady_clock's time as of the last kernel tick (CLOCK_MONOTONIC_COARSE, the
 // same base as steady_clock, behind it by at most coarseLag(), one tick: 1-10 ms by the kernel's
 // HZ). Costs ~3 ns against ~22 ns for steady_clock::now() here, so per-collective bookkeeping

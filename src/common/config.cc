@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parses the SMDDP_* environment once. This is the only file of smddp that calls getenv.
 #include "common/config.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Log sink: one fprintf per line to stderr, so concurrent lines of one process do not interleave.
 #include "common/logging.h"
 

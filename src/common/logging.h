@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Logging in the style of NCCL_DEBUG: SMDDP_DEBUG=WARN|INFO|TRACE, each line prefixed with
 // host:pid:rank so the lines of many ranks can be interleaved in one file and still be read.
 #pragma once

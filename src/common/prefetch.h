@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // prefetchForWrite: asks for the cache lines of [p, p + bytes) in a state this core can write
 // without waiting (x86 PREFETCHW, Arm PRFM PST). Used on shared-memory lines a peer read last:
 // issued a call ahead, it takes the peer's copies away while this core does other work, so the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 smddp_layer(smddp_common
   common/config.cc
   common/logging.cc

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Layout of the 64-bit libfabric tag. Messages of different collectives can never match because
 // the per-communicator sequence number and the collective kind are part of every tag.
 //

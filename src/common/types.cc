@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Names and sizes of the public value types, and the library version string.
 #include "smddp/error.h"
 #include "smddp/types.h"

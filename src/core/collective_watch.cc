@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CollectiveWatch (see collective_watch.h). The dump is plain text meant for a person reading it
 // after a hang: who failed and why, what each peer's beacon said at that moment, and the last
 // collectives of this rank with their timing.

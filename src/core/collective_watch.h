@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CollectiveWatch: everything a communicator does to never hang silently, behind four calls from
 // CommunicatorImpl: posted / started / finished, and monitor() for Exec. It owns the flight
 // recorder (last 256 collectives), the progress beacon (liveness, failure propagation, mismatch

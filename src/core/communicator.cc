@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The public Communicator: argument checks on the caller's thread, then hand-off to the impl.
 #include <unistd.h>
 

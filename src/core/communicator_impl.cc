@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs collectives: picks the algorithm, gives it an Exec with the collective's deadline, and
 // turns any failure into a stored error (a request's, or thrown to a blocking caller). Any error
 // after data may have moved breaks the communicator: later collectives fail at once, naming the

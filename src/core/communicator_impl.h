@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CommunicatorImpl: the state behind smddp::Communicator — transport, engine, sequence numbers,
 // algorithm choice and the broken/aborted state. Tests construct it directly over the loopback
 // transport; Communicator::create() builds it over libfabric.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Engine implementation. Lock order: Engine::mutex_ only; runner_ is always called without it.
 #include "core/engine.h"
 

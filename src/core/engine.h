@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Engine: runs a communicator's collectives one at a time, in issue order, and drives the
 // transport while doing so. Two kinds of thread may run requests, never at once (the `busy_`
 // baton): the engine's own thread, which guarantees progress of asynchronous collectives, and a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FlightRecorder (see flight_recorder.h). One line per collective in the dump:
 //   #12  all_reduce(float32, 1024, sum) [ring]  failed  queued +3.1 ms  ran 30000.2 ms  error: ...
 #include "core/flight_recorder.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FlightRecorder: the last N collectives of one communicator (seq, signature, enqueue / start /
 // end times, state, error), kept in a fixed ring so that a timeout or a peer failure can be
 // explained after the fact (SMDDP_DUMP_ON_TIMEOUT) and so the progress beacon can publish what

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Signature hashing and text (see mismatch.h): algo::shapeHash of the fields, folded to the tag's
 // width.
 #include "core/mismatch.h"

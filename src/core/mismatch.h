@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Collective signatures: what a rank called at one sequence number, as a 12-bit hash for the tags
 // (common/tag.h) and as text for the progress beacons and for kMismatch messages such as
 // "rank 0 called all_reduce(float32, 1024, sum) but rank 3 called broadcast(float16, 512, root=1)".

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ProgressBeacon (see progress_beacon.h). Store keys under the communicator's prefix:
 //   progress/<rank>  this rank's beacon (PeerProgress text), rewritten every period
 //   failure          "<origin rank>\n<ErrorCode>\n<message>" of the latest first-hand failure

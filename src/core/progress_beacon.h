@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ProgressBeacon: a communicator's light monitor thread. Every period it publishes this rank's
 // beacon "<prefix>/progress/<rank>" in the rendezvous store (a heartbeat counter, how many
 // collectives were called and completed, the signatures of the last few), and checks the

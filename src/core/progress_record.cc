@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PeerProgress: the text of one progress beacon, readable in the store as it is:
 //   hb 42
 //   called 17

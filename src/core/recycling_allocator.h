@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RecyclingAllocator: an allocator for std::allocate_shared that keeps freed blocks of one size in
 // a small per-thread list, so a collective's RequestState (with its control block) costs no
 // malloc/free on the synchronous path: the thread that posts and waits frees the block it takes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Request: the public handle. Every wait is bounded; a failed collective rethrows to every waiter.
 #include "smddp/request.h"
 

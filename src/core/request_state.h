@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RequestState: one posted collective, shared by the public Request handle, the engine queue and
 // whoever runs it. Completion is a seq_cst read-modify-write that sets done(), announced to
 // sleeping waiters by Engine::announce() (which says why none is missed); callbacks run once,

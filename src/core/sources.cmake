@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The core: Communicator, engine, requests and argument checks.
 smddp_layer(smddp_core
   core/communicator.cc

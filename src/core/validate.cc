@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Argument checks. Overlap rule: a collective is either exactly in place (the documented aliasing)
 // or its input and output do not overlap at all; partial overlap would silently corrupt data.
 #include "core/validate.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Argument checks for every collective, run on the caller's thread before anything is queued, so
 // a bad call throws at once (naming rank, collective and the faulty argument) and leaves the
 // communicator untouched and usable.

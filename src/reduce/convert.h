@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Portable scalar float16/bfloat16 <-> float32 conversions on raw bits, written as branch-free
 // selects so the baseline build can auto-vectorize them. Included only by the per-ISA kernel
 // files (via kernels.h), inside an anonymous namespace, so each ISA gets its own copy compiled with

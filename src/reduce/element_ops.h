@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The four element-wise reduce ops, shared by the CPU kernels (kernels.h, compiled once per ISA)
 // and the CUDA kernels (cuda/ops_cuda.cuh): one set of expressions is what makes the GPU's results
 // equal the CPU reducer's bit for bit.

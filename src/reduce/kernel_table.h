@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-ISA table of reduction kernels and the dispatch that picks one. Each ISA's table is built
 // by its own translation unit (kernels_<isa>.cc, compiled with that ISA's flags); reducer.cc picks
 // the best one the CPU supports, once, on first use.

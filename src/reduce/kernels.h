@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The reduction kernels, written once as templates and instantiated by each kernels_<isa>.cc under
 // that file's compiler flags (SSE2 baseline, AVX2+F16C+FMA, AVX-512, AVX-512+BF16). Plain loops
 // the compiler vectorizes for the target; only the 16-bit float paths use intrinsics (F16C for

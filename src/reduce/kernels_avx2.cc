@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AVX2 kernel table, compiled with -mavx2 -mf16c -mfma (see sources.cmake); float16 uses the
 // F16C conversion instructions.
 // Invariant: no kernel in this file runs unless dispatch saw avx2, f16c and fma on this CPU; the

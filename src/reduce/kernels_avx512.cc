@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AVX-512 kernel table, compiled with -mavx512f -mavx512bw -mavx512vl plus the AVX2 set and
 // 512-bit vectors preferred (see sources.cmake).
 // Invariant: no kernel in this file runs unless dispatch saw avx512f/bw/vl, avx2, f16c and fma on

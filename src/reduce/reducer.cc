@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The public CPU reducer: argument checks, errors, and the runtime ISA dispatch. The choice of
 // kernel table is made once, on first use, by a thread-safe function-local static; forceIsa() (for
 // tests and A/B runs) overrides it through an atomic pointer.

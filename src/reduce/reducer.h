@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Element-wise reduction kernels for host memory, vectorized with runtime ISA dispatch (baseline
 // x86-64 / AVX2+F16C / AVX-512), never -march=native. float16 and bfloat16 are widened to float32
 // for the arithmetic and rounded (to nearest even) once per call.

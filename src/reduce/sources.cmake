@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # CPU reduction kernels with runtime ISA dispatch. The kernels are written once (kernels.h) and
 # compiled once per ISA (baseline, AVX2, AVX-512, AVX-512 + BF16), each file with its own flags;
 # never -march=native. Non-x86 targets build only the baseline. Kernel files also get -O3 (GCC's -O2 vectorizer cost model is too timid) and

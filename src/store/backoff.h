@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bounded polling back-off shared by the stores: sleeps start short (a key set a moment later is
 // seen quickly) and double up to a cap (hundreds of waiting ranks do not burn the host's cores).
 // Invariant: a sleep never overshoots the caller's deadline.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FileStore: a Store in one directory shared by the ranks of one host (or a shared file system).
 // Invariants: a value file appears complete or not at all (written to a temp file, then renamed);
 // add() is atomic across threads and processes (flock on a per-key lock file, each call with its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Factory of PrefixStore (see prefix_store.h). Invariant: a prefix store never owns less than its
 // inner store needs: it holds a shared_ptr to it.
 #include "store/prefix_store.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PrefixStore: a view of another store with every key under "<prefix>/", so several communicators
 // (or tests) share one store without seeing each other's keys. Exposed so tcpStorePort can look
 // through it.

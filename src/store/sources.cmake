@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Rendezvous stores (file, TCP, prefix) that communicators bootstrap through. Depends on common only.
 smddp_layer(smddp_store
   store/file_store.cc

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Encoding and bounded blocking socket I/O for the TCP store (format in store_wire.h).
 // Invariant: no call here waits past its deadline; SIGPIPE is never raised (MSG_NOSIGNAL).
 #include "store/store_wire.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Wire format of the TCP store, shared by client and server, plus socket helpers.
 //
 // Request:  [op u8][key length u32][value length u32][arg i64][key][value]   (little-endian)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TcpStore: the client half of the TCP store (the server half is tcp_store_server.h). One
 // connection per store object, one request at a time under a mutex, so the store is thread-safe.
 // Invariants: every request is bounded (get: its timeout plus kIoGrace; set/add: kIoGrace); after

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TcpStoreServer: the poll() loop (see tcp_store_server.h for the invariants).
 #include "store/tcp_store_server.h"
 

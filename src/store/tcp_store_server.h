@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The server half of the TCP store: one listener thread running a poll() loop over the listening
 // socket, a wake-up pipe and every client connection. GETs of absent keys park the connection
 // until the key is set or the request's own timeout passes (then it answers kNotFound), so clients

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The transport layer: the Transport interface with two implementations. libfabric's headers are
 # visible only in this layer (and only ofi/ may include them); the library itself is not linked but
 # loaded at run time (ofi/libfabric_api.h says why), the path found here being the fallback.

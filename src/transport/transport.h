@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Transport: tagged point-to-point messages between the ranks of one communicator, shaped like
 // NCCL's net plugin. It knows bytes, tags and completions; it knows nothing of collectives.
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Run on a Debian 12 machine with the project's packages, before a GPU validation run: gathers what
 # a GPU machine without them needs into .deps/gpu/ (git-ignored; copy it there with the working
 # tree, and run tests/gpu/run_gpu.sh):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # GPU tier (ctest label "gpu"): the CUDA kernels against a float64 reference and the CPU reducer.
 # Each test skips itself (GTEST_SKIP, reported by ctest as "Skipped") when no CUDA device is
 # usable. Included from tests/unit/reduce_cuda.cmake when smddp_reduce_cuda is built.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every CUDA (dtype, op) kernel against the float64 reference of tests/unit/reduce_test_util.h and
 // against the CPU reducer, on random non-zero data with NaN and +-inf sprinkled in: lengths 0, 1,
 // 7, 15..17 and 1000003; shared and mixed operand misalignments (vector body + scalar edges, and

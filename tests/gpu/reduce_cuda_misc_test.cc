@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA reducer's stream behaviour and helpers: work is ordered on the caller's (non-default,
 // non-blocking) stream and the host is not blocked; the copy-bandwidth probe gives a plausible
 // number. Without a device, a valid call raises Error(kUnsupported) instead of crashing — the one

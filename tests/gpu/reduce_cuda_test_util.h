@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for the GPU tests: the self-skip when no CUDA device is usable, a checked cudaMalloc'd
 // region with poisoned guard bytes on both sides, and a CUDA error check that fails the test.
 // Invariant: every device allocation is freed by its owner's destructor, also on test failure.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Run on the GPU machine from the repository root, with .deps/gpu/ from tests/gpu/gather_deps.sh
 # beside the working tree (one call does everything): unpacks its libfabric .debs into a private
 # prefix, builds GoogleTest if missing, configures and builds the CUDA parts for the local GPU's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Loopback tier of the algorithms layer: every algorithm run directly (no core) with one thread per
 # rank over the in-process transport. Sharded so each executable stays well under a minute.
 foreach(shard all_reduce_rd all_reduce_ring broadcast all_gather sequence shm shm_eager)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // all_gather algorithms (bruck, ring, shm) and the barriers (dissemination, shm) over the loopback transport.
 // all_gather: ranks {2,3,4,5,7,8,16} x per-rank counts {1, 13, 5n+1, 301 in 64 B segments} x all
 // dtypes x outputs {contiguous, separate blocks in reverse memory order, in place}; rank r's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Recursive-doubling all_reduce over the loopback transport: the full matrix per rank count.
 #include "algorithms_checks.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Broadcast algorithms (binomial, chain, shm, shm_eager) over the loopback transport: ranks
 // {2,3,4,5,7,8,16} x counts {1, 13, 5n+1, 1037 in 64 B segments} x all dtypes x roots
 // {0, n/2, n-1} x in-place / out-of-place. The root's value at index i is a small integer

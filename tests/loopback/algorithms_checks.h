@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One checked collective per call, shared by the loopback algorithm tests: inputs are small
 // integers of (rank, index), so expected values are closed-form and exact in every dtype, and a
 // failure names the algorithm, n, count, dtype, op, placement, rank and index.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Harness implementation: threads, exact dtype conversions (small values only), guard zones.
 #include "algorithms_harness.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loopback harness for the algorithm tests: one thread per rank over one LoopbackFabric, each rank
 // with its own ExecResources (as a communicator has), plus exact typed values for closed-form
 // expectations. Small integers (and halves) are exact in every dtype we test, float16 and bfloat16

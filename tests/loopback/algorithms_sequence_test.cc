@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Several collectives back to back on one fabric, as a communicator issues them: consecutive
 // sequence numbers, mixed algorithms, one ExecResources per rank reused throughout, and ranks
 // skewed so that a fast rank posts the next collective's messages while its peers are still in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The eager broadcast (shm_eager) through the arena's ring, over a heap arena shared by
 // thread-ranks (100-byte test entries, so most cases run several ring uses): a root runs the
 // ring's whole depth ahead of peers that have not entered yet; ranks that disagree on the root

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared-memory arena algorithms over a heap arena shared by thread-ranks (4 KiB slots, so
 // the larger cases run several chunks and both slots): the full all_reduce matrix for shm_direct
 // and shm_split; arena identity checks (ranks in different collectives, or different sizes of one,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 if(TARGET smddp_core)
   smddp_add_test(smddp_loopback_core_api loopback 120 LIBS smddp_core SOURCES loopback/core_api_test.cc)
   smddp_add_test(smddp_loopback_core_errors loopback 60 LIBS smddp_core SOURCES loopback/core_errors_test.cc)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The public Communicator API end to end over the loopback transport: each collective, in place
 // and out of place, list outputs, zero counts, one rank, asynchronous requests and callbacks.
 // Expected values are closed forms of (rank, index).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The blocking forms of the public API (Communicator::*Blocking) over the loopback transport:
 // closed-form results for every collective, dtype and op over several world sizes and counts (odd
 // and zero), in order with posted requests around them, and errors thrown to the caller as a

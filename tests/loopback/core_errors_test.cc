@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Errors through the public API: bad arguments fail at once with a message naming rank, collective
 // and argument, and leave the communicator usable; a rank that never joins makes the others time
 // out naming it; after that the communicator is broken and says why; abort() ends waits.

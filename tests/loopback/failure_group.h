@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test harness for the failure tests: an in-memory Store (with a switch that freezes one rank's
 // beacon, as if its host vanished) and n communicators over one loopback fabric that publish
 // progress beacons through it. Ranks run as threads (loopback_group.h's runRanks).

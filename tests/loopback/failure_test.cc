@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault tests over the loopback transport with progress beacons in an in-memory store: a skipped
 // collective times out naming the rank that has not entered it; mismatched collectives raise
 // kMismatch on every rank naming both calls; a failure on one rank ends the collective on the

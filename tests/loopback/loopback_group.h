@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test harness: n communicators over one in-process loopback fabric, one thread per rank.
 // runRanks() joins every thread and re-raises the first failure, naming the rank.
 #pragma once

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # End-to-end runs of the perf tools over real libfabric (forked ranks, -np): every element of every
 # dtype x op is checked, and the tool's exit status fails the test on any #wrong or failed rank.
 if(SMDDP_BUILD_BENCH AND TARGET smddp_core)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 if(TARGET smddp_core)
   smddp_add_test(smddp_mp_collectives mp 300 LIBS smddp_core SOURCES mp/core_collectives_test.cc)
 endif()

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The four collectives through the public API in separate processes over real libfabric (shm and
 // tcp on 127.0.0.1; shm with the shared-memory arena and without it, "_messages"), 2-4 ranks,
 // sizes up to a few MiB, in place and out of place; and 1000 back-to-back mixed collectives,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Leak test: 200 create / collective / destroy cycles of a 2-rank communicator over shm (forked
 // ranks). Open file descriptors (/proc/self/fd), threads (/proc/self/task) and resident memory
 // (/proc/self/statm) must be as flat at cycle 200 as at cycle 20 (small slack for allocator noise).

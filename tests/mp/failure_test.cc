@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault tests over real libfabric (shm and tcp on 127.0.0.1), 3 forked ranks, collective timeout
 // 60 s unless said otherwise, so that every prompt failure below must come from liveness,
 // propagation or mismatch detection: a rank SIGKILLed at a random point of a stream of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A stand-in for a provider library with a load-time signal handler (as libinfinipath's): its
 // constructor installs a SIGBUS handler. fatal_signal_test loads it inside a FatalSignalGuard.
 #include <csignal>

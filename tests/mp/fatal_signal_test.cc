@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A crash must stay a crash in a process that uses smddp: after libfabric is loaded (and with it
 // the PSM provider libraries, whose constructors install backtrace-and-exit(1) handlers), SIGSEGV,
 // SIGABRT, SIGBUS, SIGINT and SIGTERM still end the process by that signal, with a core where

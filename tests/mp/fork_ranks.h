@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test helper: runs one function as N forked "ranks" and reports, naming the rank, every one that
 // failed, crashed or overran. Invariant: forkRanks returns within `limit` (plus the kill and reap of
 // stragglers): a hung rank is killed with SIGKILL and reported, never waited for.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Multi-process tests of the libfabric transport: forked ranks on 127.0.0.1 over shm and
 # tcp;ofi_rxm. One binary; each case is its own ctest (gtest filter) so they run in parallel and a
 # failure names the case.

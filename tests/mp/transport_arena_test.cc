@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shared-memory arena bootstrap (transport/shm/arena.h) with ranks as threads of one process:
 // each rank maps the object on its own (distinct addresses), so a word one writes must be seen by
 // the others through their own mapping; the object is unlinked once all mapped it (nothing left in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Multi-process error paths of the libfabric transport (shm and tcp;ofi_rxm on 127.0.0.1):
 // a cancelled receive does not consume the message meant for a later one, a receive too small for
 // its message fails with an error naming both sizes (and the transport goes on working), a peer

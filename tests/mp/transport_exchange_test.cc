@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Multi-process exchanges over the real libfabric transport (shm and tcp;ofi_rxm on 127.0.0.1),
 // 2-4 forked ranks: a ring of sizes {0, 1, 4095, 4097, 65539, 4 MiB} with content checks, and
 // many outstanding all-to-all messages with distinct full-width tags whose receives are posted in

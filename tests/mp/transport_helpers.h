@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers of the multi-process libfabric transport tests: open a transport for one forked rank
 // (file store in the test's temp dir), drive ops to completion with a bound, a store barrier, and
 // the byte pattern every exchange checks. Invariant: every wait here ends by its deadline.

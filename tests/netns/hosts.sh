@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Two "hosts" on one machine for multi-host tests: network namespaces <tag>a and <tag>b joined by
 # a veth pair (<tag>a: 192.0.2.101, <tag>b: 192.0.2.102, /24), each with its own host name
 # (nodea, nodeb) when commands are started through `exec`.

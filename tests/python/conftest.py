@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """pytest setup for the torch_smddp suite: find the package (installed, or the in-tree dev build
 under python/), and stop with a clear error when the extension is not built.
 Invariant: spawned ranks see the same torch_smddp as the test process (sys.path and PYTHONPATH).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """One rank of a 2-rank job that ends in an error (run as a script by test_crash.py).
 
     python crash_job.py RANK STORE_DIR SCENARIO

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Spawned multi-process runner for the torch_smddp tests.
 
 run(target, world, init, timeout, args) starts `world` processes (multiprocessing "spawn"), each

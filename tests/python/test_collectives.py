@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every supported collective over torch.distributed with backend "smddp": world sizes 1-4,
 FileStore and TCPStore rendezvous, all dtypes and ops, sync/async, in place/out of place,
 strided tensors. One spawned job per (world, init) runs all checks (workers_collectives.py).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """bench/compare's size bands: sizes up to --small-max are timed with --small-iters calls, up to
 --mid-max with --mid-iters, larger ones with --iters; only the torch backends get a time budget,
 for the first two bands, and a worker turns that budget into the same call count on every rank

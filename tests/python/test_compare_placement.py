@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """bench/compare's host-placement flags (compare_lib/placement.py): a round is far when one of its
 probes exceeds FAR_FACTOR x the run's median probe; a row's time_us_near is the median over the
 other rounds. Invariant: pure Python on made-up cells, no process started."""

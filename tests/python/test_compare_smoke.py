@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Smoke test of bench/compare --quick (the CI run): it must finish in bounded time, exit 0 (every
 result checked, nothing wrong) and write compare.json with rows for every backend available here.
 MPI may be absent on a machine: then its cells must say "skipped" (and the output say why), not

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A crash stays a crash, and an error exit stays prompt, in processes that load smddp.
 
 - A process that imported torch_smddp (and one that also made a group, so libfabric and the PSM

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """examples/train_ddp.py over smddp under TorchElastic (torchrun) when things fail:
 
 - one worker exits(1) in the middle of epoch 2 (--fail-once-at-epoch): with --max_restarts=1 the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Unsupported collectives, dtypes and ops raise RuntimeError naming smddp (never a crash), the
 group stays usable afterwards, and Work.wait(timeout) is bounded."""
 import pytest

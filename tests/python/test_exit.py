@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Interpreter exit with collectives still finishing: a script that posts non-contiguous async
 all_reduces (finished on the group's completion thread, which must free Python-owned tensors)
 and exits at once, without destroy_process_group. Before torch_smddp shut its groups down from

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Faults through torch.distributed over smddp (2-3 spawned ranks, time-bounded by harness.run):
 
 - bad input (AVG on int32, int16, BXOR, overlapping all_gather buffers, roots outside the group,

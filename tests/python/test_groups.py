@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Several smddp groups in one job: two overlapping new_groups alternated for 100 steps,
 plus a whole-world subgroup, with closed-form results."""
 import harness

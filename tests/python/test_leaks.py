@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Resource leaks through torch: 200 create / use / destroy cycles of a smddp process group in one
 process per rank (2 ranks) -- the default group (init_process_group / destroy_process_group) or a
 subgroup (new_group / destroy_process_group(group)) -- leave open file descriptors, threads and

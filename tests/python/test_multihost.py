@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The engine across two "hosts" (network namespaces nodea/nodeb made by tests/netns/hosts.sh),
 2 ranks each, over tcp;ofi_rxm, driven through the C++ perf tools (no torch):
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Importing torch_smddp registers backend "smddp" exactly once: importing again, reloading and
 calling register() again are no-ops; on torch >= 2.0 devices=["cpu", "cuda"] is passed (checked
 here against a stand-in with the 2.x signature)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The torch 2.x Backend API through torch.distributed (workers_torch2.py): split_group and
 new_group, object collectives, coalescing (fast-path all_reduce / all_gather_into_tensor and ops
 issued between start and end), functional collectives, set_timeout, collective timing,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Smoke test of examples/train_ddp.py under torchrun (2 ranks, a few steps): it finishes, prints
 one line per epoch on rank 0, and the loss falls."""
 import os

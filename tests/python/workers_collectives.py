@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rank bodies for test_collectives.py: every collective x dtype x op, sync and async, in place
 and out of place, contiguous and strided, against closed-form values.
 

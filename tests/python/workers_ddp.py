@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rank bodies for test_ddp.py (plain, no_sync, join() with uneven inputs, find_unused_parameters,
 static_graph, gradient_as_bucket_view, buffer broadcast, fp16/bf16 compression hooks, and on
 torch 2.x a torch.compile'd DDP model): the same DDP training (same seed, same per-rank data) once over

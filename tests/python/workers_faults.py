@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rank bodies for test_faults.py: bad input through torch.distributed raises at once and leaves
 the group usable; mismatched collectives and a SIGKILLed peer make every other rank raise, well
 before the process group's timeout.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rank bodies for test_errors.py and test_groups.py: clear RuntimeErrors for everything smddp
 does not do, bounded waits, and several (overlapping) groups in one job.
 Invariant: every rank issues the same collectives in the same order on each group it belongs to.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Rank bodies for test_torch2.py: the torch 2.x Backend API through torch.distributed, with
 closed-form expected values (the rank r contributes r or r + 1, so sums are triangle numbers).
 Invariant: every rank issues the same collectives in the same order on each group it belongs to.

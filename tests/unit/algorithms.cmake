@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Unit tier of the algorithms layer: pattern math (no transport), selector and SMDDP_ALGO parsing,
 # the pending-check queue, the arena's chunk sizes.
 smddp_add_test(algorithms_patterns_test unit 60

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // wholeElements (algorithms/shm_step.h): the arena collectives' chunk size, at most `cap` bytes in
 // whole elements and never less than one element; a mask for the power-of-two element sizes of
 // every dtype, a division otherwise. Expected values are written out, not recomputed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pattern math of the algorithms, checked by simulating who knows what after each step with
 // bitmasks, without any transport: ring chunks and passes, segments, recursive doubling, the
 // binomial tree, Bruck and dissemination rounds, for every n in 1..17.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PendingChecks (algorithms/exec.h): the eager broadcast root's queue of unchecked uses, a fixed
 // ring buffer. Pushes and pops interleaved so that the queue fills up to 60 of its 64 places while
 // its head goes round the end of the buffer, keeping first-in first-out order throughout.

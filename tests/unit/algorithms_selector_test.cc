@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The registry, the SMDDP_ALGO parser and the selector: pure functions, tested without a network.
 #include <gtest/gtest.h>
 

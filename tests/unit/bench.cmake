@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Unit tests of the perf tools' pure parts: flags and sweep, verifier and patterns, table/JSON,
 # the -np launcher (with dummy children) and the per-collective descriptions.
 smddp_add_test(bench_unit_test unit 120

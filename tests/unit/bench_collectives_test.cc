@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the per-collective descriptions: busbw factors, per-rank counts (rounded down as
 // nccl-tests does), in-place offsets and closed-form expected values.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the -np launcher with dummy children: success, a failing rank, a crashing rank, a
 // rank that hangs past the bound; the parent always returns within its bound and names the rank.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the perf tools' flag parser and size sweep: every accepted spelling, and every
 // rejection carries the flag's name.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the perf tools' output: the table's columns line up under the header names, an
 // unchecked group prints N/A, and the summary and JSON carry the totals.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the perf tools' verifier and input patterns: a planted wrong element is counted,
 // and the expected values are exact in every dtype for every op and rank count.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Config parsing: defaults, overrides, launcher variables, bad values named in the error, and the
 // README's configuration table mirroring every declared variable.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Engine, directly: each submitted request runs exactly once and in submission order, whoever
 // runs it (a waiting caller on the lock-free or the locked path, or the engine thread), also when
 // several callers wait on it or wait again after it is done, and when blocking callers run their

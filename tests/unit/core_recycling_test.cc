@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RecyclingAllocator: freed blocks come back to the same thread's next allocation, at most kKeep
 // are kept, blocks freed on another thread join that thread's list, and shared_ptrs built with it
 // behave like make_shared's (construction, destruction, custom sizes).

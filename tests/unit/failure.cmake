@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 if(TARGET smddp_core)
   smddp_add_test(smddp_unit_failure unit 60 LIBS smddp_core SOURCES unit/failure_recorder_test.cc)
 endif()

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Unit tests of the failure-explaining pieces: the flight recorder ring (wraparound, concurrent
 // writers, dump format), the progress beacon's text encoding, and collective signatures (hash
 // stability, sensitivity, mismatch wording).

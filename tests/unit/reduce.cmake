@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Unit tests of the CPU reducer (src/reduce): every (dtype, op) on every ISA this build compiled
 # and this CPU runs, rounding edge cases, the portable conversions, and the public API's errors.
 foreach(_smddp_reduce_test reduce_kernels_test reduce_rounding_test reduce_convert_test

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The public reducer API (reduce/reducer.h): the supported-pair table, the errors for unsupported
 // pairs and bad divisors (code and message naming dtype and op), dispatch (isaName, forceIsa), and
 // one exact end-to-end reduce + finishAverage through the public entry points on every ISA.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The portable float16/bfloat16 conversions the baseline kernels use (src/reduce/convert.h),
 // checked exhaustively at every rounding boundary: for each pair of adjacent finite values, the
 // midpoint must round to the one with the even mantissa and the floats just either side of it to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Tests of the CUDA reduction (src/reduce/cuda). The planners are pure and always tested; the
 # host API's argument checks run without a GPU whenever the kernels are built (they fail before
 # any CUDA call); the kernels themselves are tested in tests/gpu/ and skip without a GPU.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA reducer's host API without a GPU: its table agrees with the CPU reducer's supported
 // pairs, and every argument error is raised (with a message naming dtype and op) before any CUDA
 // call, so these run on any machine that built the kernels. Kernel results: tests/gpu/.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA launch planner (src/reduce/cuda/launch_plan.h), exhaustively on the CPU: every start
 // alignment 0..15 of every operand size, many counts, shared and mixed misalignments. The kernels'
 // two grid-stride loops are replayed here over the plan, so "every element written exactly once"

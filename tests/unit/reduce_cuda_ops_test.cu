@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA kernels' element operations (src/reduce/cuda/ops_cuda.cuh), run on the host: they are
 // __host__ __device__, and cuda_fp16/cuda_bf16 ship host versions of the conversions, so the very
 // expressions the kernels apply are checked here, without a GPU, bit for bit against the CPU

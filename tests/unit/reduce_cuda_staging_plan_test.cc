@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pinned-host staging planner (src/reduce/cuda/staging_plan.h): coverage of the buffer,
 // stage order per segment, one step per stage per tick, and bounded slot reuse, over sizes that
 // leave partial last segments and slot counts from 1 to more than the segments.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every (dtype, op) kernel of every ISA table this build compiled and this CPU runs, against the
 // independent reference in reduce_test_util.h: random data, awkward counts (vector widths +-1,
 // the 64-element fp16 block +-1), pointers offset by one element, dst aliasing a or b exactly, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // float16/bfloat16 rounding edge cases, NaN semantics of every floating type, and finishAverage,
 // on every ISA table this build compiled and this CPU runs. Expected values are hard-coded bit
 // patterns derived by hand (the derivation is in each case's comment), not computed by the code

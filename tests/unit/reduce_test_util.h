@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Test-side reference arithmetic for the CPU reducer, written independently of src/reduce: 16-bit
 // float formats are decoded with ldexp and rounded with nearbyint on doubles (not with bit tricks),
 // integers wrap through __int128. Exact results are the contract, so every comparison is bitwise

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Unit tests of the rendezvous stores (file, TCP on 127.0.0.1 only, prefix).
 smddp_add_test(store_file_test unit 60 LIBS smddp_store SOURCES unit/store_file_test.cc)
 smddp_add_test(store_tcp_test unit 60 LIBS smddp_store SOURCES unit/store_tcp_test.cc)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FileStore unit tests: set/get, bounded get with a clear timeout message, binary values and odd
 // keys, and add() atomic across threads and across forked processes (exact closed-form totals).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PrefixStore unit tests: two prefixes over one store never see each other's keys or counters,
 // and the inner store sees "<prefix>/key".
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TcpStore unit tests (127.0.0.1 only): set/get/add with binary values, bounded get, 8 concurrent
 // clients, clients started before the server (forked processes, exact add total), clients that
 // disconnect or send garbage, and a clean, prompt failure once the server is gone.

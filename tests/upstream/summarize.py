@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Summarizes torch_suite.py JSON files as markdown: pass/fail/error/skip counts per backend and
 world size side by side, then every smddp test that did not pass or skip, with its first error
 line, and the tests gloo passes that smddp skips, by the suite's reason.

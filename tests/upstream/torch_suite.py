@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch's own distributed test suite (torch.testing._internal.distributed.distributed_test,
 DistributedTest._DistTestBase) run against a backend: smddp as a third-party ("plugin") backend,
 or gloo for the side-by-side counts.

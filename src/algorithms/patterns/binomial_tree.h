@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Binomial tree rooted at any rank. Relative rank v = (rank - root) mod n. The parent of v > 0 is v
 // with its lowest set bit cleared; the children of v are v + 2^k for every 2^k below v's lowest set
 // bit (every 2^k < n for the root) with v + 2^k < n. Depth (edges root -> leaf) = popcount(v) <=

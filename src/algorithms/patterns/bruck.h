@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bruck all-gather and dissemination barrier rounds, for any n: ceil(log2 n) rounds; in round k
 // the distance is d = 2^k, rank r sends to r - d (Bruck) or r + d (dissemination) and receives from
 // the opposite side.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small integer helpers shared by the pattern headers: modular rank arithmetic and logarithms.
 // Invariant: pure functions of their arguments; no transport, no allocation.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Recursive doubling for any n. Let p be the largest power of two <= n and e = n - p ("extra").
 // Fold: among ranks 0..2e-1, each even rank hands its data to the odd rank above it and sits out;
 // the p remaining ranks get virtual ranks 0..p-1 (odd r < 2e -> r/2, r >= 2e -> r - e).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Ring geometry: how a buffer splits into per-rank chunks, which block a rank sends and receives at
 // each step of a ring pass, and how blocks split into pipelining segments.
 // Invariant: sender and receiver derive the same block, segment and slot from the same step, so a

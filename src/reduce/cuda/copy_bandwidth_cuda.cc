@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cudaDeviceCopyBandwidth: the device's measured copy bandwidth, the yardstick the reduction
 // benchmark quotes its throughput against (a reduction cannot beat memory bandwidth).
 // Invariant: events and the stream's pending work are always released/synchronized, also on error.

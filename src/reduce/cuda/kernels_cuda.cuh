@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA element-wise kernels, written once as templates over (storage type, op). One
 // grid-stride loop moves the 16-byte-vector body (kCudaUnroll vectors per thread per iteration,
 // all loads before any store, for memory-level parallelism); a second grid-stride loop does the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launch arithmetic for the CUDA element-wise kernels (see launch_plan.h). Pure integer math.
 // Invariant: the plan's pieces partition [0, count); a vector body is only planned when every
 // operand reaches a 16-byte boundary after the same number of elements.

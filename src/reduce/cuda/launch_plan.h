@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launch arithmetic for the CUDA element-wise kernels, kept free of CUDA so it is unit-tested on
 // any machine. A call on (pointers, count, element size) is split into a scalar head, a body of
 // 16-byte vectors and a scalar tail, and given a grid for a grid-stride loop.

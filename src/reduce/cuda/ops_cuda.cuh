@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device-side element operations for the CUDA reduction kernels: the CPU reducer's four reduce
 // ops (shared, reduce/element_ops.h) and the storage <-> compute conversions, which mirror
 // src/reduce/convert.h, so the GPU results equal the CPU reducer's.

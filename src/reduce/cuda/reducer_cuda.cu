@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CUDA reducer: the one table of instantiated (dtype, op) kernels, argument checks, and the
 // launches. Launch geometry comes from the pure planner (launch_plan.h).
 // Invariants: a table entry is non-null exactly when supportedCuda(dtype, op) holds (checked at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CUDA reduction kernels: the host API. Built only when nvcc is found (target smddp_reduce_cuda).
 // No CUDA header here (streams are void*, i.e. a cudaStream_t; nullptr is the legacy default
 // stream), so non-CUDA code can include it.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # CUDA side of the reduce layer, included from src/reduce/sources.cmake.
 # - smddp_cuda_plan (always built, no CUDA): pure launch and staging planning, unit-tested on CPU.
 # - smddp_reduce_cuda (only when nvcc was found): the kernels and their host API; links cudart

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pipelined staging schedule (see staging_plan.h). Each step gets the earliest tick allowed by
 // three rules: after its own segment's previous stage, after the same stage of the previous
 // segment (one engine per stage), and — for a copy-in — after the copy-out that freed its slot.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The schedule for moving a GPU buffer through pinned host staging buffers when the provider has
 // no FI_HMEM: each segment is copied in (device -> pinned slot), sent over the fabric from the
 // slot (for a receiver: received into the slot), and copied out (pinned slot -> device). With S

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loopback endpoint: matches this rank's posted receives against its inbox (FIFO per source and
 // tag, as libfabric's tagged matching), copies, and completes both sides through atomics.
 #include "transport/loopback/loopback_transport.h"

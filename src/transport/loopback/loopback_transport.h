@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An in-process, deterministic transport: every rank of a communicator is a thread of this
 // process. Used by the algorithm and collective tests to run 1-16 ranks without a network.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // createOfiTransport: the bootstrap of one libfabric transport through the rendezvous store.
 //   1. publish "<prefix>/host/<rank>" = host "\n" pid; read every rank's (peers(), topology);
 //   2. choose the provider (provider_profile.h) and open the endpoint;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Opening the libfabric objects of one transport (see endpoint.h). Order matters: fabric ->
 // domain -> {CQ, AV} -> endpoint bound to both -> enable; fid.h closes them in reverse.
 #include "transport/ofi/endpoint.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Endpoint: the libfabric objects behind one transport, opened for one provider profile.
 // Invariant: members are declared in opening order, so destruction closes the endpoint first, then
 // CQ and AV, then domain, then fabric (see fid.h); an Endpoint that exists is enabled and bound.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See fatal_signals.h. dladdr tells which shared object a handler lives in; only handlers of the
 // known offenders (the PSM libraries) are removed when smddp did not load them itself.
 #include "transport/ofi/fatal_signals.h"

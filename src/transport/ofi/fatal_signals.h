@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Keeps provider libraries' fatal-signal handlers out of every process that loads smddp.
 // Debian's libfabric links the PSM libraries; libinfinipath's load-time constructor installs
 // handlers for SIGSEGV, SIGBUS, SIGILL, SIGABRT, SIGINT and SIGTERM that print a backtrace and

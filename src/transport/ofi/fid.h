@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // RAII ownership of libfabric objects: every fid is closed exactly once, by its owner's destructor.
 // Invariant: owners declare their members in opening order (fabric, domain, av, cq, ep), so C++
 // destroys them in reverse and the endpoint is always closed before the CQ/AV it is bound to, and

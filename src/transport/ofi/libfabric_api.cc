@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // See libfabric_api.h. The library is opened RTLD_GLOBAL, as linking it would: providers built as
 // separate libraries resolve libfabric's symbols from the global scope.
 #include "transport/ofi/libfabric_api.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libfabric's exported entry points, reached through one table filled by dlopen on first use.
 // Everything else in libfabric's API is an inline call through a fid's ops table, so these five
 // are all smddp needs from the library itself. Loading it at run time rather than linking it lets

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OfiTransport data path (see ofi_transport.h for the invariants).
 #include "transport/ofi/ofi_transport.h"
 

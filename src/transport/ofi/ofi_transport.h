@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OfiTransport: the libfabric data path. post -> fi_tsend / fi_tinject / fi_trecv with the Op's
 // fi_context2; progress -> batched fi_cq_read; errors -> fi_cq_readerr + fi_cq_strerror.
 // Invariants: every posted Op is in exactly one place until it finishes: inside the provider (its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PeerLiveness: kill(pid, 0) plus /proc/<pid>/stat (a zombie answers kill, but has exited).
 #include "transport/ofi/peer_liveness.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PeerLiveness: notices that a peer process on this host has exited, for providers that never
 // report it (shm: sends to a dead peer complete into its queue, receives from it stay pending).
 // Invariant: a peer is only watched if it was visibly alive at bootstrap (same host name and its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Provider facts (libfabric 1.17, checked with fi_info and the mp tests; see docs in the report):
 //  - shm: mem_tag_format 0xaaaaaaaaaaaaaaaa (64 usable bits), inject_size 4096, tx/rx size 1024,
 //    mr_mode FI_MR_VIRT_ADDR (RMA only: tagged host buffers need no registration), addresses are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Everything that differs between the libfabric providers smddp runs on (efa, shm, tcp;ofi_rxm),
 // and the choice among them. The rest of ofi/ is provider-agnostic: it asks this file for hints,
 // for the tag-bit check and for what an error code means.

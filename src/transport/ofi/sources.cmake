@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The libfabric transport: the only place in smddp that includes <rdma/...> headers.
 target_sources(smddp_transport PRIVATE
   transport/ofi/bootstrap.cc

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SharedArena: layout, heap backing for thread-ranks, and the POSIX shared-memory bootstrap.
 #include "transport/shm/arena.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SharedArena: memory that every rank of one host maps, for the intra-host collectives
 // (algorithms/shm_*.cc). Each rank owns one region: a control page of flag words and two data
 // slots used alternately (double buffering). `posted` shares its cache line with the identity
