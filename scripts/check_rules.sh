@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # Mechanical rules of CONTRIBUTING.md: includes point down the layers (the layering below, written
 # once), libfabric headers only under src/transport/ofi, getenv only in the config parser, torch
-# only under python/, no file over 500 lines. Before checking the tree, the include check is run
-# on a planted wrong include and must catch it (a check that cannot fail is no check).
+# only under python/, an SPDX license line at the top of every source file, no file over 500
+# lines. Before checking the tree, the include check is run on a planted wrong include and must
+# catch it (a check that cannot fail is no check).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -66,6 +67,8 @@ bad=$(grep -lE '\bgetenv\s*\(' $srcs | grep -v '^src/common/config.cc$' || true)
 bad=$(grep -lE '#include\s*[<"](torch|ATen|c10)/' $srcs | grep -v '^python/' || true)
 [ -z "$bad" ] || { echo "torch headers outside python/: $bad"; fail=1; }
 for f in $srcs; do
+  head -2 "$f" | grep -q "SPDX-License-Identifier: Apache-2.0" ||
+    { echo "$f: no SPDX-License-Identifier line at the top"; fail=1; }
   n=$(wc -l < "$f")
   [ "$n" -le 500 ] || { echo "$f has $n lines (limit 500)"; fail=1; }
 done
