@@ -16,7 +16,8 @@ declare -A MAY_INCLUDE=(
   [reduce]="common"
   [transport]="common store"
   [algorithms]="common store reduce transport"
-  [core]="common store reduce transport algorithms"
+  [watch]="common store transport algorithms"
+  [core]="common store reduce transport algorithms watch"
 )
 
 # Prints one line per include of a file (paths relative to the cwd) that goes the wrong way.

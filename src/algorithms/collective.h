@@ -46,7 +46,7 @@ struct CollectiveDesc {
   int root = -1;
   const char* algorithm = nullptr;  // the registry's static name; nullptr when run locally
   // shapeHash() of this collective, set when it is posted; the arena algorithms compare it across
-  // ranks (always), and the tags carry a 12-bit fold of it (core/mismatch.h).
+  // ranks (always), and the tags carry a 12-bit fold of it (watch/signature.h).
   uint64_t shape = 0;
   // That fold, which goes into the tags; 0 when mismatch checks are off.
   uint16_t signature = 0;

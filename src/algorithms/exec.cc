@@ -18,8 +18,9 @@ namespace smddp::algo {
 using transport::Op;
 using transport::OpKind;
 using transport::OpState;
-// How long a rank that finds a peer gone waits for that peer's announced error, if any.
-constexpr std::chrono::milliseconds kVerdictGrace{1000};
+// At most how long a rank that finds a peer gone waits for that peer's announced error, if any
+// (it usually knows after one beacon round: milliseconds; a loaded host can take longer).
+constexpr std::chrono::milliseconds kVerdictGrace{3000};
 
 // How long a rank that found a peer in another collective (arena identity check) waits for the
 // progress beacons to name both calls.
@@ -167,7 +168,7 @@ void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idle
   }
   const int dead = transport_.deadPeer();
   if (dead >= 0) {
-    if (settings_.monitor != nullptr && settings_.monitor->awaitVerdict(kVerdictGrace)) {
+    if (settings_.monitor != nullptr && settings_.monitor->awaitVerdict(kVerdictGrace, true)) {
       settings_.monitor->raise(desc_);
     }
     throw Error(ErrorCode::kPeerFailure,
@@ -186,7 +187,7 @@ void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idle
 
 void Exec::throwMismatch(int peer, uint64_t peerSeq, const CollectiveDesc& mine) const {
   // The beacons name both calls ("rank 0 called X but rank 2 called Y"); give them a moment.
-  if (settings_.monitor != nullptr && settings_.monitor->awaitVerdict(kMismatchGrace)) {
+  if (settings_.monitor != nullptr && settings_.monitor->awaitVerdict(kMismatchGrace, false)) {
     settings_.monitor->raise(mine);
   }
   const std::string what =

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // ExecMonitor: what the core learns about the other ranks out of band (the progress beacons in
-// core/progress_beacon.h) and tells a running collective. Exec asks it only when it idles (a cheap
+// watch/progress_beacon.h) and tells a running collective. Exec asks it only when it idles (a cheap
 // atomic flag) and when it times out, so the data path pays nothing while messages flow.
 // Invariant: failed() turns true at most once and stays true; raise() then always throws.
 #pragma once
@@ -23,10 +23,12 @@ class ExecMonitor {
   // Words appended to a timeout message: which ranks have not entered `desc`, and the last
   // collective each completed. Bounded (short store reads); "" when nothing is known.
   virtual std::string laggards(const CollectiveDesc& desc) const = 0;
-  // A peer was found gone: gives a failure it announced before exiting (say, a mismatch it
-  // detected) up to `bound` to arrive, so the peer's own error is reported rather than its death.
-  // True when failed() is then true.
-  virtual bool awaitVerdict(std::chrono::milliseconds bound) const = 0;
+  // Gives a failure a peer announces (say, a mismatch it detected) up to `bound` to arrive, so the
+  // peer's own error is reported rather than what it caused here. `peerGone`: the peer was found
+  // gone, so whatever it announced is already written (a communicator flushes its announcement
+  // before it closes its endpoint), and one whole round of reading begun after this call is
+  // conclusive: the wait ends then. True when failed() is then true.
+  virtual bool awaitVerdict(std::chrono::milliseconds bound, bool peerGone) const = 0;
 };
 
 }  // namespace smddp::algo

@@ -14,14 +14,19 @@
 #include "algorithms/exec.h"
 #include "algorithms/registry.h"
 #include "common/config.h"
-#include "core/collective_watch.h"
 #include "core/engine.h"
-#include "core/mismatch.h"
 #include "smddp/communicator.h"
 #include "transport/shm/arena.h"
 #include "transport/transport.h"
+#include "watch/collective_watch.h"
+#include "watch/signature.h"
 
 namespace smddp::core {
+
+using watch::CollectiveWatch;
+using watch::Signature;
+using watch::WatchSettings;
+using watch::foldSignature;
 
 // Options resolved against the configuration: every field set.
 struct Settings {
@@ -39,7 +44,7 @@ int64_t spinForHost(int ranksOnHost, unsigned cores);
 
 class CommunicatorImpl {
  public:
-  // store and prefix (optional) carry the progress beacons (core/progress_beacon.h); arena
+  // store and prefix (optional) carry the progress beacons (watch/progress_beacon.h); arena
   // (optional) enables the shared-memory algorithms (every rank on one host).
   CommunicatorImpl(std::unique_ptr<transport::Transport> transport, const Settings& settings,
                    std::shared_ptr<Store> store = nullptr, const std::string& prefix = "",

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "common/tag.h"
-#include "core/flight_recorder.h"
-#include "core/mismatch.h"
-#include "core/progress_beacon.h"
+#include "watch/flight_recorder.h"
+#include "watch/progress_beacon.h"
+#include "watch/signature.h"
 
-namespace smddp::core {
+namespace smddp::watch {
 namespace {
 
 Signature allReduceSig(size_t count, DataType t = DataType::kFloat32) {
@@ -173,4 +173,4 @@ TEST(Signature, MismatchTextNamesBothCalls) {
 }
 
 }  // namespace
-}  // namespace smddp::core
+}  // namespace smddp::watch

@@ -7,9 +7,9 @@
 // Decoding is lenient: an unknown line is skipped, so newer ranks may add fields.
 #include <sstream>
 
-#include "core/progress_beacon.h"
+#include "watch/progress_beacon.h"
 
-namespace smddp::core {
+namespace smddp::watch {
 
 std::string PeerProgress::encode() const {
   std::string out = "hb " + std::to_string(heartbeat) + "\ncalled " + std::to_string(called) +
@@ -63,4 +63,4 @@ std::string PeerProgress::summary() const {
   return s;
 }
 
-}  // namespace smddp::core
+}  // namespace smddp::watch

@@ -16,13 +16,13 @@
 
 #include "algorithms/collective.h"
 #include "algorithms/exec_monitor.h"
-#include "core/flight_recorder.h"
-#include "core/progress_beacon.h"
 #include "smddp/error.h"
 #include "smddp/store.h"
 #include "transport/transport.h"
+#include "watch/flight_recorder.h"
+#include "watch/progress_beacon.h"
 
-namespace smddp::core {
+namespace smddp::watch {
 
 struct WatchSettings {
   std::chrono::milliseconds beaconPeriod{500};      // SMDDP_BEACON_MS; 0: no beacon
@@ -64,4 +64,4 @@ class CollectiveWatch {
   bool dumped_ = false;                     // engine thread only
 };
 
-}  // namespace smddp::core
+}  // namespace smddp::watch

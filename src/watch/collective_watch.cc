@@ -2,7 +2,7 @@
 // CollectiveWatch (see collective_watch.h). The dump is plain text meant for a person reading it
 // after a hang: who failed and why, what each peer's beacon said at that moment, and the last
 // collectives of this rank with their timing.
-#include "core/collective_watch.h"
+#include "watch/collective_watch.h"
 
 #include <unistd.h>
 
@@ -12,7 +12,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 
-namespace smddp::core {
+namespace smddp::watch {
 
 CollectiveWatch::CollectiveWatch(std::shared_ptr<Store> store, const std::string& prefix, int rank,
                                  const std::vector<transport::PeerInfo>& peers,
@@ -87,4 +87,4 @@ std::string CollectiveWatch::writeDump(const std::string& error) const {
   return out.good() ? path : "";
 }
 
-}  // namespace smddp::core
+}  // namespace smddp::watch

@@ -28,11 +28,11 @@
 #include <vector>
 
 #include "algorithms/exec_monitor.h"
-#include "core/flight_recorder.h"
 #include "smddp/error.h"
 #include "smddp/store.h"
+#include "watch/flight_recorder.h"
 
-namespace smddp::core {
+namespace smddp::watch {
 
 struct BeaconSettings {
   std::chrono::milliseconds period{500};
@@ -72,7 +72,7 @@ class ProgressBeacon : public algo::ExecMonitor {
   bool failed() const override { return failed_.load(std::memory_order_acquire); }
   [[noreturn]] void raise(const algo::CollectiveDesc& desc) const override;
   std::string laggards(const algo::CollectiveDesc& desc) const override;
-  bool awaitVerdict(std::chrono::milliseconds bound) const override;
+  bool awaitVerdict(std::chrono::milliseconds bound, bool peerGone) const override;
   // Every peer's beacon as read now, one line each (for the failure dump).
   std::string peersText() const;
   std::string who(int rank) const;  // "rank 3 (host)"
@@ -108,6 +108,8 @@ class ProgressBeacon : public algo::ExecMonitor {
   bool published_ = false;
   bool announcePending_ = false;  // publishFailure() left the store writes to the monitor thread
   mutable std::atomic<bool> announceRequested_{false};  // wakes the monitor thread early
+  std::atomic<uint64_t> roundsBegun_{0};  // monitor rounds (announce, publish, read the peers)
+  std::atomic<uint64_t> roundsDone_{0};
   ErrorCode pendingCode_ = ErrorCode::kInternal;
   std::string pendingMessage_;
 
@@ -125,4 +127,4 @@ class ProgressBeacon : public algo::ExecMonitor {
   std::thread thread_;
 };
 
-}  // namespace smddp::core
+}  // namespace smddp::watch

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // FlightRecorder (see flight_recorder.h). One line per collective in the dump:
 //   #12  all_reduce(float32, 1024, sum) [ring]  failed  queued +3.1 ms  ran 30000.2 ms  error: ...
-#include "core/flight_recorder.h"
+#include "watch/flight_recorder.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <thread>
 
-namespace smddp::core {
+namespace smddp::watch {
 namespace {
 
 using Clock = FlightRecorder::Clock;
@@ -209,4 +209,4 @@ std::string FlightRecorder::format(Clock::time_point origin) const {
   return out;
 }
 
-}  // namespace smddp::core
+}  // namespace smddp::watch

@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "core/mismatch.h"
+#include "watch/signature.h"
 
-namespace smddp::core {
+namespace smddp::watch {
 
 enum class FlightState : uint8_t { kEmpty, kQueued, kRunning, kDone, kFailed };
 const char* toString(FlightState state);
@@ -70,4 +70,4 @@ class FlightRecorder {
   std::atomic<uint64_t> recorded_{0};
 };
 
-}  // namespace smddp::core
+}  // namespace smddp::watch

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Signature hashing and text (see mismatch.h): algo::shapeHash of the fields, folded to the tag's
 // width.
-#include "core/mismatch.h"
+#include "watch/signature.h"
 
 #include "common/tag.h"
 
-namespace smddp::core {
+namespace smddp::watch {
 namespace {
 
 // Text without the trailing " [algorithm]" part.
@@ -58,4 +58,4 @@ std::string mismatchText(int rank, const std::string& mine, int peer, const std:
          " but rank " + std::to_string(peer) + " called " + (sameCall ? theirs : callOf(theirs));
 }
 
-}  // namespace smddp::core
+}  // namespace smddp::watch

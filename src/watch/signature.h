@@ -13,7 +13,7 @@
 #include "algorithms/collective.h"
 #include "smddp/types.h"
 
-namespace smddp::core {
+namespace smddp::watch {
 
 // A plain value (no allocation) that the flight recorder keeps per collective.
 struct Signature {
@@ -41,4 +41,4 @@ std::string signatureWithAlgorithm(const Signature& sig);
 // "rank 0 called X but rank 3 called Y"; adds the algorithms when the calls read the same.
 std::string mismatchText(int rank, const std::string& mine, int peer, const std::string& theirs);
 
-}  // namespace smddp::core
+}  // namespace smddp::watch

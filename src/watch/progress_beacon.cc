@@ -3,7 +3,7 @@
 //   progress/<rank>  this rank's beacon (PeerProgress text), rewritten every period
 //   failure          "<origin rank>\n<ErrorCode>\n<message>" of the latest first-hand failure
 //   failures         how many first-hand failures were announced (read with add(key, 0))
-#include "core/progress_beacon.h"
+#include "watch/progress_beacon.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,7 +11,7 @@
 
 #include "common/logging.h"
 
-namespace smddp::core {
+namespace smddp::watch {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -61,6 +61,9 @@ void ProgressBeacon::threadMain() {
   std::unique_lock<std::mutex> lock(wakeMutex_);
   while (!stop_) {
     lock.unlock();
+    // A request made from here on is served by this round (awaitVerdict counts on it).
+    announceRequested_.store(false);
+    roundsBegun_.fetch_add(1, std::memory_order_acq_rel);
     // Each step on its own: a store call that fails (or times out) must not skip the liveness
     // check of the peers, which is what notices a hung rank.
     for (void (ProgressBeacon::*step)() : {&ProgressBeacon::flushAnnouncement,
@@ -73,6 +76,7 @@ void ProgressBeacon::threadMain() {
         SMDDP_WARN(rank_, "progress beacon: " << e.what());
       }
     }
+    roundsDone_.fetch_add(1, std::memory_order_acq_rel);
     lock.lock();
     wake_.wait_for(lock, settings_.period, [&] { return stop_ || announceRequested_.load(); });
   }
@@ -213,21 +217,22 @@ void ProgressBeacon::publishFailure(ErrorCode code, const std::string& message) 
   wake_.notify_all();
 }
 
-bool ProgressBeacon::awaitVerdict(std::chrono::milliseconds bound) const {
+bool ProgressBeacon::awaitVerdict(std::chrono::milliseconds bound, bool peerGone) const {
+  const uint64_t begun = roundsBegun_.load(std::memory_order_acquire);
   {
     std::lock_guard<std::mutex> lock(wakeMutex_);
     announceRequested_.store(true);  // run a round now: read the peers' announcements
   }
   wake_.notify_all();
   const auto deadline = Clock::now() + bound;
-  while (!failed() && Clock::now() < deadline) {
+  while (!failed() && Clock::now() < deadline &&
+         !(peerGone && roundsDone_.load(std::memory_order_acquire) > begun)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return failed();
 }
 
 void ProgressBeacon::flushAnnouncement() {
-  announceRequested_.store(false);
   ErrorCode code;
   std::string message;
   {
@@ -297,4 +302,4 @@ std::string ProgressBeacon::peersText() const {
   return out;
 }
 
-}  // namespace smddp::core
+}  // namespace smddp::watch
