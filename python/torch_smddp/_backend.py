@@ -78,4 +78,16 @@ def register():
     if "devices" in inspect.signature(dist.Backend.register_backend).parameters:
         kwargs["devices"] = list(_DEVICES)
     dist.Backend.register_backend(BACKEND_NAME, create_backend, **kwargs)
+    _record_itself()
     return True
+
+
+def _record_itself():
+    """smddp records its own collectives (its flight recorder: SMDDP_DUMP_ON_TIMEOUT, and the
+    timeout messages), so torch >= 2.15 should not attach its FlightRecorderHook to smddp groups
+    as it does to backends that do not: besides recording twice, that hook probes the current CUDA
+    stream for each barrier, which on a machine without a GPU (torch's CUDA wheel) throws and
+    catches an exception each time, ~50 us per barrier. Older torch has no such set."""
+    self_recording = getattr(dist.distributed_c10d, "_FR_SELF_RECORDING_BACKENDS", None)
+    if isinstance(self_recording, set):
+        self_recording.add(BACKEND_NAME)

@@ -50,6 +50,9 @@ def capabilities(rank, world, init_method):
     check(rank, "get_backend", dist.get_backend(), "smddp")
     check(rank, "Backend.name()", backend.name(), "smddp")
     assert backend.supports_splitting and backend.supports_coalescing
+    # smddp records itself: torch (>= 2.15) attaches no FlightRecorderHook to its groups
+    hooks = getattr(dist.distributed_c10d._world, "pg_flight_recorder_hooks", {})
+    check(rank, "torch's flight-recorder hooks on smddp groups", len(hooks), 0)
     if hasattr(dist, "set_timeout"):  # torch >= 2.15; 2.11's split_group needs an accelerator
         split_groups(rank, world)        # device bound to the default group (device_id=)
     # new_group: members only, in the order the world gives them
