@@ -23,7 +23,8 @@ declare -A MAY_INCLUDE=(
 # Prints one line per include of a file (paths relative to the cwd) that goes the wrong way.
 # include/ and python/ see only the public API.
 include_violations() {
-  local f layer allowed inc
+  local f layer allowed inc layer_names
+  layer_names="smddp|$(IFS='|'; echo "${!MAY_INCLUDE[*]}")"
   for f in "$@"; do
     case "$f" in
       src/*/*) layer=${f#src/}; layer=${layer%%/*}
@@ -31,10 +32,18 @@ include_violations() {
                  echo "$f: src/$layer/ is not a layer of scripts/check_rules.sh"; continue
                fi
                allowed=" smddp $layer ${MAY_INCLUDE[$layer]} " ;;
+      src/*) echo "$f: a source file belongs in a layer's folder"; continue ;;
       include/*|python/*) layer=${f%%/*}; allowed=" smddp " ;;
       *) continue ;;
     esac
-    for inc in $(sed -nE 's/^\s*#\s*include\s*"([a-z_0-9]+)\/.*/\1/p' "$f" | sort -u); do
+    # "layer/x.h", and <layer/x.h> for a layer's name (src/ is an include root); a relative ../
+    # include hides the layer, so it is refused.
+    if grep -qE '^\s*#\s*include\s*[<"]\.\./' "$f"; then
+      echo "$f: relative ../ include (name the layer: \"layer/file.h\")"
+    fi
+    for inc in $( (sed -nE 's/^\s*#\s*include\s*"([a-z_0-9]+)\/.*/\1/p' "$f"
+                   sed -nE 's/^\s*#\s*include\s*<([a-z_0-9]+)\/.*/\1/p' "$f" |
+                     grep -xE "$layer_names") | sort -u); do
       case "$allowed" in
         *" $inc "*) ;;
         *) echo "$f includes $inc/: $layer may include only:$allowed" ;;
@@ -47,11 +56,15 @@ self_test() {
   local dir out
   dir=$(mktemp -d)
   mkdir -p "$dir/src/transport"
-  printf '#include "core/engine.h"\n#include "store/prefix_store.h"\n' > "$dir/src/transport/planted.cc"
-  out=$(cd "$dir" && include_violations src/transport/planted.cc)
+  printf '#include "core/engine.h"\n#include "store/prefix_store.h"\n' > "$dir/src/transport/a.cc"
+  printf '#include <watch/signature.h>\n#include <sys/types.h>\n' > "$dir/src/transport/b.cc"
+  : > "$dir/src/stray.cc"
+  out=$(cd "$dir" && include_violations src/transport/a.cc src/transport/b.cc src/stray.cc)
   rm -rf "$dir"
-  if [ "$(echo "$out" | grep -c .)" != 1 ] || ! echo "$out" | grep -q "includes core/"; then
-    echo "include check self-test: the planted transport -> core include was not caught alone: $out"
+  if [ "$(echo "$out" | grep -c .)" != 3 ] || ! echo "$out" | grep -q "a.cc includes core/" ||
+     ! echo "$out" | grep -q "b.cc includes watch/" || ! echo "$out" | grep -q "stray.cc"; then
+    echo "include check self-test: planted transport -> core, <watch/...> and a stray file were" \
+         "not caught (exactly): $out"
     return 1
   fi
 }

@@ -50,9 +50,6 @@ def capabilities(rank, world, init_method):
     check(rank, "get_backend", dist.get_backend(), "smddp")
     check(rank, "Backend.name()", backend.name(), "smddp")
     assert backend.supports_splitting and backend.supports_coalescing
-    # smddp records itself: torch (>= 2.15) attaches no FlightRecorderHook to its groups
-    hooks = getattr(dist.distributed_c10d._world, "pg_flight_recorder_hooks", {})
-    check(rank, "torch's flight-recorder hooks on smddp groups", len(hooks), 0)
     if hasattr(dist, "set_timeout"):  # torch >= 2.15; 2.11's split_group needs an accelerator
         split_groups(rank, world)        # device bound to the default group (device_id=)
     # new_group: members only, in the order the world gives them
@@ -68,6 +65,13 @@ def capabilities(rank, world, init_method):
     lst = [{"from": rank}, rank * 3] if rank == 1 else [None, None]
     dist.broadcast_object_list(lst, src=1)
     check(rank, "broadcast_object_list", lst, [{"from": 1}, 3])
+    # smddp records itself: torch (>= 2.15) attached no FlightRecorderHook to any of these groups
+    # (world, splits, new_group)
+    self_recording = getattr(dist.distributed_c10d, "_FR_SELF_RECORDING_BACKENDS", set())
+    assert not hasattr(dist.distributed_c10d, "_FR_SELF_RECORDING_BACKENDS") or \
+        "smddp" in self_recording, f"rank {rank}: smddp not declared self-recording"
+    hooks = getattr(dist.distributed_c10d._world, "pg_flight_recorder_hooks", {})
+    check(rank, "torch's flight-recorder hooks on smddp groups", len(hooks), 0)
     dist.destroy_process_group()
 
 

@@ -4,11 +4,14 @@
 //   2. choose the provider (provider_profile.h) and open the endpoint;
 //   3. publish "<prefix>/addr/<rank>" = provider "\0" fi_getname bytes; read every rank's, check
 //      that all ranks chose the same provider, fi_av_insert each (fi_addr of rank r at index r).
-// Invariant: every store wait is bounded by the caller's timeout (the communicator's resolved bound,
-// not SMDDP_TIMEOUT_MS alone); a failure names this rank, the peer and the key.
+// Invariant: the whole bootstrap is bounded by the caller's timeout (the communicator's resolved
+// bound, not SMDDP_TIMEOUT_MS alone): each store wait gets what is left of it; a failure names this
+// rank, the peer and the key.
 #include <rdma/fi_errno.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <sstream>
 
@@ -21,28 +24,39 @@
 namespace smddp::transport {
 namespace {
 
-// A peer's bootstrap entry, waited for at most `timeout`; a store failure names this rank, the
+// The one bound of the whole bootstrap: every wait gets what is left of it.
+struct Deadline {
+  std::chrono::steady_clock::time_point at;
+  std::chrono::milliseconds bound;
+  std::chrono::milliseconds left() const {
+    const auto rest = std::chrono::duration_cast<std::chrono::milliseconds>(
+        at - std::chrono::steady_clock::now());
+    return std::max(rest, std::chrono::milliseconds(0));
+  }
+};
+
+// A peer's bootstrap entry, waited for until the deadline; a store failure names this rank, the
 // peer and what was awaited.
 std::string awaitPeer(Store& store, const std::string& key, int rank, int peer, const char* what,
-                      std::chrono::milliseconds timeout) {
+                      const Deadline& deadline) {
   try {
-    return store.get(key, timeout);
+    return store.get(key, deadline.left());
   } catch (const Error& e) {
-    throw Error(e.code(), "rank " + std::to_string(rank) + ": bootstrap: no " + what +
-                              " from rank " + std::to_string(peer) + " within " +
-                              std::to_string(timeout.count()) + " ms (the communicator's timeout): " +
-                              e.what());
+    throw Error(e.code(), "rank " + std::to_string(rank) + ": bootstrap: waiting for the " + what +
+                              " of rank " + std::to_string(peer) +
+                              " (the communicator's timeout bounds the bootstrap: " +
+                              std::to_string(deadline.bound.count()) + " ms): " + e.what());
   }
 }
 
 std::vector<PeerInfo> exchangeHosts(Store& store, const std::string& prefix, int rank, int size,
-                                    std::chrono::milliseconds timeout) {
+                                    const Deadline& deadline) {
   store.set(prefix + "/host/" + std::to_string(rank),
             hostName() + "\n" + std::to_string(::getpid()));
   std::vector<PeerInfo> peers(size);
   for (int r = 0; r < size; ++r) {
     std::string value =
-        awaitPeer(store, prefix + "/host/" + std::to_string(r), rank, r, "host entry", timeout);
+        awaitPeer(store, prefix + "/host/" + std::to_string(r), rank, r, "host entry", deadline);
     size_t nl = value.find('\n');
     if (nl == std::string::npos) {
       throw Error(ErrorCode::kStore, "rank " + std::to_string(rank) + ": malformed entry '" +
@@ -66,7 +80,7 @@ void logLayout(int rank, const std::vector<PeerInfo>& peers) {
 
 std::vector<fi_addr_t> exchangeAddresses(Store& store, const std::string& prefix, int rank,
                                          int size, ofi::Endpoint& ep, const std::string& provider,
-                                         std::chrono::milliseconds timeout) {
+                                         const Deadline& deadline) {
   std::string mine = provider;
   mine += '\0';
   mine += ep.address();
@@ -74,7 +88,7 @@ std::vector<fi_addr_t> exchangeAddresses(Store& store, const std::string& prefix
   std::vector<fi_addr_t> addrs(size, FI_ADDR_UNSPEC);
   for (int r = 0; r < size; ++r) {
     std::string value =
-        awaitPeer(store, prefix + "/addr/" + std::to_string(r), rank, r, "address", timeout);
+        awaitPeer(store, prefix + "/addr/" + std::to_string(r), rank, r, "address", deadline);
     size_t sep = value.find('\0');
     std::string theirs = value.substr(0, sep);
     if (sep == std::string::npos || theirs != provider) {
@@ -103,7 +117,8 @@ std::unique_ptr<Transport> createOfiTransport(Store& store, const std::string& p
     throw Error(ErrorCode::kInvalidArgument, "createOfiTransport: rank " + std::to_string(rank) +
                                                  " out of range for size " + std::to_string(size));
   }
-  std::vector<PeerInfo> peers = exchangeHosts(store, prefix, rank, size, timeout);
+  const Deadline deadline{std::chrono::steady_clock::now() + timeout, timeout};
+  std::vector<PeerInfo> peers = exchangeHosts(store, prefix, rank, size, deadline);
   const bool sameHost = allOnOneHost(peers);
 
   ofi::ProviderProfile profile =
@@ -119,7 +134,7 @@ std::unique_ptr<Transport> createOfiTransport(Store& store, const std::string& p
                                 << (bind.empty() ? "" : ", bound to " + bind));
   logLayout(rank, peers);
   std::vector<fi_addr_t> addrs =
-      exchangeAddresses(store, prefix, rank, size, *ep, profile.name, timeout);
+      exchangeAddresses(store, prefix, rank, size, *ep, profile.name, deadline);
   return std::make_unique<ofi::OfiTransport>(std::move(ep), std::move(profile), rank, size,
                                              std::move(peers), std::move(addrs));
 }
