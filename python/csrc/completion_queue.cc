@@ -6,10 +6,13 @@
 
 #include <utility>
 
+#include "smddp/helper_thread.h"
+
 namespace smddp::torch_shim {
 
 CompletionQueue::CompletionQueue()
-    : state_(std::make_shared<State>()), thread_([state = state_] { run(state); }) {}
+    : state_(std::make_shared<State>()),
+      thread_(startHelperThread("smddp-complete", [state = state_] { run(state); })) {}
 
 CompletionQueue::~CompletionQueue() { stop(); }
 

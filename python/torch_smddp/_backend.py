@@ -88,6 +88,7 @@ def _record_itself():
     as it does to backends that do not: besides recording twice, that hook probes the current CUDA
     stream for each barrier, which on a machine without a GPU (torch's CUDA wheel) throws and
     catches an exception each time, ~50 us per barrier. Older torch has no such set."""
-    self_recording = getattr(dist.distributed_c10d, "_FR_SELF_RECORDING_BACKENDS", None)
+    c10d = getattr(dist, "distributed_c10d", None)
+    self_recording = getattr(c10d, "_FR_SELF_RECORDING_BACKENDS", None)
     if isinstance(self_recording, set):
         self_recording.add(BACKEND_NAME)

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "smddp/helper_thread.h"
+
 namespace smddp::core {
 
 using Clock = std::chrono::steady_clock;
@@ -70,7 +72,7 @@ std::unique_ptr<Engine> Engine::start(Runner runner, Poster poster,
                                       std::chrono::milliseconds collectiveTimeout) {
   std::unique_ptr<Engine> engine(
       new Engine(std::move(runner), std::move(poster), collectiveTimeout));
-  engine->thread_ = std::thread([raw = engine.get()] { raw->threadMain(); });
+  engine->thread_ = startHelperThread("smddp-engine", [raw = engine.get()] { raw->threadMain(); });
   return engine;
 }
 

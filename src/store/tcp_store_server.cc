@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "smddp/helper_thread.h"
 #include "smddp/error.h"
 
 namespace smddp::store {
@@ -91,7 +92,7 @@ TcpStoreServer::TcpStoreServer(const std::string& host, int port) {
   }
   wakeRead_ = pipeFds[0];
   wakeWrite_ = pipeFds[1];
-  thread_ = std::thread([this] { run(); });
+  thread_ = startHelperThread("smddp-store", [this] { run(); });
 }
 
 TcpStoreServer::~TcpStoreServer() {

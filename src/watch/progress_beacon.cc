@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "smddp/helper_thread.h"
 
 namespace smddp::watch {
 namespace {
@@ -37,7 +38,7 @@ ProgressBeacon::ProgressBeacon(std::shared_ptr<Store> store, std::string prefix,
                               std::chrono::milliseconds(1000))),
       lastHeartbeat_(hosts_.size(), 0),
       heartbeatChanged_(hosts_.size(), Clock::now()) {
-  thread_ = std::thread([this] { threadMain(); });
+  thread_ = startHelperThread("smddp-beacon", [this] { threadMain(); });
 }
 
 ProgressBeacon::~ProgressBeacon() {

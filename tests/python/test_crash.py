@@ -5,6 +5,7 @@
   libraries it links are loaded) dies by SIGSEGV / SIGABRT / SIGBUS with that signal's status, not
   with PSM's backtrace and exit(1).
 - IPATH_NO_BACKTRACE / HFI_NO_BACKTRACE that the user set are left as they are.
+- smddp's own threads block SIGINT and SIGTERM, so a signal reaches the application's threads.
 - A 2-rank job whose ranks raise inside and after collectives (crash_job.py), 50 runs: every
   process exits with status 1 within EXIT_BOUND_S of the first rank's start, none is left behind.
 """
@@ -65,6 +66,29 @@ def test_fatal_signal_kills_by_the_signal(tmp_path, sig, with_group):
     assert "terminated with signal" not in res.stdout + res.stderr
     if with_group and "no psm" in res.stdout:
         pytest.skip("this libfabric loads no PSM library: the status above is all it shows")
+
+
+THREADS = """
+import os, signal
+names = {}
+for tid in os.listdir("/proc/self/task"):
+    with open(f"/proc/self/task/{tid}/comm") as f:
+        name = f.read().strip()
+    with open(f"/proc/self/task/{tid}/status") as f:
+        blocked = int(next(l for l in f if l.startswith("SigBlk:")).split()[1], 16)
+    if name.startswith("smddp-"):
+        names[name] = all(blocked >> (s - 1) & 1 for s in (signal.SIGINT, signal.SIGTERM))
+print(sorted(names.items()), flush=True)
+assert names and all(names.values()), names
+"""
+
+
+def test_helper_threads_leave_signals_to_the_application(tmp_path):
+    """smddp's threads block SIGINT and SIGTERM: a signal sent to the process reaches a thread of
+    the application (Python handles it on its main thread), never one of ours first."""
+    res = _python("import torch, torch_smddp\n" + GROUP + THREADS, str(tmp_path / "store"))
+    assert res.returncode == 0, res.stdout[-1500:] + res.stderr[-1500:]
+    assert "smddp-engine" in res.stdout and "smddp-complete" in res.stdout, res.stdout
 
 
 def test_variables_the_user_set_are_kept(tmp_path):
