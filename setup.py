@@ -10,6 +10,7 @@ SMDDP_BUILD_TYPE (default Release), CMAKE_ARGS (extra -D options).
 """
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -26,9 +27,12 @@ class CMakeExtension(Extension):
 
 class CMakeBuild(build_ext):
     def build_extension(self, ext):
-        out_dir = os.path.dirname(os.path.abspath(self.get_ext_fullpath(ext.name)))
+        target = os.path.abspath(self.get_ext_fullpath(ext.name))
         # One CMake tree per (interpreter, torch): two venvs of one Python version must not share
-        # a cache that names the other's torch.
+        # a cache that names the other's torch, nor an output: setuptools' build_lib path is the
+        # same for both, so _C is linked in the tree and copied from there every time (linked
+        # into build_lib directly, a newer copy from the other venv looked up to date and was
+        # installed instead).
         import hashlib
 
         import torch
@@ -38,12 +42,14 @@ class CMakeBuild(build_ext):
         os.makedirs(build_dir, exist_ok=True)
         args = [
             f"-DPython3_EXECUTABLE={sys.executable}",
-            f"-DSMDDP_PY_OUTPUT_DIR={out_dir}",
+            f"-DSMDDP_PY_OUTPUT_DIR={os.path.join(build_dir, 'out')}",
             f"-DCMAKE_BUILD_TYPE={os.environ.get('SMDDP_BUILD_TYPE', 'Release')}",
         ] + shlex.split(os.environ.get("CMAKE_ARGS", ""))
         jobs = os.environ.get("SMDDP_BUILD_JOBS", "2")
         subprocess.check_call(["cmake", "-S", os.path.join(ROOT, "python"), "-B", build_dir] + args)
         subprocess.check_call(["cmake", "--build", build_dir, "--target", "_C", "-j", jobs])
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copy2(os.path.join(build_dir, "out", os.path.basename(target)), target)
 
 
 setup(
