@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // What an algorithm is asked to do: one collective's arguments, already validated by the core,
-// and its description for error messages.
+// and its description for error messages. Both are a Call (common/call.h) plus what they add.
 #pragma once
 
 #include <chrono>
@@ -9,27 +9,24 @@
 #include <string>
 #include <vector>
 
-#include "common/tag.h"
+#include "common/call.h"
 #include "smddp/types.h"
 
 namespace smddp::algo {
 
-struct CollectiveArgs {
-  CollectiveKind kind = CollectiveKind::kBarrier;
+struct CollectiveArgs : Call {
   // all_reduce: count elements in, count out. broadcast: count elements (send read on root only).
   // all_gather: count elements per rank in send; block(r) receives rank r's count elements.
   const void* send = nullptr;
   void* recv = nullptr;
-  size_t count = 0;
-  DataType dtype = DataType::kUInt8;
-  ReduceOp op = ReduceOp::kSum;
-  int root = 0;
   // all_gather into a list of outputs: one pointer per rank (copied: the caller's list need not
   // outlive the call). Empty for one output buffer, recv, whose block r is at r * bytes().
   std::vector<void*> blocks;
 
-  size_t elementSize() const { return dataTypeSize(dtype); }
-  size_t bytes() const { return count * elementSize(); }
+  CollectiveArgs() = default;
+  CollectiveArgs(const Call& call, const void* sendBuf, void* recvBuf)
+      : Call(call), send(sendBuf), recv(recvBuf) {}
+
   void* block(size_t r) const {
     return blocks.empty() ? static_cast<char*>(recv) + r * bytes() : blocks[r];
   }
@@ -37,13 +34,8 @@ struct CollectiveArgs {
 };
 
 // Identity of one collective for messages: "all_reduce #17 (float32 x 1024 = 4 KiB, sum)".
-struct CollectiveDesc {
-  CollectiveKind kind = CollectiveKind::kBarrier;
+struct CollectiveDesc : Call {
   uint64_t seq = 0;
-  DataType dtype = DataType::kUInt8;
-  size_t count = 0;
-  ReduceOp op = ReduceOp::kSum;
-  int root = -1;
   const char* algorithm = nullptr;  // the registry's static name; nullptr when run locally
   // shapeHash() of this collective, set when it is posted; the arena algorithms compare it across
   // ranks (always), and the tags carry a 12-bit fold of it (watch/signature.h).
@@ -57,16 +49,5 @@ struct CollectiveDesc {
 };
 
 std::string formatBytes(size_t bytes);
-
-// FNV-1a of an algorithm's name; 0 for nullptr (run locally).
-uint64_t algorithmNameHash(const char* algorithm);
-// 64-bit hash of what every rank must agree on: the kind, and for data collectives the dtype and
-// count, the op (all_reduce), the root (broadcast), and the algorithm (its algorithmNameHash).
-// Equal on every rank for equal arguments (no addresses, no per-process state).
-uint64_t shapeHash(CollectiveKind kind, DataType dtype, size_t count, ReduceOp op, int root,
-                   uint64_t algorithmHash);
-inline uint64_t shapeHash(const CollectiveDesc& d, uint64_t algorithmHash) {
-  return shapeHash(d.kind, d.dtype, d.count, d.op, d.root, algorithmHash);
-}
 
 }  // namespace smddp::algo

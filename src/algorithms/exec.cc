@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "common/logging.h"
+#include "common/tag.h"
 #include "smddp/error.h"
 
 namespace smddp::algo {

@@ -19,16 +19,10 @@
 
 #include <cstdint>
 
+#include "common/call.h"
+
 namespace smddp {
 
-enum class CollectiveKind : uint8_t {
-  kAllReduce = 1,
-  kBroadcast = 2,
-  kAllGather = 3,
-  kBarrier = 4,
-  kControl = 15,  // bootstrap and out-of-band checks
-};
-const char* toString(CollectiveKind kind);
 
 namespace tag {
 

@@ -35,9 +35,7 @@ std::unique_ptr<transport::SharedArena> createArena(Store& store, const std::str
 }
 
 algo::CollectiveArgs barrierArgs() {
-  algo::CollectiveArgs args;
-  args.kind = CollectiveKind::kBarrier;
-  return args;
+  return {Call::of(CollectiveKind::kBarrier, DataType::kUInt8, 0), nullptr, nullptr};
 }
 
 }  // namespace

@@ -104,23 +104,10 @@ CommunicatorImpl::~CommunicatorImpl() {
   transport_.reset();  // closes the endpoint before the op records it might reference go away
 }
 
-namespace {
-
-// The call as the caller made it; describe() adds the rest.
-void setCall(const algo::CollectiveArgs& args, algo::CollectiveDesc& d) {
-  d.kind = args.kind;
-  d.dtype = args.dtype;
-  d.count = args.count;
-  d.op = args.op;
-  d.root = args.kind == CollectiveKind::kBroadcast ? args.root : -1;
-}
-
-}  // namespace
-
 Request CommunicatorImpl::post(algo::CollectiveArgs args) {
   auto state = std::allocate_shared<RequestState>(RecyclingAllocator<RequestState>());
   state->engine = engine_.get();
-  setCall(args, state->desc);
+  state->desc.call() = args.call();
   state->args = std::move(args);
   engine_->submit(state);  // describe, under the engine's lock
   return Request(std::move(state));
@@ -128,7 +115,7 @@ Request CommunicatorImpl::post(algo::CollectiveArgs args) {
 
 void CommunicatorImpl::runBlocking(algo::CollectiveArgs args) {
   algo::CollectiveDesc desc;
-  setCall(args, desc);
+  desc.call() = args.call();
   const algo::Algorithm* algorithm = nullptr;
   if (!engine_->enterDirect([&] { describe(args, desc, algorithm); })) {
     post(std::move(args)).wait();  // others are queued or running: behind them, in order
@@ -145,8 +132,7 @@ void CommunicatorImpl::runBlocking(algo::CollectiveArgs args) {
 }
 
 bool CommunicatorImpl::CallShape::matches(const algo::CollectiveDesc& d) const {
-  return known && call.kind == d.kind && call.dtype == d.dtype && call.count == d.count &&
-         call.op == d.op && call.root == d.root;
+  return known && call.call() == d.call();
 }
 
 void CommunicatorImpl::describe(const algo::CollectiveArgs& args, algo::CollectiveDesc& d,
@@ -158,8 +144,8 @@ void CommunicatorImpl::describe(const algo::CollectiveArgs& args, algo::Collecti
     c.algorithm = local ? nullptr
                         : &algo::selectAlgorithm(d.kind, args.bytes(), topology_,
                                                  settings_.overrides);
-    c.call = Signature::of(d, c.algorithm != nullptr ? c.algorithm->name : nullptr);
-    c.shape = algo::shapeHash(d, algo::algorithmNameHash(c.call.algorithm));
+    c.call = Signature(d, c.algorithm != nullptr ? c.algorithm->name : nullptr);
+    c.shape = shapeHash(d, algorithmNameHash(c.call.algorithm));
     c.signature = settings_.watch.checkMismatch ? foldSignature(c.shape) : 0;
     c.known = true;
     lastShape_ = c;

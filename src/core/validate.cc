@@ -100,14 +100,7 @@ algo::CollectiveArgs checkAllReduce(const CallSite& at, const Buffer& send, cons
          std::string("op ") + toString(op) + " is not supported for " + toString(send.dtype) +
              (op == ReduceOp::kAvg ? " (avg needs a floating-point type)" : ""));
   }
-  algo::CollectiveArgs args;
-  args.kind = kind;
-  args.send = send.data;
-  args.recv = recv.data;
-  args.count = send.count;
-  args.dtype = send.dtype;
-  args.op = op;
-  return args;
+  return {Call::of(kind, send.dtype, send.count, op), send.data, recv.data};
 }
 
 algo::CollectiveArgs checkBroadcast(const CallSite& at, const Buffer& send, const Buffer& recv,
@@ -122,14 +115,8 @@ algo::CollectiveArgs checkBroadcast(const CallSite& at, const Buffer& send, cons
     checkBuffer(at, kind, "send", send);
     checkSendRecvPair(at, kind, send, recv);
   }
-  algo::CollectiveArgs args;
-  args.kind = kind;
-  args.send = at.rank == root ? send.data : recv.data;
-  args.recv = recv.data;
-  args.count = recv.count;
-  args.dtype = recv.dtype;
-  args.root = root;
-  return args;
+  return {Call::of(kind, recv.dtype, recv.count, ReduceOp::kSum, root),
+          at.rank == root ? send.data : recv.data, recv.data};
 }
 
 algo::CollectiveArgs checkAllGather(const CallSite& at, const Buffer& send, const Buffer& recv) {
@@ -151,13 +138,7 @@ algo::CollectiveArgs checkAllGather(const CallSite& at, const Buffer& send, cons
          "send overlaps recv but is not this rank's block of it (in place means send == recv + "
          "rank * send bytes)");
   }
-  algo::CollectiveArgs args;
-  args.kind = kind;
-  args.send = send.data;
-  args.recv = recv.data;
-  args.count = send.count;
-  args.dtype = send.dtype;
-  return args;
+  return {Call::of(kind, send.dtype, send.count), send.data, recv.data};
 }
 
 algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,
@@ -169,12 +150,7 @@ algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,
          "got " + std::to_string(recvs.size()) + " output buffers for " + std::to_string(at.size) +
              " ranks");
   }
-  algo::CollectiveArgs args;
-  args.kind = kind;
-  args.send = send.data;
-  args.recv = nullptr;
-  args.count = send.count;
-  args.dtype = send.dtype;
+  algo::CollectiveArgs args(Call::of(kind, send.dtype, send.count), send.data, nullptr);
   args.blocks.reserve(recvs.size());
   for (size_t r = 0; r < recvs.size(); ++r) {
     const std::string name = "output " + std::to_string(r);

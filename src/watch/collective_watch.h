@@ -38,7 +38,7 @@ class CollectiveWatch {
                   const std::vector<transport::PeerInfo>& peers, const WatchSettings& settings);
 
   // Caller's thread, in sequence order: records the call at `now`.
-  // `call` is Signature::of(the posted collective), which the poster keeps per shape.
+  // `call` is the posted collective's Signature, which the poster keeps per shape.
   void posted(uint64_t seq, const Signature& call, std::chrono::steady_clock::time_point now);
   // Engine: the collective starts at `now`. Throws a failure already learnt from the peers.
   void started(const algo::CollectiveDesc& desc, std::chrono::steady_clock::time_point now);

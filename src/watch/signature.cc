@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Signature hashing and text (see mismatch.h): algo::shapeHash of the fields, folded to the tag's
-// width.
+// Signature hashing and text (see signature.h): shapeHash of the call, folded to the tag's width.
 #include "watch/signature.h"
 
 #include "common/tag.h"
@@ -16,40 +15,17 @@ std::string callOf(const std::string& text) {
 
 }  // namespace
 
-Signature Signature::of(const algo::CollectiveDesc& desc, const char* algorithm) {
-  Signature s;
-  s.kind = desc.kind;
-  s.dtype = desc.dtype;
-  s.count = desc.count;
-  s.op = desc.op;
-  s.root = desc.root;
-  s.algorithm = algorithm;
-  return s;
-}
-
 uint16_t foldSignature(uint64_t shape) {
   const uint64_t folded = shape ^ (shape >> 12) ^ (shape >> 24) ^ (shape >> 36) ^ (shape >> 48);
   return static_cast<uint16_t>(folded & tag::kSigMask);
 }
 
 uint16_t signatureHash(const Signature& sig) {
-  return foldSignature(
-      algo::shapeHash(sig.kind, sig.dtype, sig.count, sig.op, sig.root,
-                      algo::algorithmNameHash(sig.algorithm)));
-}
-
-std::string signatureText(const Signature& sig) {
-  std::string s = std::string(toString(sig.kind)) + "(";
-  if (sig.kind != CollectiveKind::kBarrier) {
-    s += std::string(toString(sig.dtype)) + ", " + std::to_string(sig.count);
-    if (sig.kind == CollectiveKind::kAllReduce) s += ", " + std::string(toString(sig.op));
-    if (sig.kind == CollectiveKind::kBroadcast) s += ", root=" + std::to_string(sig.root);
-  }
-  return s + ")";
+  return foldSignature(shapeHash(sig, algorithmNameHash(sig.algorithm)));
 }
 
 std::string signatureWithAlgorithm(const Signature& sig) {
-  return signatureText(sig) + " [" + (sig.algorithm != nullptr ? sig.algorithm : "local") + "]";
+  return callText(sig) + " [" + (sig.algorithm != nullptr ? sig.algorithm : "local") + "]";
 }
 
 std::string mismatchText(int rank, const std::string& mine, int peer, const std::string& theirs) {

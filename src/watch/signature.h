@@ -10,32 +10,24 @@
 #include <cstdint>
 #include <string>
 
-#include "algorithms/collective.h"
-#include "smddp/types.h"
+#include "common/call.h"
 
 namespace smddp::watch {
 
-// A plain value (no allocation) that the flight recorder keeps per collective.
-struct Signature {
-  CollectiveKind kind = CollectiveKind::kBarrier;
-  DataType dtype = DataType::kUInt8;
-  size_t count = 0;
-  ReduceOp op = ReduceOp::kSum;
-  int root = -1;
+// A plain value (no allocation) that the flight recorder keeps per collective: the call and the
+// algorithm that runs it.
+struct Signature : Call {
   const char* algorithm = nullptr;  // static registry name; nullptr when run locally
 
-  static Signature of(const algo::CollectiveDesc& desc, const char* algorithm);
+  Signature() = default;
+  Signature(const Call& call, const char* algorithmName) : Call(call), algorithm(algorithmName) {}
 };
 
-// 12-bit hash (tag::kSigBits) of the fields algo::shapeHash covers (op only for all_reduce, root
-// only for broadcast), the algorithm name included: ranks configured with different algorithms
-// would exchange differently sized messages, which is as unsafe as a mismatch.
+// 12-bit hash (tag::kSigBits) of shapeHash (common/call.h) of the call and its algorithm.
 uint16_t signatureHash(const Signature& sig);
-// The same from an already computed algo::shapeHash (CollectiveDesc::shape).
+// The same from an already computed shapeHash (CollectiveDesc::shape).
 uint16_t foldSignature(uint64_t shape);
-// "all_reduce(float32, 1024, sum)", "broadcast(float16, 512, root=1)", "barrier()".
-std::string signatureText(const Signature& sig);
-// signatureText plus " [algorithm]" (how beacons publish it).
+// callText plus " [algorithm]" (how beacons publish it).
 std::string signatureWithAlgorithm(const Signature& sig);
 
 // "rank 0 called X but rank 3 called Y"; adds the algorithms when the calls read the same.

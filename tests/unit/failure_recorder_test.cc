@@ -17,12 +17,7 @@ namespace smddp::watch {
 namespace {
 
 Signature allReduceSig(size_t count, DataType t = DataType::kFloat32) {
-  algo::CollectiveDesc d;
-  d.kind = CollectiveKind::kAllReduce;
-  d.dtype = t;
-  d.count = count;
-  d.op = ReduceOp::kSum;
-  return Signature::of(d, "ring");
+  return Signature(Call::of(CollectiveKind::kAllReduce, t, count, ReduceOp::kSum), "ring");
 }
 
 TEST(FlightRecorder, KeepsTheLastCapacityEntriesAcrossWraparound) {
@@ -108,12 +103,9 @@ TEST(FlightRecorder, FormatsOneReadableLinePerCollective) {
   rec.posted(0, allReduceSig(1024));
   rec.started(0);
   rec.ended(0, nullptr);
-  algo::CollectiveDesc b;
-  b.kind = CollectiveKind::kBroadcast;
-  b.dtype = DataType::kFloat16;
-  b.count = 512;
-  b.root = 1;
-  rec.posted(1, Signature::of(b, "binomial"));
+  rec.posted(1, Signature(Call::of(CollectiveKind::kBroadcast, DataType::kFloat16, 512,
+                                   ReduceOp::kSum, 1),
+                          "binomial"));
   rec.started(1);
   rec.ended(1, "timed out");
   rec.posted(2, allReduceSig(8));
