@@ -25,7 +25,7 @@ struct Options {
   std::optional<std::string> provider;               // SMDDP_PROVIDER: efa | shm | tcp | auto
   std::optional<std::string> algorithms;             // SMDDP_ALGO: "allreduce:ring;broadcast:tree"
   std::optional<size_t> segmentBytes;                // SMDDP_SEGMENT_BYTES
-  std::optional<bool> sharedMemory;                  // SMDDP_SHM: the intra-host arena
+  std::optional<bool> sharedMemory;                  // SMDDP_ARENA: the intra-host arena
   // Distinguishes communicators that share one store (keys are prefixed with it).
   std::string name = "smddp";
 };

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Every collective algorithm of the engine, as registered in registry.cc. Each runs on every rank
+// Every message algorithm of the engine, as registered in registry.cc (the arena's are in
+// arena/collectives.h). Each runs on every rank
 // with the same arguments except buffers, for size() >= 2 and count >= 1 (the core handles the
 // trivial cases), and returns with no message of its collective pending.
 // Results are bit-identical on every rank (for AVG too: one rank divides, or every rank divides
@@ -27,14 +28,6 @@ void allGatherRing(Exec& exec, const CollectiveArgs& args);   // large messages
 
 // barrier
 void barrierDissemination(Exec& exec, const CollectiveArgs& args);
-
-// Through the host's shared-memory arena (exec.arena(); every rank on one host).
-void allReduceShmDirect(Exec& exec, const CollectiveArgs& args);  // small messages
-void allReduceShmSplit(Exec& exec, const CollectiveArgs& args);   // large messages
-void broadcastShm(Exec& exec, const CollectiveArgs& args);
-void broadcastShmEager(Exec& exec, const CollectiveArgs& args);  // through the eager ring
-void allGatherShm(Exec& exec, const CollectiveArgs& args);
-void barrierShm(Exec& exec, const CollectiveArgs& args);
 
 // Throws Error(kInvalidArgument) before any message is posted when an algorithm would need more
 // message slots per peer pair than the tag layout has (tag::kMaxSlot + 1); the message names the

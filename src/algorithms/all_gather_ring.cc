@@ -4,7 +4,7 @@
 // Steps: copy send into blocks[rank] unless in place; then n-1 steps: at step s rank r sends block
 // r-s to r+1 (step 0: its own block, straight from send) and receives block r-s-1 from r-1
 // directly into its final place, so no staging copy is made. Each block moves in segments of
-// segmentBytes, kRingDepth in flight (ring_pass.h).
+// segmentBytes, kPassDepth in flight (ring_pass.h).
 // Cost per rank: (n-1) * ceil(count / segment) messages; (n-1) * bytes sent and received
 // (bytes = one rank's block), i.e. (n-1)/n of the gathered size.
 #include <cstring>

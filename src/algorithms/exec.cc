@@ -33,17 +33,6 @@ constexpr std::chrono::milliseconds kMismatchGrace{3000};
 // ranks on 2 cores.
 constexpr std::chrono::milliseconds kYieldOnlyFor{50};
 
-void PendingChecks::throwFull(const DeferredCheck& check) {
-  throw Error(ErrorCode::kInternal, "smddp: " + check.desc.describe() + ": more than " +
-                                        std::to_string(kCapacity) + " pending checks");
-}
-
-void PendingChecks::push(const DeferredCheck& check) {
-  if (count_ == kCapacity) throwFull(check);
-  items_[(head_ + count_) & (kCapacity - 1)] = check;
-  ++count_;
-}
-
 transport::Op& ExecResources::op(size_t index) {
   while (ops_.size() <= index) ops_.emplace_back();
   return ops_[index];

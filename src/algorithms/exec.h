@@ -9,80 +9,30 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "algorithms/collective.h"
 #include "algorithms/exec_monitor.h"
 #include "transport/transport.h"
 
-namespace smddp::transport {
-class SharedArena;  // transport/shm/arena.h (the arena algorithms include it)
-}  // namespace smddp::transport
+namespace smddp::algo::arena {
+class Arena;  // arena/arena.h (the arena algorithms include it)
+}  // namespace smddp::algo::arena
 
 namespace smddp::algo {
 
-// A check of the peers' identities for arena use `use` that a broadcast's root leaves for later:
-// a one-chunk slot broadcast's (slot use, settled by the next collective: shm_step.h) or an eager
-// broadcast's (ring use, queued in PendingChecks: shm_ring.h).
-struct DeferredCheck {
-  uint64_t use = 0;
-  CollectiveDesc desc;  // the collective the check belongs to
-};
-
-// The checks that the root of eager broadcasts left pending (shm_ring.h), oldest first: a fixed
-// ring buffer, as long as the eager ring is deep (a root has at most one check per entry).
-class PendingChecks {
- public:
-  static constexpr size_t kCapacity = 64;  // a power of two; shm_ring.cc checks it against the ring
-
-  bool empty() const { return count_ == 0; }
-  size_t size() const { return count_; }
-  const DeferredCheck& front() const { return items_[head_]; }
-  void push(const DeferredCheck& check);  // Error(kInternal) when full
-  void pop() {
-    head_ = (head_ + 1) & (kCapacity - 1);
-    --count_;
-  }
-
- private:
-  // Out of line: the message is built only on this (never expected) path, not set up per push.
-  [[noreturn]] static void throwFull(const DeferredCheck& check);
-
-  std::array<DeferredCheck, kCapacity> items_{};
-  size_t head_ = 0;
-  size_t count_ = 0;
-};
-
-// This rank's own bookkeeping of the eager ring (shm_ring.h); the peers see only the arena.
-struct RingState {
-  uint64_t nextUse = 0;    // this rank's next ring use (every rank counts alike)
-  uint64_t peersDone = 0;  // the least `ringConsumed` of the peers as this rank last read it
-  uint64_t released = 0;   // ring uses this rank released
-  PendingChecks checks;    // left by eager broadcasts' roots
-};
-
 // Reusable per-communicator memory for algorithms: op records and scratch buffers. Grows on demand
-// and is kept, so steady-state collectives allocate nothing. Also carries the deferred checks.
+// and is kept, so steady-state collectives allocate nothing.
 class ExecResources {
  public:
   transport::Op& op(size_t index);
   void* scratch(int index, size_t bytes);
-  std::optional<DeferredCheck> deferred;  // left by a slot broadcast's root (shm_step.h)
-  RingState ring;                         // the eager ring (shm_ring.h)
-  // Some check is left; its collective's description (for the Exec that settles it).
-  bool hasDeferred() const { return deferred || !ring.checks.empty(); }
-  const CollectiveDesc& deferredDesc() const {
-    return deferred ? deferred->desc : ring.checks.front().desc;
-  }
 
  private:
   std::deque<transport::Op> ops_;
@@ -97,7 +47,7 @@ struct ExecSettings {
   int64_t spinUs = 20;
   const std::atomic<bool>* abortFlag = nullptr;
   const ExecMonitor* monitor = nullptr;     // peers' progress and failures; may be null
-  transport::SharedArena* arena = nullptr;  // intra-host shared memory; null when unavailable
+  arena::Arena* arena = nullptr;            // this rank's arena (intra-host); null when unavailable
 };
 
 class Exec {
@@ -130,8 +80,8 @@ class Exec {
   void sendRecv(int sendPeer, uint64_t sendSlot, const void* sendBuf, size_t sendBytes,
                 int recvPeer, uint64_t recvSlot, void* recvBuf, size_t recvBytes);
 
-  // The shared-memory arena of this host's ranks, or null (algorithms/shm_*.cc need it).
-  transport::SharedArena* arena() const { return settings_.arena; }
+  // This rank's shared-memory arena, or null (the arena algorithms need it: arena/arena.h).
+  arena::Arena* arena() const { return settings_.arena; }
   // Waits, with the same bounds and back-off as wait(), until `word` >= atLeast; `word` belongs
   // to `peer`, and `what` says what it is waiting for (timeout messages). The word is polled in
   // a tight loop at first; aside(*this), if given, runs once per clock read (~1 us while
@@ -146,15 +96,6 @@ class Exec {
   // a different shape when peerSeq is mine's) while this rank is in `mine`: this collective, or
   // an earlier one whose check was deferred to this one.
   [[noreturn]] void throwMismatch(int peer, uint64_t peerSeq, const CollectiveDesc& mine) const;
-
-  // Leaves the identity check of this collective's arena use `use` to this rank's next
-  // collective (shm_step.h), which takes it (nullopt: none is left).
-  void deferCheck(uint64_t use) { resources_.deferred = DeferredCheck{use, desc_}; }
-  std::optional<DeferredCheck> takeDeferredCheck() {
-    return std::exchange(resources_.deferred, std::nullopt);
-  }
-
-  RingState& ring() { return resources_.ring; }
 
   // Per-communicator scratch memory; index selects one of several independent areas.
   void* scratch(size_t bytes, int index = 0) { return resources_.scratch(index, bytes); }

@@ -8,7 +8,7 @@
 // received chunk r+1 is complete; for AVG it is divided right there, so the all-gather pass
 // spreads the owner's bits and every rank ends with identical values.
 // Cost per rank: (n-1) * ceil(chunk / segment) messages, (n-1)/n * bytes sent and received,
-// (n-1)/n * count element reductions. Scratch: kRingDepth segments.
+// (n-1)/n * count element reductions. Scratch: kPassDepth segments.
 #include <cstring>
 
 #include "algorithms/ring_pass.h"
@@ -48,7 +48,7 @@ void reduceScatterRingPass(Exec& exec, const CollectiveArgs& args, const RingGeo
   const int n = exec.size();
   const size_t es = args.elementSize();
   const size_t depthBytes = geo.segElems * es;
-  char* scratch = static_cast<char*>(exec.scratch(depthBytes * kRingDepth, 0));
+  char* scratch = static_cast<char*>(exec.scratch(depthBytes * kPassDepth, 0));
   ReduceScatterHooks hooks{args,
                            BlockLayout::split(args.send, args.count, n, es),
                            BlockLayout::split(args.recv, args.count, n, es),

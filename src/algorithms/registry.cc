@@ -8,16 +8,15 @@
 #include <cstring>
 
 #include "algorithms/algorithms.h"
-#include "algorithms/shm_ring.h"
-#include "algorithms/shm_step.h"
+#include "algorithms/arena/collectives.h"
 #include "smddp/error.h"
 
 namespace smddp::algo {
 namespace {
 
 using K = CollectiveKind;
-constexpr Algorithm::ArenaUse kSlots = Algorithm::ArenaUse::kSlots;
-constexpr Algorithm::ArenaUse kRing = Algorithm::ArenaUse::kRing;
+constexpr arena::Use kSlots = arena::Use::kSlots;
+constexpr arena::Use kEager = arena::Use::kEager;
 
 std::string trim(const std::string& s) {
   size_t b = 0, e = s.size();
@@ -36,6 +35,17 @@ const std::vector<std::pair<const char*, CollectiveKind>>& collectiveNames() {
       {"all_reduce", K::kAllReduce}, {"allreduce", K::kAllReduce}, {"broadcast", K::kBroadcast},
       {"all_gather", K::kAllGather}, {"allgather", K::kAllGather}, {"barrier", K::kBarrier}};
   return names;
+}
+
+// The arena algorithms' names before the arena had its own ("shm" was also libfabric's provider),
+// still accepted in SMDDP_ALGO.
+std::string currentName(const std::string& name) {
+  if (name.rfind("shm", 0) != 0) return name;
+  if (name == "shm") return "arena";
+  if (name == "shm_direct" || name == "shm_split" || name == "shm_eager") {
+    return "arena" + name.substr(3);
+  }
+  return name;
 }
 
 std::string algorithmNames(CollectiveKind kind) {
@@ -83,33 +93,27 @@ const std::vector<Algorithm>& registry() {
        allGatherRing},
       {K::kBarrier, "dissemination", "ceil(log2 n) rounds of zero-byte messages",
        barrierDissemination},
-      {K::kAllReduce, "shm_direct",
+      {K::kAllReduce, "arena_direct",
        "shared memory, one host: every rank reduces all n inputs; for small messages",
-       allReduceShmDirect, kSlots},
-      {K::kAllReduce, "shm_split",
+       arena::allReduceDirect, kSlots},
+      {K::kAllReduce, "arena_split",
        "shared memory, one host: rank r reduces slice r of every input, all copy all slices",
-       allReduceShmSplit, kSlots},
-      {K::kBroadcast, "shm", "shared memory, one host: root copies in, the others copy out",
-       broadcastShm, kSlots},
-      {K::kBroadcast, "shm_eager",
+       arena::allReduceSplit, kSlots},
+      {K::kBroadcast, "arena", "shared memory, one host: root copies in, the others copy out",
+       arena::broadcast, kSlots},
+      {K::kBroadcast, "arena_eager",
        "shared memory, one host: through a deep ring, so the root runs ahead; small messages",
-       broadcastShmEager, kRing},
-      {K::kAllGather, "shm", "shared memory, one host: each copies its block in, all the rest out",
-       allGatherShm, kSlots},
-      {K::kBarrier, "shm", "shared memory, one host: one flag per rank", barrierShm, kSlots},
+       arena::broadcastEager, kEager},
+      {K::kAllGather, "arena",
+       "shared memory, one host: each copies its block in, all the rest out", arena::allGather,
+       kSlots},
+      {K::kBarrier, "arena", "shared memory, one host: one flag per rank", arena::barrier, kSlots},
   };
   return algorithms;
 }
 
-// Only arena collectives defer checks, so exec.arena() is set whenever one is left.
-void settleDeferred(Exec& exec, const Algorithm* next) {
-  const Algorithm::ArenaUse uses = next != nullptr ? next->arena : Algorithm::ArenaUse::kNone;
-  if (uses != Algorithm::ArenaUse::kSlots) ArenaStep::settle(exec);
-  if (uses != Algorithm::ArenaUse::kRing) RingStep::settle(exec, true);
-}
-
 void runCollective(const Algorithm& algorithm, Exec& exec, const CollectiveArgs& args) {
-  settleDeferred(exec, &algorithm);
+  arena::settleDeferred(exec, algorithm.arena);
   algorithm.run(exec, args);
   exec.waitAll();
 }
@@ -137,7 +141,7 @@ AlgorithmOverrides parseAlgorithmOverrides(const std::string& spec) {
     const size_t colon = entry.find(':');
     if (colon == std::string::npos) badSpec(spec, entry, "expected collective:algorithm");
     const CollectiveKind kind = parseCollective(spec, entry, lower(trim(entry.substr(0, colon))));
-    const std::string name = lower(trim(entry.substr(colon + 1)));
+    const std::string name = currentName(lower(trim(entry.substr(colon + 1))));
     if (findAlgorithm(kind, name.c_str()) == nullptr) {
       badSpec(spec, entry,
               "unknown " + std::string(toString(kind)) + " algorithm \"" + name +

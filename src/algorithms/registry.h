@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/arena/arena.h"
 #include "algorithms/collective.h"
 #include "algorithms/exec.h"
 
@@ -19,13 +20,10 @@ struct Algorithm {
   const char* name;         // as used in SMDDP_ALGO
   const char* description;  // steps and cost, one line
   AlgorithmFn run;
-  // What of the intra-host shared-memory arena it runs on, if anything. A kSlots algorithm
-  // releases at least one slot use per collective (ArenaStep), which settles a slot broadcast's
-  // deferred check; a kRing one settles the eager ring's as it goes (runCollective).
-  enum class ArenaUse { kNone, kSlots, kRing };
-  ArenaUse arena = ArenaUse::kNone;
+  // What of the intra-host shared-memory arena it runs on, if anything (arena/arena.h).
+  arena::Use arena = arena::Use::kNone;
 
-  bool needsArena() const { return arena != ArenaUse::kNone; }
+  bool needsArena() const { return arena != arena::Use::kNone; }
 };
 
 // Every algorithm, in a fixed order.
@@ -40,21 +38,16 @@ AlgorithmOverrides parseAlgorithmOverrides(const std::string& spec);
 struct Topology {
   int ranks = 1;
   int hosts = 1;
-  bool arena = false;  // every rank maps the shared-memory arena (transport/shm/arena.h)
+  bool arena = false;     // every rank maps the shared-memory arena (arena/arena.h)
   size_t eagerBytes = 0;  // broadcasts up to this size take the arena's eager ring
 };
 
 const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topology& topology,
                                  const AlgorithmOverrides& overrides);
 
-// Runs one collective on this rank as the core does: the algorithm, then waits for its ops.
-// Checks earlier collectives deferred (shm broadcasts' roots) run first, except those the
-// algorithm settles itself: a slot broadcast's as a kSlots algorithm releases its first use, the
-// eager ring's as a kRing algorithm passes through the ring.
+// Runs one collective on this rank as the core does: the checks earlier collectives deferred
+// (arena::settleDeferred, less those this algorithm settles itself), the algorithm, then waits
+// for its ops.
 void runCollective(const Algorithm& algorithm, Exec& exec, const CollectiveArgs& args);
-// Runs every check earlier collectives deferred (shm broadcasts' roots), waiting for the peers if
-// need be (bounded by exec's deadline); `next`, the algorithm about to run, may settle its own
-// kind itself. At shutdown `next` is null.
-void settleDeferred(Exec& exec, const Algorithm* next = nullptr);
 
 }  // namespace smddp::algo

@@ -7,7 +7,7 @@
 // from the predecessor; the segment sent at unit u is the one received at unit u - S (same
 // segment, previous step), so it is always finished before it is sent.
 //
-// Bounded counters, with depth D = kRingDepth:
+// Bounded counters, with depth D = kPassDepth:
 //   - receives run D units ahead: before unit u is processed, units [u, u + D) have receives
 //     posted; unit u's receive lands in depth slot u mod D (its scratch area for reductions),
 //     and that slot is re-posted for unit u + D only after unit u's data was consumed;
@@ -31,7 +31,7 @@
 
 namespace smddp::algo {
 
-constexpr int kRingDepth = 4;
+constexpr int kPassDepth = 4;
 
 // Where the n blocks of a pass live: either one buffer split by patterns::ringChunk (list ==
 // nullptr) or one pointer per block, each of count elements.
@@ -103,19 +103,19 @@ void runRingPass(Exec& exec, const BlockLayout& layout, const RingGeometry& geo,
   const int next = patterns::ringNext(exec.rank(), n);
   const int prev = patterns::ringPrev(exec.rank(), n);
   const size_t units = patterns::ringPassSlots(n, geo.segsPerBlock);
-  Exec::Handle recvs[kRingDepth] = {}, sends[kRingDepth] = {};
-  bool recvLive[kRingDepth] = {}, sendLive[kRingDepth] = {};
+  Exec::Handle recvs[kPassDepth] = {}, sends[kPassDepth] = {};
+  bool recvLive[kPassDepth] = {}, sendLive[kPassDepth] = {};
   auto postRecv = [&](size_t u) {
     const RingSegment in = ringSegment(exec, layout, geo, shift, u, false);
     if (in.count == 0) return;
-    const int d = static_cast<int>(u % kRingDepth);
+    const int d = static_cast<int>(u % kPassDepth);
     recvs[d] =
         exec.irecv(prev, slotBase + u, hooks.recvTarget(in, d), in.count * layout.elementSize);
     recvLive[d] = true;
   };
-  for (size_t u = 0; u < std::min<size_t>(units, kRingDepth); ++u) postRecv(u);
+  for (size_t u = 0; u < std::min<size_t>(units, kPassDepth); ++u) postRecv(u);
   for (size_t u = 0; u < units; ++u) {
-    const int d = static_cast<int>(u % kRingDepth);
+    const int d = static_cast<int>(u % kPassDepth);
     if (sendLive[d]) exec.wait(sends[d]);
     const RingSegment out = ringSegment(exec, layout, geo, shift, u, true);
     sendLive[d] = out.count > 0;
@@ -128,7 +128,7 @@ void runRingPass(Exec& exec, const BlockLayout& layout, const RingGeometry& geo,
       recvLive[d] = false;
       hooks.received(ringSegment(exec, layout, geo, shift, u, false), d);
     }
-    if (u + kRingDepth < units) postRecv(u + kRingDepth);
+    if (u + kPassDepth < units) postRecv(u + kPassDepth);
   }
 }
 

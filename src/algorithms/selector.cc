@@ -16,10 +16,10 @@
 //   barrier: dissemination.
 // With the shared-memory arena (every rank on one host, topology.arena), the arena algorithms
 // win at every size (bench/ and docs/PERF.md): no message, no matching, one copy in and out:
-//   all_reduce: shm_direct up to 16 KiB (one synchronisation, every rank reduces everything),
-//     shm_split above (reduction split n ways, two synchronisations per chunk);
-//   broadcast: shm_eager up to topology.eagerBytes (SMDDP_SHM_EAGER_BYTES), shm above;
-//   all_gather, barrier: shm.
+//   all_reduce: arena_direct up to 16 KiB (one synchronisation, every rank reduces everything),
+//     arena_split above (reduction split n ways, two synchronisations per chunk);
+//   broadcast: arena_eager up to topology.eagerBytes (SMDDP_ARENA_EAGER_BYTES), arena above;
+//   all_gather, barrier: arena.
 // topology.hosts is not used yet: it is where a hierarchical all_reduce will be chosen.
 #include "algorithms/registry.h"
 #include "smddp/error.h"
@@ -30,7 +30,7 @@ namespace {
 constexpr size_t kAllReduceSmallBytes = 64 * 1024;
 constexpr size_t kBroadcastSmallBytes = 64 * 1024;
 constexpr size_t kAllGatherSmallTotalBytes = 64 * 1024;
-constexpr size_t kShmDirectBytes = 16 * 1024;
+constexpr size_t kArenaDirectBytes = 16 * 1024;
 
 // The default algorithm's name.
 const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topology) {
@@ -38,19 +38,20 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
   const size_t ranks = topology.ranks > 0 ? static_cast<size_t>(topology.ranks) : 1;
   switch (kind) {
     case K::kAllReduce:
-      if (topology.arena) return bytes <= kShmDirectBytes ? "shm_direct" : "shm_split";
+      if (topology.arena) return bytes <= kArenaDirectBytes ? "arena_direct" : "arena_split";
       return bytes <= kAllReduceSmallBytes ? "recursive_doubling" : "ring";
     case K::kBroadcast:
-      if (topology.arena) return bytes > 0 && bytes <= topology.eagerBytes ? "shm_eager" : "shm";
+      if (topology.arena)
+        return bytes > 0 && bytes <= topology.eagerBytes ? "arena_eager" : "arena";
       return bytes <= kBroadcastSmallBytes || ranks <= 2 ? "binomial" : "chain";
     case K::kAllGather:
-      if (topology.arena) return "shm";
+      if (topology.arena) return "arena";
       return bytes * ranks <= kAllGatherSmallTotalBytes ? "bruck" : "ring";
     case K::kBarrier:
     case K::kControl:
       break;
   }
-  return topology.arena ? "shm" : "dissemination";
+  return topology.arena ? "arena" : "dissemination";
 }
 
 }  // namespace
@@ -76,7 +77,7 @@ const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topolo
     throw Error(misfit,
                 "smddp: " + std::string(toString(kind)) + " algorithm \"" + name +
                     "\" needs the shared-memory arena, which this communicator does not have "
-                    "(ranks on several hosts, SMDDP_SHM=0, or a provider other than shm)");
+                    "(ranks on several hosts, SMDDP_ARENA=0, or a provider other than shm)");
   }
   return *algorithm;
 }

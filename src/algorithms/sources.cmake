@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The algorithms layer: the Exec runtime, pure pattern math (patterns/, header-only), one file per
-# algorithm, the registry and the selector. It sees transports only through transport/transport.h.
+# message algorithm, the arena wing (arena/: its shared segment, protocol steps and collectives),
+# the registry and the selector. It sees transports only through transport/transport.h.
 smddp_layer(smddp_algorithms
   algorithms/collective.cc
   algorithms/exec.cc
@@ -13,9 +14,11 @@ smddp_layer(smddp_algorithms
   algorithms/all_gather_bruck.cc
   algorithms/all_gather_ring.cc
   algorithms/barrier_dissemination.cc
-  algorithms/shm_all_reduce.cc
-  algorithms/shm_collectives.cc
-  algorithms/shm_ring.cc
+  algorithms/arena/arena.cc
+  algorithms/arena/segment.cc
+  algorithms/arena/all_reduce.cc
+  algorithms/arena/collectives.cc
+  algorithms/arena/eager_ring.cc
   algorithms/registry.cc
   algorithms/selector.cc)
-target_link_libraries(smddp_algorithms PUBLIC smddp_transport smddp_reduce smddp_common)
+target_link_libraries(smddp_algorithms PUBLIC smddp_transport smddp_store smddp_reduce smddp_common)

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <sstream>
+#include <utility>
 
 #include "smddp/error.h"
 
@@ -48,6 +49,14 @@ void assign(LogLevel& out, const std::string& name, const std::string& text, con
 std::string defaultText(int64_t v) { return std::to_string(v); }
 std::string defaultText(const char* v) { return v; }
 
+// Variables renamed since they were documented: {current, former}. The former name is read when
+// the current one is unset or empty.
+constexpr std::pair<const char*, const char*> kFormerNames[] = {
+    {"SMDDP_ARENA", "SMDDP_SHM"},
+    {"SMDDP_ARENA_SLOT_BYTES", "SMDDP_SHM_SLOT_BYTES"},
+    {"SMDDP_ARENA_EAGER_BYTES", "SMDDP_SHM_EAGER_BYTES"},
+};
+
 std::map<std::string, std::string> readEnvironment() {
   std::map<std::string, std::string> env;
   auto grab = [&env](const char* name) {
@@ -61,6 +70,7 @@ std::map<std::string, std::string> readEnvironment() {
                            "PMI_RANK", "PMI_SIZE"}) {
     grab(name);
   }
+  for (const auto& [current, former] : kFormerNames) grab(former);
   return env;
 }
 
@@ -91,7 +101,13 @@ int64_t parseBytes(const std::string& name, const std::string& text) {
   return parseInt(name, digits) * mult;
 }
 
-Config Config::fromMap(const std::map<std::string, std::string>& env) {
+Config Config::fromMap(const std::map<std::string, std::string>& given) {
+  std::map<std::string, std::string> env = given;
+  for (const auto& [current, former] : kFormerNames) {
+    const auto old = env.find(former);
+    const auto now = env.find(current);
+    if (old != env.end() && (now == env.end() || now->second.empty())) env[current] = old->second;
+  }
   Config c;
 #define SMDDP_DEFAULT(member, NAME, type, def, doc) assign(c.member, NAME, defaultText(def), #type);
   SMDDP_CONFIG_VARS(SMDDP_DEFAULT)
@@ -114,12 +130,12 @@ Config Config::fromMap(const std::map<std::string, std::string>& env) {
   }
   if (c.timeoutMs <= 0) bad("SMDDP_TIMEOUT_MS", std::to_string(c.timeoutMs), "a positive count");
   if (c.segmentBytes < 64) bad("SMDDP_SEGMENT_BYTES", std::to_string(c.segmentBytes), "at least 64");
-  if (c.shm != 0 && c.shm != 1) bad("SMDDP_SHM", std::to_string(c.shm), "0 or 1");
-  if (c.shmSlotBytes < 4096 || c.shmSlotBytes > (int64_t{1} << 30)) {
-    bad("SMDDP_SHM_SLOT_BYTES", std::to_string(c.shmSlotBytes), "between 4K and 1G");
+  if (c.arena != 0 && c.arena != 1) bad("SMDDP_ARENA", std::to_string(c.arena), "0 or 1");
+  if (c.arenaSlotBytes < 4096 || c.arenaSlotBytes > (int64_t{1} << 30)) {
+    bad("SMDDP_ARENA_SLOT_BYTES", std::to_string(c.arenaSlotBytes), "between 4K and 1G");
   }
-  if (c.shmEagerBytes < 0 || c.shmEagerBytes > 65536) {
-    bad("SMDDP_SHM_EAGER_BYTES", std::to_string(c.shmEagerBytes), "between 0 and 64K");
+  if (c.arenaEagerBytes < 0 || c.arenaEagerBytes > 65536) {
+    bad("SMDDP_ARENA_EAGER_BYTES", std::to_string(c.arenaEagerBytes), "between 0 and 64K");
   }
   if (c.spinUs < -1) bad("SMDDP_SPIN_US", std::to_string(c.spinUs), "a count >= 0, or -1 (auto)");
   return c;

@@ -2,6 +2,7 @@
 // The public Communicator: argument checks on the caller's thread, then hand-off to the impl.
 #include <unistd.h>
 
+#include "algorithms/arena/segment.h"
 #include "common/config.h"
 #include "common/logging.h"
 #include "core/communicator_impl.h"
@@ -11,27 +12,30 @@
 namespace smddp {
 namespace {
 
-// The intra-host shared-memory arena, when every rank is on this host and talks over shm (facts
-// every rank shares) and every rank wants it. A failure to set it up only costs speed.
-std::unique_ptr<transport::SharedArena> createArena(Store& store, const std::string& prefix,
-                                                    const transport::Transport& transport,
-                                                    const Config& config, const Options& options,
-                                                    const core::Settings& settings) {
-  if (transport.size() < 2 || transport.name() != "shm") return nullptr;
+// The intra-host shared-memory arena, when every rank is on this host, reached through this
+// host's memory (Transport::hostMemoryOnly: a network provider was chosen for a reason), and
+// every rank wants it: facts every rank shares. A failure to set it up only costs speed.
+std::unique_ptr<algo::arena::Arena> createArena(Store& store, const std::string& prefix,
+                                                const transport::Transport& transport,
+                                                const Config& config, const Options& options,
+                                                const core::Settings& settings) {
+  if (transport.size() < 2 || !transport.hostMemoryOnly()) return nullptr;
   if (!transport::allOnOneHost(transport.peers())) return nullptr;
   // This rank's wish joins the collective set-up even when it is "no", so that ranks configured
   // differently agree instead of waiting for each other.
-  const bool wanted = options.sharedMemory.value_or(config.shm != 0);
+  const bool wanted = options.sharedMemory.value_or(config.arena != 0);
   std::string why;
-  auto arena = transport::createSharedArena(store, prefix, transport.rank(), transport.size(),
-                                            static_cast<size_t>(config.shmSlotBytes),
-                                            static_cast<size_t>(config.shmEagerBytes),
-                                            settings.timeout, wanted, why);
-  if (!arena && wanted) {
-    SMDDP_WARN(transport.rank(), "no shared-memory arena (" << why
-                                                            << "): collectives use libfabric");
+  auto segment = algo::arena::createSegment(
+      store, prefix, transport.rank(), transport.size(), static_cast<size_t>(config.arenaSlotBytes),
+      static_cast<size_t>(config.arenaEagerBytes), settings.timeout, wanted, why);
+  if (!segment) {
+    if (wanted) {
+      SMDDP_WARN(transport.rank(),
+                 "no shared-memory arena (" << why << "): collectives use libfabric");
+    }
+    return nullptr;
   }
-  return arena;
+  return std::make_unique<algo::arena::Arena>(std::move(segment));
 }
 
 algo::CollectiveArgs barrierArgs() {

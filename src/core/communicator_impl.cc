@@ -52,7 +52,7 @@ Settings resolveSettings(const Options& options, const Config& config) {
 CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transport,
                                    const Settings& settings, std::shared_ptr<Store> store,
                                    const std::string& prefix,
-                                   std::unique_ptr<transport::SharedArena> arena)
+                                   std::unique_ptr<algo::arena::Arena> arena)
     : transport_(std::move(transport)),
       arena_(std::move(arena)),
       settings_(settings),
@@ -233,19 +233,19 @@ void CommunicatorImpl::logChoice(const algo::Algorithm& algorithm,
                                         << algo::formatBytes(bytes) << ")");
 }
 
-// The last collective may have left a check (an shm broadcast's root checks its peers' identity in
-// its next collective): run it now and report a mismatch. Nobody can abort a destructor, so the
+// The last collective may have left a check (an arena broadcast's root checks its peers' identity
+// in its next collective): run it now and report a mismatch. Nobody can abort a destructor, so the
 // wait is bounded by kShutdownCheckBound rather than the collective timeout: peers that entered
 // the broadcast published their identity on entry.
 void CommunicatorImpl::settleDeferredCheck() {
-  if (!resources_.hasDeferred() || aborted_.load() || broken_.load()) return;
+  if (!arena_ || !arena_->hasDeferred() || aborted_.load() || broken_.load()) return;
   algo::ExecSettings es = exec_;
   es.timeout = std::min(settings_.timeout, kShutdownCheckBound);
   try {
-    algo::CollectiveDesc desc = resources_.deferredDesc();
+    algo::CollectiveDesc desc = arena_->deferredDesc();
     desc.timeout = es.timeout;  // what its timeout message reports
     algo::Exec exec(*transport_, resources_, desc, es, Clock::now() + es.timeout);
-    algo::settleDeferred(exec);
+    algo::arena::settleDeferred(exec, algo::arena::Use::kNone);
   } catch (const std::exception& e) {
     SMDDP_WARN(rank_, "at shutdown: " << e.what());
   }

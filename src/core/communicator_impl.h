@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/arena/arena.h"
 #include "algorithms/exec.h"
 #include "algorithms/registry.h"
 #include "common/config.h"
 #include "core/engine.h"
 #include "smddp/communicator.h"
-#include "transport/shm/arena.h"
 #include "transport/transport.h"
 #include "watch/collective_watch.h"
 #include "watch/signature.h"
@@ -48,7 +48,7 @@ class CommunicatorImpl {
   // (optional) enables the shared-memory algorithms (every rank on one host).
   CommunicatorImpl(std::unique_ptr<transport::Transport> transport, const Settings& settings,
                    std::shared_ptr<Store> store = nullptr, const std::string& prefix = "",
-                   std::unique_ptr<transport::SharedArena> arena = nullptr);
+                   std::unique_ptr<algo::arena::Arena> arena = nullptr);
   ~CommunicatorImpl();
 
   int rank() const { return rank_; }
@@ -92,7 +92,7 @@ class CommunicatorImpl {
   void logChoice(const algo::Algorithm& algorithm, const algo::CollectiveDesc& desc, size_t bytes);
 
   std::unique_ptr<transport::Transport> transport_;
-  std::unique_ptr<transport::SharedArena> arena_;
+  std::unique_ptr<algo::arena::Arena> arena_;
   Settings settings_;
   int rank_;
   int size_;

@@ -88,6 +88,11 @@ class Transport {
   }
   // A peer we know is gone (connection reset, process exit), or -1. Cleared by nothing.
   virtual int deadPeer() const { return -1; }
+  // True when every peer is reached through this host's memory (libfabric's shm provider): the
+  // shared-memory arena may then carry the collectives instead. False for network providers,
+  // chosen for a reason even on one host, and for the loopback transport, whose tests exercise
+  // the message algorithms (the arena's tests build their arenas themselves).
+  virtual bool hostMemoryOnly() const { return false; }
 };
 
 // Creates the libfabric transport for one communicator: picks the provider (config and topology),

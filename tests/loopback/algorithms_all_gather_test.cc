@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// all_gather algorithms (bruck, ring, shm) and the barriers (dissemination, shm) over the loopback transport.
-// all_gather: ranks {2,3,4,5,7,8,16} x per-rank counts {1, 13, 5n+1, 301 in 64 B segments} x all
-// dtypes x outputs {contiguous, separate blocks in reverse memory order, in place}; rank r's
-// element i is a small integer of (r, i). Barrier: no rank may leave before all have arrived.
+// all_gather algorithms (bruck, ring, arena) and the barriers (dissemination, arena) over the
+// loopback transport. all_gather: ranks {2,3,4,5,7,8,16} x per-rank counts {1, 13, 5n+1, 301 in 64
+// B segments} x all dtypes x outputs {contiguous, separate blocks in reverse memory order, in
+// place}; rank r's element i is a small integer of (r, i). Barrier: no rank may leave before all
+// have arrived.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -30,7 +31,7 @@ TEST_P(AllGather, Matrix) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, AllGather,
-                         ::testing::Combine(::testing::Values("bruck", "ring", "shm"),
+                         ::testing::Combine(::testing::Values("bruck", "ring", "arena"),
                                             ::testing::Values(2, 3, 4, 5, 7, 8, 16)));
 
 // Each rank arrives late by a rank-dependent delay and counts itself in before the barrier; after
@@ -62,7 +63,7 @@ TEST_P(Barrier, NoRankLeavesEarly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, Barrier,
-                         ::testing::Combine(::testing::Values("dissemination", "shm"),
+                         ::testing::Combine(::testing::Values("dissemination", "arena"),
                                             ::testing::Values(2, 3, 4, 5, 7, 8, 16)));
 
 }  // namespace

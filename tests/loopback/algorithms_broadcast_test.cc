@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Broadcast algorithms (binomial, chain, shm, shm_eager) over the loopback transport: ranks
+// Broadcast algorithms (binomial, chain, shm, arena_eager) over the loopback transport: ranks
 // {2,3,4,5,7,8,16} x counts {1, 13, 5n+1, 1037 in 64 B segments} x all dtypes x roots
 // {0, n/2, n-1} x in-place / out-of-place. The root's value at index i is a small integer
 // depending on root and i; every other rank's output starts poisoned.
@@ -27,8 +27,8 @@ class Broadcast : public ::testing::TestWithParam<std::tuple<const char*, int>> 
 TEST_P(Broadcast, Matrix) { runBroadcastMatrix(std::get<0>(GetParam()), std::get<1>(GetParam())); }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, Broadcast,
-                         ::testing::Combine(::testing::Values("binomial", "chain", "shm",
-                                                              "shm_eager"),
+                         ::testing::Combine(::testing::Values("binomial", "chain", "arena",
+                                                              "arena_eager"),
                                             ::testing::Values(2, 3, 4, 5, 7, 8, 16)));
 
 }  // namespace

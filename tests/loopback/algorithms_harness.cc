@@ -132,12 +132,8 @@ bool TestBuffer::guardIntact() const {
 
 void RankContext::run(const Algorithm& a, const CollectiveArgs& args, size_t segmentBytes) {
   CollectiveDesc desc;
-  desc.kind = args.kind;
+  desc.call() = args.call();
   desc.seq = seq++;
-  desc.dtype = args.dtype;
-  desc.count = args.count;
-  desc.op = args.op;
-  desc.root = args.root;
   desc.algorithm = a.name;
   desc.shape = shapeHash(desc, algorithmNameHash(a.name));
   ExecSettings settings;
@@ -160,9 +156,9 @@ void runRanks(int n, const RankBody& body) {
   std::vector<ExecResources> resources(static_cast<size_t>(n));
   std::vector<std::vector<std::string>> failures(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) endpoints.push_back(fabric->endpoint(r));
-  transport::HeapArenaGroup arenaGroup(n, 4096, 100);
-  std::vector<std::unique_ptr<transport::SharedArena>> arenas;
-  for (int r = 0; r < n; ++r) arenas.push_back(arenaGroup.view(r));
+  arena::HeapSegments segments(n, 4096, 100);
+  std::vector<std::unique_ptr<arena::Arena>> arenas;
+  for (int r = 0; r < n; ++r) arenas.push_back(std::make_unique<arena::Arena>(segments.view(r)));
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {

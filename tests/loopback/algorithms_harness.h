@@ -11,10 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/arena/arena.h"
+#include "algorithms/arena/segment.h"
 #include "algorithms/collective.h"
 #include "algorithms/exec.h"
 #include "algorithms/registry.h"
-#include "transport/shm/arena.h"
 #include "transport/transport.h"
 
 namespace smddp::algo::testing {
@@ -59,7 +60,7 @@ struct RankContext {
   int size;
   transport::Transport& transport;
   ExecResources& resources;
-  transport::SharedArena* arena;  // this rank's view of the group's heap arena (4 KiB slots)
+  arena::Arena* arena;  // this rank's arena over the group's heap segment (4 KiB slots)
   uint64_t seq = 0;
   std::vector<std::string> failures;
 

@@ -39,19 +39,19 @@ void mixedRound(RankContext& ctx, int round) {
   checkAllReduce(ctx, algorithm(K::kAllReduce, "recursive_doubling"),
                  {1037, DataType::kFloat64, ReduceOp::kMax, true, 262144});
   // The arena algorithms between message-based ones: their use counters advance on their own.
-  checkAllReduce(ctx, algorithm(K::kAllReduce, "shm_direct"),
+  checkAllReduce(ctx, algorithm(K::kAllReduce, "arena_direct"),
                  {13, DataType::kFloat16, ReduceOp::kSum, false, 262144});
-  checkBroadcast(ctx, algorithm(K::kBroadcast, "shm_eager"), 7, DataType::kInt64, round % n, true,
+  checkBroadcast(ctx, algorithm(K::kBroadcast, "arena_eager"), 7, DataType::kInt64, round % n, true,
                  262144);
-  checkBroadcast(ctx, algorithm(K::kBroadcast, "shm"), 3000, DataType::kInt32, n - 1, false,
+  checkBroadcast(ctx, algorithm(K::kBroadcast, "arena"), 3000, DataType::kInt32, n - 1, false,
                  262144);
-  checkBroadcast(ctx, algorithm(K::kBroadcast, "shm_eager"), 301, DataType::kFloat16, 0, false,
+  checkBroadcast(ctx, algorithm(K::kBroadcast, "arena_eager"), 301, DataType::kFloat16, 0, false,
                  262144);
-  checkAllReduce(ctx, algorithm(K::kAllReduce, "shm_split"),
+  checkAllReduce(ctx, algorithm(K::kAllReduce, "arena_split"),
                  {2049, DataType::kFloat32, ReduceOp::kMin, true, 262144});
-  checkAllGather(ctx, algorithm(K::kAllGather, "shm"), 1500, DataType::kUInt8, Output::kBlockList,
+  checkAllGather(ctx, algorithm(K::kAllGather, "arena"), 1500, DataType::kUInt8, Output::kBlockList,
                  262144);
-  ctx.run(algorithm(K::kBarrier, "shm"), barrier, 262144);
+  ctx.run(algorithm(K::kBarrier, "arena"), barrier, 262144);
   checkAllReduce(ctx, algorithm(K::kAllReduce, "ring"),
                  {77, DataType::kInt32, ReduceOp::kSum, false, kTinySegment});
 }

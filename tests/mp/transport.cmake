@@ -25,7 +25,3 @@ foreach(provider shm tcp)
   smddp_transport_case(dead_peer_${provider} "Providers/TransportErrors.DeadPeerIsReported/${provider}")
 endforeach()
 smddp_transport_case(bootstrap "TransportBootstrap.*")
-
-# The shared-memory arena's bootstrap, ranks as threads.
-smddp_add_test(transport_arena_test mp 60 LIBS smddp_transport smddp_store
-               SOURCES mp/transport_arena_test.cc)

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// wholeElements (algorithms/shm_step.h): the arena collectives' chunk size, at most `cap` bytes in
-// whole elements and never less than one element; a mask for the power-of-two element sizes of
-// every dtype, a division otherwise. Expected values are written out, not recomputed.
+// wholeElements (algorithms/arena/slot_step.h): the arena collectives' chunk size, at most `cap`
+// bytes in whole elements and never less than one element; a mask for the power-of-two element
+// sizes of every dtype, a division otherwise. Expected values are written out, not recomputed.
 #include <gtest/gtest.h>
 
 #include <cstddef>
 
-#include "algorithms/shm_step.h"
+#include "algorithms/arena/slot_step.h"
 
-namespace smddp::algo {
+namespace smddp::algo::arena {
 namespace {
 
 struct Case {
@@ -29,4 +29,4 @@ TEST(WholeElements, RoundsDownToWholeElementsAndKeepsAtLeastOne) {
 }
 
 }  // namespace
-}  // namespace smddp::algo
+}  // namespace smddp::algo::arena

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// PendingChecks (algorithms/exec.h): the eager broadcast root's queue of unchecked uses, a fixed
-// ring buffer. Pushes and pops interleaved so that the queue fills up to 60 of its 64 places while
-// its head goes round the end of the buffer, keeping first-in first-out order throughout.
+// PendingChecks (algorithms/arena/arena.h): the eager broadcast root's queue of unchecked uses,
+// a fixed circular buffer. Pushes and pops interleaved so that the queue fills up to 60 of its 64
+// places while its head goes round the end of the buffer, keeping first-in first-out order.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <deque>
 
-#include "algorithms/exec.h"
+#include "algorithms/arena/arena.h"
 
-namespace smddp::algo {
+namespace smddp::algo::arena {
 namespace {
 
 TEST(PendingChecks, KeepsOrderWhileFillingAcrossTheBufferEnd) {
@@ -43,4 +43,4 @@ TEST(PendingChecks, KeepsOrderWhileFillingAcrossTheBufferEnd) {
 }
 
 }  // namespace
-}  // namespace smddp::algo
+}  // namespace smddp::algo::arena

@@ -47,22 +47,22 @@ TEST(Selector, ArenaAlgorithmsWhenEveryRankSharesTheHost) {
   const AlgorithmOverrides none;
   for (int ranks : {2, 3, 8}) {
     const Topology t{ranks, 1, true};
-    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 8, t, none).name, "shm_direct");
-    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024, t, none).name, "shm_direct");
-    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024 + 4, t, none).name, "shm_split");
-    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 64 << 20, t, none).name, "shm_split");
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 8, t, none).name, "arena_direct");
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024, t, none).name, "arena_direct");
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024 + 4, t, none).name, "arena_split");
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 64 << 20, t, none).name, "arena_split");
     for (K k : {K::kBroadcast, K::kAllGather, K::kBarrier}) {
       for (size_t bytes : {size_t{0}, size_t{4}, size_t{64} << 20}) {
-        EXPECT_STREQ(selectAlgorithm(k, bytes, t, none).name, "shm") << toString(k);
+        EXPECT_STREQ(selectAlgorithm(k, bytes, t, none).name, "arena") << toString(k);
       }
     }
     // With an eager ring, broadcasts up to its size take it.
     const Topology eager{ranks, 1, true, 4096};
-    EXPECT_STREQ(selectAlgorithm(K::kBroadcast, 1, eager, none).name, "shm_eager");
-    EXPECT_STREQ(selectAlgorithm(K::kBroadcast, 4096, eager, none).name, "shm_eager");
-    EXPECT_STREQ(selectAlgorithm(K::kBroadcast, 4097, eager, none).name, "shm");
-    EXPECT_STREQ(selectAlgorithm(K::kAllGather, 4, eager, none).name, "shm");
-    EXPECT_STREQ(selectAlgorithm(K::kBarrier, 0, eager, none).name, "shm");
+    EXPECT_STREQ(selectAlgorithm(K::kBroadcast, 1, eager, none).name, "arena_eager");
+    EXPECT_STREQ(selectAlgorithm(K::kBroadcast, 4096, eager, none).name, "arena_eager");
+    EXPECT_STREQ(selectAlgorithm(K::kBroadcast, 4097, eager, none).name, "arena");
+    EXPECT_STREQ(selectAlgorithm(K::kAllGather, 4, eager, none).name, "arena");
+    EXPECT_STREQ(selectAlgorithm(K::kBarrier, 0, eager, none).name, "arena");
     // An override still wins over the arena.
     EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 8, t, {{K::kAllReduce, "ring"}}).name, "ring");
   }
@@ -141,6 +141,17 @@ TEST(Overrides, ParsesAllSpellingsAndWhitespace) {
   EXPECT_EQ(p.at(K::kAllReduce), "ring");
   EXPECT_EQ(p.at(K::kAllGather), "bruck");
   EXPECT_EQ(parseAlgorithmOverrides("allreduce:ring;all_reduce:ring").size(), 1u);
+}
+
+TEST(Overrides, TheArenaAlgorithmsFormerNamesStillParse) {
+  const AlgorithmOverrides o =
+      parseAlgorithmOverrides("allreduce:shm_split;broadcast:SHM_EAGER;allgather:shm;barrier:shm");
+  EXPECT_EQ(o.at(K::kAllReduce), "arena_split");
+  EXPECT_EQ(o.at(K::kBroadcast), "arena_eager");
+  EXPECT_EQ(o.at(K::kAllGather), "arena");
+  EXPECT_EQ(o.at(K::kBarrier), "arena");
+  EXPECT_EQ(parseAlgorithmOverrides("all_reduce:shm_direct").at(K::kAllReduce), "arena_direct");
+  EXPECT_EQ(parseAlgorithmOverrides("broadcast:arena").at(K::kBroadcast), "arena");
 }
 
 void expectParseError(const std::string& spec, const std::vector<std::string>& mentions) {

@@ -50,6 +50,26 @@ TEST(Config, LauncherRanksAreUsedWhenSmddpOnesAreAbsent) {
   EXPECT_EQ(c.worldSize, 2);
 }
 
+TEST(Config, FormerNamesAreReadWhenTheCurrentOnesAreUnset) {
+  Config c = Config::fromMap(
+      {{"SMDDP_SHM", "0"}, {"SMDDP_SHM_SLOT_BYTES", "64K"}, {"SMDDP_SHM_EAGER_BYTES", "0"}});
+  EXPECT_EQ(c.arena, 0);
+  EXPECT_EQ(c.arenaSlotBytes, 65536);
+  EXPECT_EQ(c.arenaEagerBytes, 0);
+  c = Config::fromMap({{"SMDDP_SHM", "0"}, {"SMDDP_ARENA", "1"}});
+  EXPECT_EQ(c.arena, 1) << "the current name wins";
+  c = Config::fromMap({});
+  EXPECT_EQ(c.arena, 1);
+  EXPECT_EQ(c.arenaSlotBytes, 1048576);
+  EXPECT_EQ(c.arenaEagerBytes, 4096);
+  try {
+    Config::fromMap({{"SMDDP_SHM", "2"}});
+    ADD_FAILURE() << "SMDDP_SHM=2 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("SMDDP_ARENA"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Config, BadValuesNameTheVariable) {
   for (auto [name, value] : {std::pair{"SMDDP_TIMEOUT_MS", "soon"}, std::pair{"SMDDP_TIMEOUT_MS", "0"},
                              std::pair{"SMDDP_SEGMENT_BYTES", "12Q"}, std::pair{"SMDDP_SEGMENT_BYTES", "8"},

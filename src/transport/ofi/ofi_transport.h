@@ -29,6 +29,7 @@ class OfiTransport : public Transport {
   ~OfiTransport() override = default;  // Endpoint closes ep before cq/av/domain/fabric
 
   std::string name() const override { return profile_.name; }
+  bool hostMemoryOnly() const override { return profile_.hostMemoryOnly; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   const std::vector<PeerInfo>& peers() const override { return peers_; }

@@ -59,6 +59,7 @@ ProviderProfile profileFor(const std::string& name) {
     p.peerDeathVisible = true;
   } else if (name == "shm") {
     p.name = "shm";
+    p.hostMemoryOnly = true;
   } else if (name == "efa") {
     p.name = "efa";
     p.peerDeathVisible = true;

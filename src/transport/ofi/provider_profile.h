@@ -21,6 +21,7 @@ struct ProviderProfile {
   uint64_t mrMode = 0;    // mr_mode bits we accept in the hints
   bool bindsIp = false;   // the endpoint binds an IP address (tcp): pass node + FI_SOURCE
   bool peerDeathVisible = false;  // the provider reports a dead peer as a CQ error on our ops
+  bool hostMemoryOnly = false;    // every peer is reached through this host's memory (shm)
 };
 
 // The profile for a provider name ("tcp" is accepted for "tcp;ofi_rxm"). Unknown names get a

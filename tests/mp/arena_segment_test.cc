@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The shared-memory arena bootstrap (transport/shm/arena.h) with ranks as threads of one process:
-// each rank maps the object on its own (distinct addresses), so a word one writes must be seen by
-// the others through their own mapping; the object is unlinked once all mapped it (nothing left in
-// /dev/shm); a size /dev/shm cannot hold fails on every rank with the reason, no SIGBUS; and ranks
-// configured differently fall back together.
+// The shared-memory arena bootstrap (algorithms/arena/segment.h) with ranks as threads of one
+// process: each rank maps the object on its own (distinct addresses), so a word one writes must be
+// seen by the others through their own mapping; the object is unlinked once all mapped it (nothing
+// left in /dev/shm); a size /dev/shm cannot hold fails on every rank with the reason, no SIGBUS;
+// and ranks configured differently fall back together.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
+#include "algorithms/arena/segment.h"
 #include "fork_ranks.h"
 #include "smddp/store.h"
-#include "transport/shm/arena.h"
 
 namespace smddp {
 namespace {
@@ -39,7 +39,7 @@ std::vector<std::string> ourObjects() {
 }
 
 struct Joined {
-  std::unique_ptr<transport::SharedArena> arena;
+  std::unique_ptr<algo::arena::Segment> arena;
   std::string why;
   std::string error;
 };
@@ -56,8 +56,8 @@ std::vector<Joined> joinAll(
     threads.emplace_back([&, r] {
       Joined& j = out[static_cast<size_t>(r)];
       try {
-        j.arena = transport::createSharedArena(*store, prefix, r, n, slotBytes, eagerBytes(r), 10s,
-                                               wanted(r), j.why);
+        j.arena = algo::arena::createSegment(*store, prefix, r, n, slotBytes, eagerBytes(r), 10s,
+                                             wanted(r), j.why);
       } catch (const std::exception& e) {
         j.error = e.what();
       }
@@ -68,7 +68,7 @@ std::vector<Joined> joinAll(
   return out;
 }
 
-TEST(SharedArena, EveryRankSeesEveryOthersWritesAndNothingIsLeftBehind) {
+TEST(Segment, EveryRankSeesEveryOthersWritesAndNothingIsLeftBehind) {
   constexpr int kRanks = 3;
   auto ranks = joinAll(kRanks, 4096, "ok");
   for (int r = 0; r < kRanks; ++r) {
@@ -96,7 +96,7 @@ TEST(SharedArena, EveryRankSeesEveryOthersWritesAndNothingIsLeftBehind) {
   EXPECT_TRUE(left.empty()) << "left in /dev/shm: " << left[0];
 }
 
-TEST(SharedArena, ImpossibleSizeFailsOnEveryRankWithTheReason) {
+TEST(Segment, ImpossibleSizeFailsOnEveryRankWithTheReason) {
   auto ranks = joinAll(2, size_t{1} << 42, "huge");  // 2 x 16 TiB: far beyond /dev/shm
   for (int r = 0; r < 2; ++r) {
     auto& j = ranks[static_cast<size_t>(r)];
@@ -108,9 +108,9 @@ TEST(SharedArena, ImpossibleSizeFailsOnEveryRankWithTheReason) {
   EXPECT_TRUE(ourObjects().empty());
 }
 
-// A rank configured without the arena (SMDDP_SHM=0 there only): nobody waits for anybody, every
+// A rank configured without the arena (SMDDP_ARENA=0 there only): nobody waits for anybody, every
 // rank returns quickly without an arena, and the others are told why.
-TEST(SharedArena, RanksThatDisagreeFallBackTogether) {
+TEST(Segment, RanksThatDisagreeFallBackTogether) {
   for (int off : {0, 2}) {
     const auto t0 = std::chrono::steady_clock::now();
     auto ranks =
@@ -131,8 +131,8 @@ TEST(SharedArena, RanksThatDisagreeFallBackTogether) {
 
 // Eager sizes that give the same entry size (hence the same object size) but different
 // broadcast thresholds: the ranks must not map the arena, or they would pick different algorithms.
-TEST(SharedArena, RanksWithAnotherEagerSizeFallBackTogether) {
-  ASSERT_EQ(transport::SharedArena::ringStride(4001), transport::SharedArena::ringStride(4008));
+TEST(Segment, RanksWithAnotherEagerSizeFallBackTogether) {
+  ASSERT_EQ(algo::arena::Segment::eagerStride(4001), algo::arena::Segment::eagerStride(4008));
   auto ranks = joinAll(
       3, 4096, "eager", [](int) { return true; },
       [](int r) { return r == 2 ? size_t{4008} : size_t{4001}; });

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// ArenaStep: one use of the shared-memory arena by this rank, following the protocol documented
-// in transport/shm/arena.h (free slot -> write -> publish -> read peers -> release). The arena
-// collectives (shm_all_reduce.cc, shm_collectives.cc) are written in these steps only, so the
-// ordering rules live here once.
+// SlotStep: one use of the shared-memory arena by this rank, following the protocol documented
+// in segment.h (free slot -> write -> publish -> read peers -> release). The arena collectives
+// (all_reduce.cc, collectives.cc) are written in these steps only, so the ordering rules live
+// here once.
 //
 // Identity check: every published use carries its collective's sequence number and shape hash
 // (CollectiveDesc::shape: kind, dtype, count, op, root, algorithm); a reader compares the
@@ -13,31 +13,20 @@
 // A rank that reads nobody in a use (the root of a one-chunk broadcast) defers its check of its
 // peers to its next collective: deferCheck() now, settle() as that collective releases its first
 // use (or as it begins, when it does not use the slots: a message-based or an eager-ring
-// collective; or at shutdown). The eager ring has its own pending checks (shm_ring.h).
+// collective; or at shutdown). The eager ring has its own pending checks (eager_ring.h).
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <utility>
 
+#include "algorithms/arena/arena.h"
+#include "algorithms/arena/segment.h"
 #include "algorithms/exec.h"
-#include "smddp/error.h"
-#include "transport/shm/arena.h"
 
-namespace smddp::algo {
-
-// The arena of exec's communicator; Error(kInvalidArgument) when it has none.
-inline transport::SharedArena& requireArena(const Exec& exec) {
-  if (exec.arena() == nullptr) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() +
-                    ": this algorithm needs the shared-memory arena, which this communicator "
-                    "does not have (ranks on several hosts, SMDDP_SHM=0, or a provider other "
-                    "than shm)");
-  }
-  return *exec.arena();
-}
+namespace smddp::algo::arena {
 
 // A chunk of at most `cap` bytes in whole elements, at least one element. Every dtype's size is
 // a power of two: a mask, not a division (once per collective on the small-message path).
@@ -54,26 +43,27 @@ inline void checkIdentityWords(const Exec& exec, int peer, uint64_t seq, uint64_
   if (seq != mine.seq || shape != mine.shape) exec.throwMismatch(peer, seq, mine);
 }
 
-class ArenaStep {
+class SlotStep {
  public:
-  explicit ArenaStep(Exec& exec) : exec_(exec), arena_(requireArena(exec)) {
-    use_ = arena_.takeUse();
+  explicit SlotStep(Exec& exec) : exec_(exec), segment_(requireArena(exec).segment()) {
+    use_ = requireArena(exec).takeSlotUse();
   }
 
   // Bytes per use: 1/slotShare of the arena slot, capped by the pipelining segment, whole
   // elements, >= 1 element. Collectives in which every rank both fills its slot and reads its
-  // peers' per use (all_gather, shm_split all_reduce) take half a slot. Measured here with the
+  // peers' per use (all_gather, arena_split all_reduce) take half a slot. Measured here with the
   // default 1 MiB slot, 2 ranks, interleaved: all_gather 16 MiB 800-980 against 1356-1536 us,
   // 64 MiB 5.4 against 8.0-8.5 ms; all_reduce 4 MiB 442-452 against 499-511 us. The smaller
   // chunk keeps a rank's slots and its peer's in the core's 1 MiB L2. Broadcast, where each side
   // does one copy per use, is faster with the whole slot (16 MiB: 670-750 against 820-1125 us).
   static size_t chunkBytes(const Exec& exec, size_t elementSize, size_t slotShare = 1) {
-    return wholeElements(std::min(requireArena(exec).slotBytes() / slotShare, exec.segmentBytes()),
-                         elementSize);
+    return wholeElements(
+        std::min(requireArena(exec).segment().slotBytes() / slotShare, exec.segmentBytes()),
+        elementSize);
   }
 
-  unsigned char* mine() { return arena_.slot(exec_.rank(), use_); }
-  const unsigned char* slotOf(int r) { return arena_.slot(r, use_); }
+  unsigned char* mine() { return segment_.slot(exec_.rank(), use_); }
+  const unsigned char* slotOf(int r) { return segment_.slot(r, use_); }
 
   // Waits until every peer is done with this slot's previous use; then the slot may be written.
   // A peer that has published use u-1 has released use u-2 (each rank releases a use before it
@@ -83,24 +73,24 @@ class ArenaStep {
     if (use_ < 2) return;
     for (int r = 0; r < exec_.size(); ++r) {
       if (r == exec_.rank()) continue;
-      if (arena_.posted(r).load(std::memory_order_acquire) >= 2 * use_ - 1) continue;
-      exec_.waitWord(arena_.consumed(r), use_ - 1, r, "release a slot");
+      if (segment_.posted(r).load(std::memory_order_acquire) >= 2 * use_ - 1) continue;
+      exec_.waitWord(segment_.consumed(r), use_ - 1, r, "release a slot");
     }
   }
   // Publishes phase 1 (data written, identity set) or phase 2 of this use. Call acquire() first.
   void publish(int phase) {
     if (phase == 1) {
-      arena_.identSeq(exec_.rank(), use_).store(exec_.desc().seq, std::memory_order_relaxed);
-      arena_.identShape(exec_.rank(), use_).store(exec_.desc().shape, std::memory_order_relaxed);
+      segment_.identSeq(exec_.rank(), use_).store(exec_.desc().seq, std::memory_order_relaxed);
+      segment_.identShape(exec_.rank(), use_).store(exec_.desc().shape, std::memory_order_relaxed);
     }
-    arena_.posted(exec_.rank()).store(2 * use_ + static_cast<uint64_t>(phase),
-                                      std::memory_order_release);
+    segment_.posted(exec_.rank())
+        .store(2 * use_ + static_cast<uint64_t>(phase), std::memory_order_release);
   }
   // Waits for `peer`'s phase; on phase 1 also checks that it is in the same collective.
   void await(int peer, int phase) {
-    exec_.waitWord(arena_.posted(peer), 2 * use_ + static_cast<uint64_t>(phase), peer,
+    exec_.waitWord(segment_.posted(peer), 2 * use_ + static_cast<uint64_t>(phase), peer,
                    phase == 1 ? "publish its data" : "publish its reduced part");
-    if (phase == 1) checkIdentity(exec_, arena_, peer, use_, exec_.desc());
+    if (phase == 1) checkIdentity(exec_, segment_, peer, use_, exec_.desc());
   }
   void awaitAll(int phase) {
     for (int r = 0; r < exec_.size(); ++r) {
@@ -111,39 +101,40 @@ class ArenaStep {
   // a peer may overwrite that use's identity once this rank released the next one.
   void release() {
     settle(exec_);
-    arena_.consumed(exec_.rank()).store(use_ + 1, std::memory_order_release);
+    segment_.consumed(exec_.rank()).store(use_ + 1, std::memory_order_release);
   }
 
   // Leaves the check of every peer's phase-1 identity for this use (released already) to this
-  // rank's next release (the identities are kept long enough: transport/shm/arena.h).
-  void deferCheck() { exec_.deferCheck(use_); }
+  // rank's next release (the identities are kept long enough: segment.h).
+  void deferCheck() { requireArena(exec_).deferred = DeferredCheck{use_, exec_.desc()}; }
   // Runs the check an earlier collective of this rank deferred, if any: waits (bounded by this
   // collective's deadline) until each peer published that use, and compares its identity with
   // the earlier collective's.
   static void settle(Exec& exec) {
-    const std::optional<DeferredCheck> check = exec.takeDeferredCheck();
+    Arena& owner = requireArena(exec);
+    const std::optional<DeferredCheck> check = std::exchange(owner.deferred, std::nullopt);
     if (!check) return;
-    transport::SharedArena& arena = requireArena(exec);
+    Segment& segment = owner.segment();
     for (int r = 0; r < exec.size(); ++r) {
       if (r == exec.rank()) continue;
-      exec.waitWord(arena.posted(r), 2 * check->use + 1, r,
+      exec.waitWord(segment.posted(r), 2 * check->use + 1, r,
                     "enter this rank's previous collective, a broadcast from this rank");
-      checkIdentity(exec, arena, r, check->use, check->desc);
+      checkIdentity(exec, segment, r, check->use, check->desc);
     }
   }
 
  private:
   // `peer` published phase 1 of `use`: it must be in collective `mine` (same sequence number and
   // shape), else kMismatch naming both.
-  static void checkIdentity(const Exec& exec, transport::SharedArena& arena, int peer,
-                            uint64_t use, const CollectiveDesc& mine) {
-    checkIdentityWords(exec, peer, arena.identSeq(peer, use).load(std::memory_order_relaxed),
-                       arena.identShape(peer, use).load(std::memory_order_relaxed), mine);
+  static void checkIdentity(const Exec& exec, Segment& segment, int peer, uint64_t use,
+                            const CollectiveDesc& mine) {
+    checkIdentityWords(exec, peer, segment.identSeq(peer, use).load(std::memory_order_relaxed),
+                       segment.identShape(peer, use).load(std::memory_order_relaxed), mine);
   }
 
   Exec& exec_;
-  transport::SharedArena& arena_;
+  Segment& segment_;
   uint64_t use_;
 };
 
-}  // namespace smddp::algo
+}  // namespace smddp::algo::arena

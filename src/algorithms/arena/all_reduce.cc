@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// all_reduce through the host's shared-memory arena (every rank on one host; shm_step.h has the
-// protocol). The buffer is processed in chunks (shm_direct: one arena slot, shm_split: half a
-// slot, both capped by the segment size; ArenaStep::chunkBytes says why);
+// all_reduce through the host's shared-memory arena (every rank on one host; slot_step.h has the
+// protocol). The buffer is processed in chunks (arena_direct: one arena slot, arena_split: half a
+// slot, both capped by the segment size; SlotStep::chunkBytes says why);
 // slots alternate, so a rank copies chunk k+1 in while slower peers still read chunk k.
 //
-// shm_direct (small messages), per chunk:
+// arena_direct (small messages), per chunk:
 //   1. copy the input chunk into this rank's slot; publish.
 //   2. wait for every rank's chunk; reduce all n in rank order into the output (every rank
 //      computes the same bits in the same order); AVG divides; release.
 //   Cost per rank: one copy in, (n-1) chunk reductions, one synchronisation: latency ~ one
 //   cache-line hand-off per peer, no message, no matching.
-// shm_split (large messages), per chunk, with the chunk cut into n element-aligned slices:
+// arena_split (large messages), per chunk, with the chunk cut into n element-aligned slices:
 //   1. copy the input chunk, except slice r, into this rank's slot; publish phase 1.
 //   2. reduce slice r of the own input with slice r of every peer's slot into the own slot
 //      (slice r of it is read by no one before phase 2); AVG divides; publish phase 2.
@@ -21,23 +21,23 @@
 //   intermediate data stays in cache, and the reduction work is split n ways.
 #include <cstring>
 
-#include "algorithms/algorithms.h"
+#include "algorithms/arena/collectives.h"
+#include "algorithms/arena/slot_step.h"
 #include "algorithms/patterns/ring.h"
-#include "algorithms/shm_step.h"
 #include "reduce/reducer.h"
 
-namespace smddp::algo {
+namespace smddp::algo::arena {
 
-void allReduceShmDirect(Exec& exec, const CollectiveArgs& args) {
+void allReduceDirect(Exec& exec, const CollectiveArgs& args) {
   const int n = exec.size();
   const size_t es = args.elementSize();
-  const size_t chunk = ArenaStep::chunkBytes(exec, es);
+  const size_t chunk = SlotStep::chunkBytes(exec, es);
   const auto* in = static_cast<const unsigned char*>(args.send);
   auto* out = static_cast<unsigned char*>(args.recv);
   for (size_t off = 0; off < args.bytes(); off += chunk) {
     const size_t bytes = std::min(chunk, args.bytes() - off);
     const size_t count = bytes / es;
-    ArenaStep step(exec);
+    SlotStep step(exec);
     step.acquire();
     std::memcpy(step.mine(), in + off, bytes);
     step.publish(1);
@@ -51,16 +51,16 @@ void allReduceShmDirect(Exec& exec, const CollectiveArgs& args) {
   }
 }
 
-void allReduceShmSplit(Exec& exec, const CollectiveArgs& args) {
+void allReduceSplit(Exec& exec, const CollectiveArgs& args) {
   const int n = exec.size();
   const int rank = exec.rank();
   const size_t es = args.elementSize();
-  const size_t chunk = ArenaStep::chunkBytes(exec, es, 2);
+  const size_t chunk = SlotStep::chunkBytes(exec, es, 2);
   const auto* in = static_cast<const unsigned char*>(args.send);
   auto* out = static_cast<unsigned char*>(args.recv);
   for (size_t off = 0; off < args.bytes(); off += chunk) {
     const size_t count = std::min(chunk, args.bytes() - off) / es;
-    ArenaStep step(exec);
+    SlotStep step(exec);
     const patterns::Range slice = patterns::ringChunk(count, n, rank);  // slice r is ours
     const size_t first = slice.begin;
     const size_t mineCount = slice.count;
@@ -94,4 +94,4 @@ void allReduceShmSplit(Exec& exec, const CollectiveArgs& args) {
   }
 }
 
-}  // namespace smddp::algo
+}  // namespace smddp::algo::arena

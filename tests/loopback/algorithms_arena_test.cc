@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The shared-memory arena algorithms over a heap arena shared by thread-ranks (4 KiB slots, so
-// the larger cases run several chunks and both slots): the full all_reduce matrix for shm_direct
-// and shm_split; arena identity checks (ranks in different collectives, or different sizes of one,
-// fail with kMismatch instead of reading each other's data; a one-chunk broadcast's root at its
-// next collective), and roots running ahead without false alarms. Timeouts and dead
-// peers on the arena path are covered by the multi-process failure tests (tests/mp/).
+// the larger cases run several chunks and both slots): the full all_reduce matrix for arena_direct
+// and arena_split; arena identity checks (ranks in different collectives, or different sizes of
+// one, fail with kMismatch instead of reading each other's data; a one-chunk broadcast's root at
+// its next collective), and roots running ahead without false alarms. Timeouts and dead peers on
+// the arena path are covered by the multi-process failure tests (tests/mp/).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -28,12 +28,12 @@ TEST_P(ShmAllReduce, Matrix) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, ShmAllReduce,
-                         ::testing::Combine(::testing::Values("shm_direct", "shm_split"),
+                         ::testing::Combine(::testing::Values("arena_direct", "arena_split"),
                                             ::testing::Values(2, 3, 4, 5, 7, 8, 16)));
 
 // Large enough for many chunks of both slots, with a count no slice split divides evenly.
 TEST(ShmAllReduce, ManyChunksOddCount) {
-  for (const char* name : {"shm_direct", "shm_split"}) {
+  for (const char* name : {"arena_direct", "arena_split"}) {
     const Algorithm& a = algorithm(K::kAllReduce, name);
     runRanks(3, [&](RankContext& ctx) {
       checkAllReduce(ctx, a, {100003, DataType::kFloat32, ReduceOp::kSum, false, 1 << 20});
@@ -43,9 +43,10 @@ TEST(ShmAllReduce, ManyChunksOddCount) {
 }
 
 // Every rank must fail with kMismatch, and the message must name a peer.
-void expectMismatch(int n, const std::function<CollectiveArgs(int rank, std::vector<float>&,
-                                                              std::vector<float>&)>& make,
-                    const std::function<const Algorithm&(int rank)>& pick) {
+void expectMismatch(
+    int n,
+    const std::function<CollectiveArgs(int rank, std::vector<float>&, std::vector<float>&)>& make,
+    const std::function<const Algorithm&(int rank)>& pick) {
   runRanks(n, [&](RankContext& ctx) {
     std::vector<float> send(64, 1.0f), recv(64 * static_cast<size_t>(n), 0.0f);
     CollectiveArgs args = make(ctx.rank, send, recv);
@@ -72,7 +73,7 @@ CollectiveArgs allReduceArgs(std::vector<float>& send, std::vector<float>& recv,
 }
 
 TEST(ShmIdentity, DifferentSizesFailEverywhere) {
-  for (const char* name : {"shm_direct", "shm_split"}) {
+  for (const char* name : {"arena_direct", "arena_split"}) {
     expectMismatch(
         3,
         [](int rank, auto& send, auto& recv) {
@@ -89,12 +90,12 @@ TEST(ShmIdentity, DifferentSizesFailEverywhere) {
 TEST(ShmIdentity, DifferentRootsFailOnTheRootsAtTheirNextCollective) {
   runRanks(3, [&](RankContext& ctx) {
     std::vector<float> buf(64, static_cast<float>(ctx.rank));
-    ctx.run(algorithm(K::kBroadcast, "shm"), broadcastArgs(buf, 64, ctx.rank == 0 ? 0 : 2),
+    ctx.run(algorithm(K::kBroadcast, "arena"), broadcastArgs(buf, 64, ctx.rank == 0 ? 0 : 2),
             1 << 20);
     if (ctx.rank == 1) {
-      ctx.run(algorithm(K::kBarrier, "shm"), CollectiveArgs{}, 1 << 20);  // rank 1 agrees
+      ctx.run(algorithm(K::kBarrier, "arena"), CollectiveArgs{}, 1 << 20);  // rank 1 agrees
     } else {
-      expectBarrierMismatch(ctx, "shm", "broadcast #0", "barrier #1");
+      expectBarrierMismatch(ctx, "arena", "broadcast #0", "barrier #1");
     }
   });
 }
@@ -104,7 +105,7 @@ TEST(ShmIdentity, DifferentRootsOfAManyChunkBroadcastFailInIt) {
   runRanks(2, [&](RankContext& ctx) {
     std::vector<float> buf(4096, static_cast<float>(ctx.rank));
     try {
-      ctx.run(algorithm(K::kBroadcast, "shm"), broadcastArgs(buf, 4096, ctx.rank), 1 << 20);
+      ctx.run(algorithm(K::kBroadcast, "arena"), broadcastArgs(buf, 4096, ctx.rank), 1 << 20);
       ctx.fail("a root returned although the ranks disagree on the root");
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kMismatch) ctx.fail(std::string("wrong error: ") + e.what());
@@ -138,7 +139,7 @@ TEST_P(ShmRunAhead, RootsRunningAheadSeeNoFalseMismatch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Broadcast, ShmRunAhead, ::testing::Values("shm", "shm_eager"));
+INSTANTIATE_TEST_SUITE_P(Broadcast, ShmRunAhead, ::testing::Values("arena", "arena_eager"));
 
 TEST(ShmIdentity, BarrierAgainstAllReduce) {
   expectMismatch(
@@ -150,7 +151,8 @@ TEST(ShmIdentity, BarrierAgainstAllReduce) {
         return b;
       },
       [](int rank) -> const Algorithm& {
-        return rank == 0 ? algorithm(K::kAllReduce, "shm_direct") : algorithm(K::kBarrier, "shm");
+        return rank == 0 ? algorithm(K::kAllReduce, "arena_direct")
+                         : algorithm(K::kBarrier, "arena");
       });
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The eager broadcast (shm_eager) through the arena's ring, over a heap arena shared by
+// The eager broadcast (arena_eager) through the arena's ring, over a heap arena shared by
 // thread-ranks (100-byte test entries, so most cases run several ring uses): a root runs the
 // ring's whole depth ahead of peers that have not entered yet; ranks that disagree on the root
 // fail on the roots, naming the broadcast, by their next collective off the ring (earlier when
@@ -23,15 +23,15 @@ namespace {
 using K = CollectiveKind;
 using namespace std::chrono_literals;
 
-const Algorithm& eager() { return algorithm(K::kBroadcast, "shm_eager"); }
+const Algorithm& eager() { return algorithm(K::kBroadcast, "arena_eager"); }
 
-// The root finishes kRingDepth one-entry broadcasts before any peer enters the first one; then
+// The root finishes kEagerDepth one-entry broadcasts before any peer enters the first one; then
 // the peers run them and get every call's data. With a shallower ring (or the two slots) the
 // root would wait for its peers, which wait for it: both sides time out instead. A further call
 // (the ring wraps: the root must wait until its peers drained the first entry) and a collective
 // off the ring (which settles the root's 64 pending checks) follow.
 TEST(ShmEager, RootRunsTheRingsDepthAhead) {
-  constexpr int kCalls = static_cast<int>(transport::SharedArena::kRingDepth);
+  constexpr int kCalls = static_cast<int>(arena::Segment::kEagerDepth);
   for (int n : {2, 3, 5}) {
     std::atomic<bool> rootDone{false};
     runRanks(n, [&](RankContext& ctx) {
@@ -100,7 +100,7 @@ TEST(ShmEager, DifferentSizesFailOnTheReceiverAtOnceAndOnTheRootLater) {
       }
       return;
     }
-    expectBarrierMismatch(ctx, "shm", "broadcast #0", "barrier #1");
+    expectBarrierMismatch(ctx, "arena", "broadcast #0", "barrier #1");
   });
 }
 

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// SharedArena: layout, heap backing for thread-ranks, and the POSIX shared-memory bootstrap.
-#include "transport/shm/arena.h"
+// Segment: layout, heap backing for thread-ranks, and the POSIX shared-memory bootstrap.
+#include "algorithms/arena/segment.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <cerrno>
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -19,7 +19,7 @@
 #include "smddp/store.h"
 #include "store/backoff.h"
 
-namespace smddp::transport {
+namespace smddp::algo::arena {
 namespace {
 
 constexpr size_t kPage = 4096;
@@ -82,60 +82,59 @@ std::string objectName(const std::string& prefix) {
 
 }  // namespace
 
-size_t SharedArena::roundSlot(size_t slotBytes) {
+size_t Segment::roundSlot(size_t slotBytes) {
   return (std::max<size_t>(slotBytes, 64) + kPage - 1) / kPage * kPage;
 }
 
-size_t SharedArena::ringStride(size_t eagerBytes) {
-  return (sizeof(RingHeader) + std::max<size_t>(eagerBytes, 1) + kLine - 1) / kLine * kLine;
+size_t Segment::eagerStride(size_t eagerBytes) {
+  return (sizeof(EagerHeader) + std::max<size_t>(eagerBytes, 1) + kLine - 1) / kLine * kLine;
 }
 
 namespace {
 size_t ringBytes(size_t eagerBytes) {
-  return (SharedArena::kRingDepth * SharedArena::ringStride(eagerBytes) + kPage - 1) / kPage *
-         kPage;
+  return (Segment::kEagerDepth * Segment::eagerStride(eagerBytes) + kPage - 1) / kPage * kPage;
 }
 }  // namespace
 
-size_t SharedArena::regionBytes(size_t slotBytes, size_t eagerBytes) {
+size_t Segment::regionBytes(size_t slotBytes, size_t eagerBytes) {
   return kControlBytes + ringBytes(eagerBytes) + 2 * roundSlot(slotBytes);
 }
 
-SharedArena::SharedArena(std::shared_ptr<void> memory, unsigned char* base, int rank, int size,
-                         size_t slotBytes, size_t eagerBytes)
+Segment::Segment(std::shared_ptr<void> memory, unsigned char* base, int rank, int size,
+                 size_t slotBytes, size_t eagerBytes)
     : memory_(std::move(memory)),
       base_(base),
       rank_(rank),
       size_(size),
       slotBytes_(roundSlot(slotBytes)),
       eagerBytes_(eagerBytes),
-      ringStride_(ringStride(eagerBytes)),
+      eagerStride_(eagerStride(eagerBytes)),
       slotsOffset_(kControlBytes + ringBytes(eagerBytes)),
       regionBytes_(slotsOffset_ + 2 * slotBytes_) {}
 
-HeapArenaGroup::HeapArenaGroup(int size, size_t slotBytes, size_t eagerBytes)
+HeapSegments::HeapSegments(int size, size_t slotBytes, size_t eagerBytes)
     : size_(size), slotBytes_(slotBytes), eagerBytes_(eagerBytes) {
-  const size_t bytes = SharedArena::regionBytes(slotBytes, eagerBytes) * static_cast<size_t>(size);
+  const size_t bytes = Segment::regionBytes(slotBytes, eagerBytes) * static_cast<size_t>(size);
   void* p = std::aligned_alloc(kPage, bytes);
   if (p == nullptr) throw std::bad_alloc();
   std::memset(p, 0, bytes);
   memory_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
 }
 
-std::unique_ptr<SharedArena> HeapArenaGroup::view(int rank) const {
-  return std::make_unique<SharedArena>(memory_, static_cast<unsigned char*>(memory_.get()), rank,
-                                       size_, slotBytes_, eagerBytes_);
+std::unique_ptr<Segment> HeapSegments::view(int rank) const {
+  return std::make_unique<Segment>(memory_, static_cast<unsigned char*>(memory_.get()), rank, size_,
+                                   slotBytes_, eagerBytes_);
 }
 
-std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& prefix, int rank,
-                                               int size, size_t slotBytes, size_t eagerBytes,
-                                               std::chrono::milliseconds timeout,
-                                               bool wanted, std::string& why) {
+std::unique_ptr<Segment> createSegment(Store& store, const std::string& prefix, int rank, int size,
+                                       size_t slotBytes, size_t eagerBytes,
+                                       std::chrono::milliseconds timeout, bool wanted,
+                                       std::string& why) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  const size_t bytes = SharedArena::regionBytes(slotBytes, eagerBytes) * static_cast<size_t>(size);
+  const size_t bytes = Segment::regionBytes(slotBytes, eagerBytes) * static_cast<size_t>(size);
   auto map = std::make_shared<Mapping>();
   std::string name;
-  const char* const unwanted = "not wanted (SMDDP_SHM=0 or Options::sharedMemory = false)";
+  const char* const unwanted = "not wanted (SMDDP_ARENA=0 or Options::sharedMemory = false)";
   // The layout every rank must share: the slot size, and the eager size, which also decides which
   // broadcasts take the ring (two eager sizes can give one entry size, hence one object size).
   // Rank 0 publishes it with the object's name ("<layout> <name>"; object names have no spaces).
@@ -160,7 +159,7 @@ std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& 
     if (!wanted) {
       why = unwanted;
     } else if (space == std::string::npos || rootLayout != layout) {
-      why = "SMDDP_SHM_SLOT_BYTES/SMDDP_SHM_EAGER_BYTES are " + layout + " here but " +
+      why = "SMDDP_ARENA_SLOT_BYTES/SMDDP_ARENA_EAGER_BYTES are " + layout + " here but " +
             rootLayout + " on rank 0";
     } else {
       name = value.substr(space + 1);
@@ -188,8 +187,8 @@ std::unique_ptr<SharedArena> createSharedArena(Store& store, const std::string& 
     return nullptr;
   }
   auto* base = static_cast<unsigned char*>(map->address);
-  return std::make_unique<SharedArena>(std::shared_ptr<void>(map, base), base, rank, size,
-                                       slotBytes, eagerBytes);
+  return std::make_unique<Segment>(std::shared_ptr<void>(map, base), base, rank, size, slotBytes,
+                                   eagerBytes);
 }
 
-}  // namespace smddp::transport
+}  // namespace smddp::algo::arena

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// RingStep: one use of the arena's eager ring by this rank (layout and rules in
-// transport/shm/arena.h): wait until this rank's entry is free, write it, publish, read the
-// root's, release. The eager broadcast (shm_collectives.cc) is written in these steps only.
+// EagerStep: one use of the arena's eager ring by this rank (layout and rules in
+// algorithms/arena/segment.h): wait until this rank's entry is free, write it, publish, read the
+// root's, release. The eager broadcast (collectives.cc) is written in these steps only.
 //
 // Identity checks: every rank publishes its collective's sequence number and shape hash in its
 // entry at every use; a receiver checks the root's before it copies the data. The root reads
 // nobody, so it leaves the check of its peers' identities pending (PendingChecks, oldest first)
-// and holds its `ringConsumed` at the oldest pending use, which keeps those identities from
+// and holds its `eagerConsumed` at the oldest pending use, which keeps those identities from
 // being overwritten. Pending checks are settled
 //   - as soon as all peers published that use, whenever this rank waits in the ring, in batches
 //     of kSettleBatch as it passes through the ring without waiting, and at the latest when the
@@ -23,23 +23,24 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "algorithms/arena/arena.h"
+#include "algorithms/arena/segment.h"
+#include "algorithms/arena/slot_step.h"
 #include "algorithms/exec.h"
-#include "algorithms/shm_step.h"
-#include "transport/shm/arena.h"
 
-namespace smddp::algo {
+namespace smddp::algo::arena {
 
-class RingStep {
+class EagerStep {
  public:
   // Takes this rank's next ring use and waits until every peer is done with the use that last
-  // had its entry (kRingDepth uses ago).
-  explicit RingStep(Exec& exec);
+  // had its entry (kEagerDepth uses ago).
+  explicit EagerStep(Exec& exec);
 
   // Bytes per use: the ring's payload, whole elements, >= 1 element.
   static size_t chunkBytes(const Exec& exec, size_t elementSize);
 
-  unsigned char* mine() { return arena_.ringData(exec_.rank(), use_); }
-  const unsigned char* of(int r) { return arena_.ringData(r, use_); }
+  unsigned char* mine() { return segment_.eagerData(exec_.rank(), use_); }
+  const unsigned char* of(int r) { return segment_.eagerData(r, use_); }
 
   // Publishes this rank's entry: identity, then the stamp (dataBytes of data, if any, written
   // before); then prefetches the next use's entry for writing.
@@ -61,14 +62,14 @@ class RingStep {
   void waitForPeers(uint64_t need);
   // settle(exec, false) as a wait's aside (Exec::waitWord): the peers may be waiting for it.
   static void settleSome(Exec& exec) { settle(exec, false); }
-  // Stores this rank's `ringConsumed`: its released uses, held at the oldest pending check.
-  static void storeConsumed(Exec& exec, transport::SharedArena& arena);
-  static void checkIdentity(const Exec& exec, transport::SharedArena& arena, int peer, uint64_t use,
+  // Stores this rank's `eagerConsumed`: its released uses, held at the oldest pending check.
+  static void storeConsumed(Exec& exec, Segment& segment);
+  static void checkIdentity(const Exec& exec, Segment& segment, int peer, uint64_t use,
                             const CollectiveDesc& mine);
 
   Exec& exec_;
-  transport::SharedArena& arena_;
+  Segment& segment_;
   uint64_t use_;
 };
 
-}  // namespace smddp::algo
+}  // namespace smddp::algo::arena

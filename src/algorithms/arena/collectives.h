@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: Apache-2.0
+// The arena's collectives (registered in registry.cc as arena_direct, arena_split, arena and
+// arena_eager). Same contract as the message algorithms (algorithms.h), and the communicator
+// must have an arena (arena.h: every rank on one host); without one they fail before touching
+// anything, naming the collective.
+#pragma once
+
+#include "algorithms/collective.h"
+#include "algorithms/exec.h"
+
+namespace smddp::algo::arena {
+
+void allReduceDirect(Exec& exec, const CollectiveArgs& args);  // small messages (all_reduce.cc)
+void allReduceSplit(Exec& exec, const CollectiveArgs& args);   // large messages (all_reduce.cc)
+void broadcast(Exec& exec, const CollectiveArgs& args);        // through the slots
+void broadcastEager(Exec& exec, const CollectiveArgs& args);   // through the eager ring
+void allGather(Exec& exec, const CollectiveArgs& args);
+void barrier(Exec& exec, const CollectiveArgs& args);
+
+}  // namespace smddp::algo::arena
