@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // broadcast, all_gather and barrier through the host's shared-memory arena (slot_step.h).
 //
-// broadcast (shm), per chunk of one slot: the root copies the chunk into its slot and publishes;
+// broadcast (arena), per chunk of one slot: the root copies the chunk into its slot and publishes;
 //   every other rank waits for it, copies it out and releases. On the first chunk the others
 //   also publish their identity and the root checks it, so ranks that disagree on the root fail
 //   (kMismatch) instead of the root returning alone. With one chunk the root does not wait for
@@ -16,11 +16,11 @@
 //   the root's, checks it, copies the chunk out and releases. The root checks its peers'
 //   identities later (eager_ring.h), so it runs up to the ring's depth (kEagerDepth uses) ahead of
 //   the slowest peer instead of one: with more ranks than cores a root fills many entries per
-//   time slice and each peer drains many in its own. Bytes copied as for shm.
-// all_gather (shm), per chunk of half a slot of every rank's block: each rank copies its chunk in
+//   time slice and each peer drains many in its own. Bytes copied as for arena.
+// all_gather (arena), per chunk of half a slot of every rank's block: each rank copies its chunk in
 //   and publishes; each copies every peer's chunk out and releases. Bytes copied per rank: its
 //   block once in, the n-1 others out.
-// barrier (shm): publish, wait for every rank's publication, release: one cache-line write per
+// barrier (arena): publish, wait for every rank's publication, release: one cache-line write per
 //   rank and n-1 reads; no data.
 #include "algorithms/arena/collectives.h"
 
