@@ -30,8 +30,8 @@ void allGatherRing(Exec& exec, const CollectiveArgs& args);   // large messages
 void barrierDissemination(Exec& exec, const CollectiveArgs& args);
 
 // Throws Error(kInvalidArgument) before any message is posted when an algorithm would need more
-// message slots per peer pair than the tag layout has (tag::kMaxSlot + 1); the message names the
+// message indices per peer pair than the tag layout has (tag::kMaxMsg + 1); the message names the
 // collective and suggests a larger SMDDP_SEGMENT_BYTES.
-void requireSlots(const Exec& exec, uint64_t slots, const char* algorithm);
+void requireTagRoom(const Exec& exec, uint64_t messages, const char* algorithm);
 
 }  // namespace smddp::algo

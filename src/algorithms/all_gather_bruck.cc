@@ -3,7 +3,7 @@
 //
 // Steps (patterns/bruck.h): scratch position j holds the block of rank (rank + j) mod n; position
 // 0 starts as this rank's send. In round k (d = 2^k, ceil(log2 n) rounds) send positions [0, c)
-// to rank - d and receive positions [d, d + c) from rank + d in one message each (slot k),
+// to rank - d and receive positions [d, d + c) from rank + d in one message each (message k),
 // c = min(d, n - d). Finally copy position j to blocks[(rank + j) mod n] (and send to
 // blocks[rank] unless in place).
 // Cost per rank: ceil(log2 n) messages; (n-1) * bytes sent and received in total (bytes = one

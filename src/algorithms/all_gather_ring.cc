@@ -31,10 +31,10 @@ struct AllGatherHooks {
 }  // namespace
 
 void allGatherRingPass(Exec& exec, const BlockLayout& layout, const RingGeometry& geo, int shift,
-                       const void* ownSource, uint64_t slotBase) {
+                       const void* ownSource, uint64_t msgBase) {
   AllGatherHooks hooks{layout, patterns::mod(exec.rank() + shift, exec.size()),
                        static_cast<const char*>(ownSource)};
-  runRingPass(exec, layout, geo, shift, slotBase, hooks);
+  runRingPass(exec, layout, geo, shift, msgBase, hooks);
 }
 
 void allGatherRing(Exec& exec, const CollectiveArgs& args) {
@@ -45,7 +45,7 @@ void allGatherRing(Exec& exec, const CollectiveArgs& args) {
                                args.elementSize())
           : BlockLayout::perBlock(args.blocks.data(), args.count, n, args.elementSize());
   const RingGeometry geo = ringGeometry(exec, layout);
-  requireSlots(exec, patterns::ringPassSlots(n, geo.segsPerBlock), "ring all_gather");
+  requireTagRoom(exec, patterns::ringPassMessages(n, geo.segsPerBlock), "ring all_gather");
   void* own = args.block(static_cast<size_t>(exec.rank()));
   if (own != args.send) std::memcpy(own, args.send, args.bytes());
   allGatherRingPass(exec, layout, geo, 0, args.send, 0);

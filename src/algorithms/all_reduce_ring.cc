@@ -18,11 +18,11 @@ void allReduceRing(Exec& exec, const CollectiveArgs& args) {
   const int n = exec.size();
   const BlockLayout recv = BlockLayout::split(args.recv, args.count, n, args.elementSize());
   const RingGeometry geo = ringGeometry(exec, recv);
-  const uint64_t passSlots = patterns::ringPassSlots(n, geo.segsPerBlock);
-  requireSlots(exec, 2 * passSlots, "ring all_reduce");
+  const uint64_t passMessages = patterns::ringPassMessages(n, geo.segsPerBlock);
+  requireTagRoom(exec, 2 * passMessages, "ring all_reduce");
   reduceScatterRingPass(exec, args, geo, 0);
   const int owned = patterns::mod(exec.rank() + 1, n);
-  allGatherRingPass(exec, recv, geo, 1, recv.at(owned, 0), passSlots);
+  allGatherRingPass(exec, recv, geo, 1, recv.at(owned, 0), passMessages);
   exec.waitAll();
 }
 

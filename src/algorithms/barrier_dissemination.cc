@@ -2,10 +2,10 @@
 // Dissemination barrier (Hensgen, Finkel and Manber), any number of ranks.
 //
 // Steps (patterns/bruck.h): in round k = 0..ceil(log2 n)-1, send a zero-byte message to
-// rank + 2^k and wait for one from rank - 2^k (slot k). After round k a rank has heard, directly or
-// through others, from the 2^(k+1) - 1 ranks before it, so after the last round from all of them:
-// no rank leaves before every rank has arrived.
-// Cost per rank: ceil(log2 n) zero-byte messages sent and received; no payload.
+// rank + 2^k and wait for one from rank - 2^k (message k). After round k a rank has heard, directly
+// or through others, from the 2^(k+1) - 1 ranks before it, so after the last round from all of
+// them: no rank leaves before every rank has arrived. Cost per rank: ceil(log2 n) zero-byte
+// messages sent and received; no payload.
 #include "algorithms/algorithms.h"
 #include "algorithms/patterns/bruck.h"
 

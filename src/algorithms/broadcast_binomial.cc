@@ -2,7 +2,7 @@
 // Binomial-tree broadcast for small messages.
 //
 // Steps (patterns/binomial_tree.h): every non-root receives the whole buffer from its parent into
-// recv (slot 0), then sends it to its children, largest subtree first; the root sends from send
+// recv (message 0), then sends it to its children, largest subtree first; the root sends from send
 // and copies send -> recv when not in place. ceil(log2 n) rounds.
 // Cost: one message received per non-root; a rank with c children sends c messages of the whole
 // buffer (root: ceil(log2 n)); total n-1 messages, n-1 times bytes on the wire.

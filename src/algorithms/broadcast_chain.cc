@@ -2,13 +2,13 @@
 // Pipelined chain broadcast for large messages.
 //
 // Steps: ranks form the chain root, root+1, ..., root-1 (mod n). The buffer is cut into G segments
-// of segmentBytes; segment g travels down the chain with slot g. A non-root receives segment g
-// from its predecessor directly into recv and forwards it to its successor. Bounded counters
-// (depth D = kChainDepth): receives run D segments ahead (segments [g, g+D) posted while g is
-// awaited) and at most D sends are in flight (the send of segment g first waits for that of
-// g - D). The root copies send -> recv when not in place, overlapping its sends.
-// Cost: every rank but the last sends G messages, every non-root receives G: bytes on the wire per
-// rank = bytes; time ~ (n - 2 + G) segment transfers.
+// of segmentBytes; segment g travels down the chain with message index g. A non-root receives
+// segment g from its predecessor directly into recv and forwards it to its successor. Bounded
+// counters (depth D = kChainDepth): receives run D segments ahead (segments [g, g+D) posted while g
+// is awaited) and at most D sends are in flight (the send of segment g first waits for that of g -
+// D). The root copies send -> recv when not in place, overlapping its sends. Cost: every rank but
+// the last sends G messages, every non-root receives G: bytes on the wire per rank = bytes; time ~
+// (n - 2 + G) segment transfers.
 #include <algorithm>
 #include <cstring>
 
@@ -26,7 +26,7 @@ void broadcastChain(Exec& exec, const CollectiveArgs& args) {
   const size_t es = args.elementSize();
   const size_t segElems = std::min(patterns::segmentElems(exec.segmentBytes(), es), args.count);
   const size_t segments = patterns::segmentCount(args.count, segElems);
-  requireSlots(exec, segments, "chain broadcast");
+  requireTagRoom(exec, segments, "chain broadcast");
   const int prev = pos > 0 ? patterns::mod(exec.rank() - 1, n) : -1;
   const int next = pos < n - 1 ? patterns::mod(exec.rank() + 1, n) : -1;
   const char* source = static_cast<const char*>(pos == 0 ? args.send : args.recv);

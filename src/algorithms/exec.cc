@@ -60,30 +60,30 @@ Exec::~Exec() {
   if (firstLive_ < posted_) cancelAll();
 }
 
-Exec::Handle Exec::isend(int peer, uint64_t slot, const void* buffer, size_t bytes) {
-  return post(OpKind::kSend, peer, slot, const_cast<void*>(buffer), bytes);
+Exec::Handle Exec::isend(int peer, uint64_t msg, const void* buffer, size_t bytes) {
+  return post(OpKind::kSend, peer, msg, const_cast<void*>(buffer), bytes);
 }
 
-Exec::Handle Exec::irecv(int peer, uint64_t slot, void* buffer, size_t bytes) {
-  return post(OpKind::kRecv, peer, slot, buffer, bytes);
+Exec::Handle Exec::irecv(int peer, uint64_t msg, void* buffer, size_t bytes) {
+  return post(OpKind::kRecv, peer, msg, buffer, bytes);
 }
 
-Exec::Handle Exec::post(OpKind kind, int peer, uint64_t slot, void* buffer, size_t bytes) {
+Exec::Handle Exec::post(OpKind kind, int peer, uint64_t msg, void* buffer, size_t bytes) {
   if (peer < 0 || peer >= size_ || peer == rank_) {
     throw Error(ErrorCode::kInternal, "smddp: rank " + std::to_string(rank_) + ": " +
                                           desc_.describe() + ": algorithm addressed peer " +
                                           std::to_string(peer));
   }
-  if (slot > tag::kMaxSlot) {
+  if (msg > tag::kMaxMsg) {
     throw Error(ErrorCode::kInternal, "smddp: rank " + std::to_string(rank_) + ": " +
-                                          desc_.describe() + ": message slot " +
-                                          std::to_string(slot) + " exceeds the tag layout");
+                                          desc_.describe() + ": message index " +
+                                          std::to_string(msg) + " exceeds the tag layout");
   }
   Op& op = resources_.op(posted_);
   op.kind = kind;
   op.state = OpState::kIdle;
   op.peer = peer;
-  op.tag = tag::make(desc_.kind, desc_.seq, slot, desc_.signature);
+  op.tag = tag::make(desc_.kind, desc_.seq, msg, desc_.signature);
   op.buffer = buffer;
   op.bytes = bytes;
   op.received = 0;
@@ -242,7 +242,7 @@ void Exec::checkFailure(const Op& op) const {
     throw Error(ErrorCode::kMismatch,
                 "smddp: " + where(-1) + ": received " + std::to_string(op.received) +
                     " bytes from " + where(op.peer) + " where " + std::to_string(op.bytes) +
-                    " were expected (slot " + std::to_string(tag::slotOf(op.tag)) +
+                    " were expected (message " + std::to_string(tag::msgOf(op.tag)) +
                     "): the ranks called collectives of different sizes");
   }
   if (!op.failed()) return;
@@ -250,8 +250,8 @@ void Exec::checkFailure(const Op& op) const {
   const int dead = transport_.deadPeer();
   const ErrorCode code = dead == op.peer ? ErrorCode::kPeerFailure : ErrorCode::kTransport;
   throw Error(code, "smddp: " + where(-1) + ": " + (send ? "send to " : "receive from ") +
-                        where(op.peer) + " of " + formatBytes(op.bytes) + " (slot " +
-                        std::to_string(tag::slotOf(op.tag)) + ") failed on " + transport_.name() +
+                        where(op.peer) + " of " + formatBytes(op.bytes) + " (message " +
+                        std::to_string(tag::msgOf(op.tag)) + ") failed on " + transport_.name() +
                         ": " + op.error);
 }
 

@@ -67,10 +67,10 @@ class Exec {
   size_t segmentBytes() const { return settings_.segmentBytes; }
   const CollectiveDesc& desc() const { return desc_; }
 
-  // slot: the message's index within this collective, unique per (sender, receiver) pair and at
-  // most tag::kMaxSlot. The receiver must use the same slot. bytes may be 0.
-  Handle isend(int peer, uint64_t slot, const void* buffer, size_t bytes);
-  Handle irecv(int peer, uint64_t slot, void* buffer, size_t bytes);
+  // msg: the message's index within this collective, unique per (sender, receiver) pair and at
+  // most tag::kMaxMsg. The receiver must use the same index. bytes may be 0.
+  Handle isend(int peer, uint64_t msg, const void* buffer, size_t bytes);
+  Handle irecv(int peer, uint64_t msg, void* buffer, size_t bytes);
   void wait(Handle handle);
   // True once the op finished; throws if it failed.
   bool test(Handle handle);
@@ -104,7 +104,7 @@ class Exec {
   bool cancelAll();
 
  private:
-  Handle post(transport::OpKind kind, int peer, uint64_t slot, void* buffer, size_t bytes);
+  Handle post(transport::OpKind kind, int peer, uint64_t msg, void* buffer, size_t bytes);
   void waitWordSlow(const std::atomic<uint64_t>& word, uint64_t atLeast, int peer,
                     const char* what, void (*aside)(Exec&));
   // One idle poll: bounds (deadline, abort, peer failure), then spin, yield or sleep. wordWhat

@@ -44,7 +44,7 @@ struct ReduceScatterHooks {
 }  // namespace
 
 void reduceScatterRingPass(Exec& exec, const CollectiveArgs& args, const RingGeometry& geo,
-                           uint64_t slotBase) {
+                           uint64_t msgBase) {
   const int n = exec.size();
   const size_t es = args.elementSize();
   const size_t depthBytes = geo.segElems * es;
@@ -56,7 +56,7 @@ void reduceScatterRingPass(Exec& exec, const CollectiveArgs& args, const RingGeo
                            depthBytes,
                            n - 2,
                            n};
-  runRingPass(exec, hooks.recv, geo, 0, slotBase, hooks);
+  runRingPass(exec, hooks.recv, geo, 0, msgBase, hooks);
 }
 
 }  // namespace smddp::algo

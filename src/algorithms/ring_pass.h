@@ -98,11 +98,11 @@ inline RingSegment ringSegment(const Exec& exec, const BlockLayout& layout, cons
 //   void received(const RingSegment&, int depthSlot)      the segment has arrived
 template <class Hooks>
 void runRingPass(Exec& exec, const BlockLayout& layout, const RingGeometry& geo, int shift,
-                 uint64_t slotBase, Hooks& hooks) {
+                 uint64_t msgBase, Hooks& hooks) {
   const int n = exec.size();
   const int next = patterns::ringNext(exec.rank(), n);
   const int prev = patterns::ringPrev(exec.rank(), n);
-  const size_t units = patterns::ringPassSlots(n, geo.segsPerBlock);
+  const size_t units = patterns::ringPassMessages(n, geo.segsPerBlock);
   Exec::Handle recvs[kPassDepth] = {}, sends[kPassDepth] = {};
   bool recvLive[kPassDepth] = {}, sendLive[kPassDepth] = {};
   auto postRecv = [&](size_t u) {
@@ -110,7 +110,7 @@ void runRingPass(Exec& exec, const BlockLayout& layout, const RingGeometry& geo,
     if (in.count == 0) return;
     const int d = static_cast<int>(u % kPassDepth);
     recvs[d] =
-        exec.irecv(prev, slotBase + u, hooks.recvTarget(in, d), in.count * layout.elementSize);
+        exec.irecv(prev, msgBase + u, hooks.recvTarget(in, d), in.count * layout.elementSize);
     recvLive[d] = true;
   };
   for (size_t u = 0; u < std::min<size_t>(units, kPassDepth); ++u) postRecv(u);
@@ -121,7 +121,7 @@ void runRingPass(Exec& exec, const BlockLayout& layout, const RingGeometry& geo,
     sendLive[d] = out.count > 0;
     if (sendLive[d]) {
       sends[d] =
-          exec.isend(next, slotBase + u, hooks.sendSource(out), out.count * layout.elementSize);
+          exec.isend(next, msgBase + u, hooks.sendSource(out), out.count * layout.elementSize);
     }
     if (recvLive[d]) {
       exec.wait(recvs[d]);
@@ -135,11 +135,11 @@ void runRingPass(Exec& exec, const BlockLayout& layout, const RingGeometry& geo,
 // Reduce-scatter pass over args.send -> args.recv (split layout, shift 0): afterwards this rank's
 // chunk rank+1 of recv holds the reduction over all ranks (divided by n for AVG).
 void reduceScatterRingPass(Exec& exec, const CollectiveArgs& args, const RingGeometry& geo,
-                           uint64_t slotBase);
+                           uint64_t msgBase);
 
 // All-gather pass: every block ends up on every rank. ownSource is what this rank sends for its
 // own block (rank + shift) at step 0; every other block is sent from where it was received.
 void allGatherRingPass(Exec& exec, const BlockLayout& layout, const RingGeometry& geo, int shift,
-                       const void* ownSource, uint64_t slotBase);
+                       const void* ownSource, uint64_t msgBase);
 
 }  // namespace smddp::algo

@@ -5,7 +5,7 @@
 smddp_layer(smddp_algorithms
   algorithms/collective.cc
   algorithms/exec.cc
-  algorithms/slots.cc
+  algorithms/tag_room.cc
   algorithms/reduce_scatter_ring.cc
   algorithms/all_reduce_recursive_doubling.cc
   algorithms/all_reduce_ring.cc

@@ -37,7 +37,7 @@ const char* toString(FlightState state) {
 // each half); the stamps order them, seqlock-style: a writer marks the stamp kWriting, writes, then
 // stores its new stamp with release; a reader loads the stamp (acquire), the fields, then the stamp
 // again after an acquire fence, and keeps the fields only if it did not change.
-struct FlightRecorder::Slot {
+struct FlightRecorder::Cell {
   using Rep = Clock::rep;
   // Post half: posted() only.
   std::atomic<uint64_t> postStamp{0};
@@ -86,7 +86,7 @@ void close(std::atomic<uint64_t>& stamp, uint64_t value) {
   stamp.store(value, std::memory_order_release);
 }
 
-// Capacities are powers of two, so finding a slot is a mask, not a division (three per
+// Capacities are powers of two, so finding a cell is a mask, not a division (three per
 // collective on its hot path).
 size_t roundUpToPowerOfTwo(size_t n) {
   size_t p = 1;
@@ -97,16 +97,16 @@ size_t roundUpToPowerOfTwo(size_t n) {
 }  // namespace
 
 FlightRecorder::FlightRecorder(size_t capacity)
-    : capacity_(roundUpToPowerOfTwo(capacity)), slots_(new Slot[capacity_]) {}
+    : capacity_(roundUpToPowerOfTwo(capacity)), cells_(new Cell[capacity_]) {}
 
 FlightRecorder::~FlightRecorder() = default;
 
-FlightRecorder::Slot& FlightRecorder::slotFor(uint64_t seq) const {
-  return slots_[seq & (capacity_ - 1)];
+FlightRecorder::Cell& FlightRecorder::cellFor(uint64_t seq) const {
+  return cells_[seq & (capacity_ - 1)];
 }
 
 void FlightRecorder::posted(uint64_t seq, const Signature& sig, Clock::time_point now) {
-  Slot& s = slotFor(seq);
+  Cell& s = cellFor(seq);
   open(s.postStamp);
   s.kind.store(sig.kind, kRelaxed);
   s.dtype.store(sig.dtype, kRelaxed);
@@ -120,7 +120,7 @@ void FlightRecorder::posted(uint64_t seq, const Signature& sig, Clock::time_poin
 }
 
 void FlightRecorder::started(uint64_t seq, Clock::time_point now) {
-  Slot& s = slotFor(seq);
+  Cell& s = cellFor(seq);
   if (s.postStamp.load(std::memory_order_acquire) != postStampOf(seq)) return;  // overwritten
   open(s.runStamp);
   s.state.store(FlightState::kRunning, kRelaxed);
@@ -130,7 +130,7 @@ void FlightRecorder::started(uint64_t seq, Clock::time_point now) {
 }
 
 void FlightRecorder::ended(uint64_t seq, const char* error, Clock::time_point now) {
-  Slot& s = slotFor(seq);
+  Cell& s = cellFor(seq);
   if (s.postStamp.load(std::memory_order_acquire) != postStampOf(seq)) return;
   if (error != nullptr) {
     std::lock_guard<std::mutex> lock(s.errorMutex);
@@ -148,7 +148,7 @@ void FlightRecorder::ended(uint64_t seq, const char* error, Clock::time_point no
 }
 
 std::optional<FlightEntry> FlightRecorder::find(uint64_t seq) const {
-  const Slot& s = slotFor(seq);
+  const Cell& s = cellFor(seq);
   for (int attempt = 0; attempt < kReadAttempts; ++attempt) {
     const uint64_t post = s.postStamp.load(std::memory_order_acquire);
     if (post != kWriting && post != postStampOf(seq)) return std::nullopt;  // empty or another's

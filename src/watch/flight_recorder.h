@@ -61,11 +61,11 @@ class FlightRecorder {
   std::string format(std::chrono::steady_clock::time_point origin) const;
 
  private:
-  struct Slot;
-  Slot& slotFor(uint64_t seq) const;
+  struct Cell;
+  Cell& cellFor(uint64_t seq) const;
 
   size_t capacity_;  // a power of two
-  std::unique_ptr<Slot[]> slots_;
+  std::unique_ptr<Cell[]> cells_;
   // Highest posted seq + 1: entries [recorded_ - capacity, recorded_) may be live.
   std::atomic<uint64_t> recorded_{0};
 };

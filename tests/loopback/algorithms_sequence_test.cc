@@ -3,7 +3,8 @@
 // sequence numbers, mixed algorithms, one ExecResources per rank reused throughout, and ranks
 // skewed so that a fast rank posts the next collective's messages while its peers are still in the
 // previous one. Any cross-talk between collectives shows up as wrong data or a timeout.
-// Also: a collective that would overflow the tag's slot field fails up front on every rank.
+// Also: a collective that would overflow the tag's message index field fails up front on every
+// rank.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -66,9 +67,10 @@ TEST_P(Sequence, MixedAlgorithmsBackToBack) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, Sequence, ::testing::Values(2, 3, 5, 8, 16));
 
-// With 1-byte segments, 2^24 + 2 uint8 elements need more than 2^24 slots; every rank must fail
-// with kInvalidArgument before posting anything (so nobody waits for a peer that gave up).
-void expectSlotOverflow(K kind, const char* name, size_t count) {
+// With 1-byte segments, 2^24 + 2 uint8 elements need more than 2^24 message indices; every rank
+// must fail with kInvalidArgument before posting anything (so nobody waits for a peer that gave
+// up).
+void expectMessageIndexOverflow(K kind, const char* name, size_t count) {
   const Algorithm& a = algorithm(kind, name);
   runRanks(2, [&](RankContext& ctx) {
     std::vector<unsigned char> send(count, 1), recv(count * (kind == K::kAllGather ? 2 : 1));
@@ -80,7 +82,8 @@ void expectSlotOverflow(K kind, const char* name, size_t count) {
     args.dtype = DataType::kUInt8;
     try {
       ctx.run(a, args, 1);
-      ctx.fail(std::string(name) + ": no error for a collective that overflows the slot field");
+      ctx.fail(std::string(name) +
+               ": no error for a collective that overflows the message index field");
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kInvalidArgument ||
           std::string(e.what()).find("SMDDP_SEGMENT_BYTES") == std::string::npos) {
@@ -92,9 +95,9 @@ void expectSlotOverflow(K kind, const char* name, size_t count) {
 
 TEST(SlotBudget, OverflowFailsUpFrontOnEveryRank) {
   const size_t justOver = (size_t{1} << 24) + 2;
-  expectSlotOverflow(K::kAllReduce, "ring", justOver);
-  expectSlotOverflow(K::kBroadcast, "chain", justOver);
-  expectSlotOverflow(K::kAllGather, "ring", justOver);
+  expectMessageIndexOverflow(K::kAllReduce, "ring", justOver);
+  expectMessageIndexOverflow(K::kBroadcast, "chain", justOver);
+  expectMessageIndexOverflow(K::kAllGather, "ring", justOver);
 }
 
 }  // namespace

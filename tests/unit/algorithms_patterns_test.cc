@@ -131,9 +131,9 @@ TEST(Patterns, RingSlotsAreDistinctAndBounded) {
       std::set<uint64_t> seen;
       for (int s = 0; s < n - 1; ++s)
         for (size_t g = 0; g < segs; ++g) seen.insert(ringSlot(100, s, g, segs));
-      EXPECT_EQ(seen.size(), ringPassSlots(n, segs));
+      EXPECT_EQ(seen.size(), ringPassMessages(n, segs));
       EXPECT_EQ(*seen.begin(), 100u);
-      EXPECT_EQ(*seen.rbegin(), 100 + ringPassSlots(n, segs) - 1);
+      EXPECT_EQ(*seen.rbegin(), 100 + ringPassMessages(n, segs) - 1);
     }
   }
 }

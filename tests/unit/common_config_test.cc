@@ -97,10 +97,10 @@ TEST(Config, ReadmeMirrorsEveryVariable) {
 
 TEST(Tag, FieldsRoundTripAndStayInTheirBits) {
   for (uint64_t seq : {uint64_t{0}, uint64_t{1}, tag::kSeqMask, tag::kSeqMask + 5}) {
-    for (uint64_t slot : {uint64_t{0}, uint64_t{77}, tag::kMaxSlot}) {
+    for (uint64_t msg : {uint64_t{0}, uint64_t{77}, tag::kMaxMsg}) {
       for (uint64_t sig : {uint64_t{0}, uint64_t{0x5a5}, tag::kSigMask}) {
-        const uint64_t t = tag::make(CollectiveKind::kAllGather, seq, slot, sig);
-        EXPECT_EQ(tag::slotOf(t), slot);
+        const uint64_t t = tag::make(CollectiveKind::kAllGather, seq, msg, sig);
+        EXPECT_EQ(tag::msgOf(t), msg);
         EXPECT_EQ(tag::seqOf(t), seq & tag::kSeqMask);
         EXPECT_EQ(tag::sigOf(t), sig);
         EXPECT_EQ(tag::kindOf(t), 3u);

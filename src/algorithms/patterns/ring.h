@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Ring geometry: how a buffer splits into per-rank chunks, which block a rank sends and receives at
 // each step of a ring pass, and how blocks split into pipelining segments.
-// Invariant: sender and receiver derive the same block, segment and slot from the same step, so a
-// message is skipped (zero elements) on both sides or on neither.
+// Invariant: sender and receiver derive the same block, segment and message index from the same
+// step, so a message is skipped (zero elements) on both sides or on neither.
 #pragma once
 
 #include <algorithm>
@@ -59,11 +59,11 @@ inline Range segmentOf(size_t blockElems, size_t segElems, size_t g) {
 }
 
 // Slots of one ring pass: step s, segment g -> base + s * segsPerBlock + g. A pass uses
-// (n-1) * segsPerBlock slots; every slot goes from one rank to its ring successor only.
+// (n-1) * segsPerBlock messages; every message goes from one rank to its ring successor only.
 inline uint64_t ringSlot(uint64_t base, int step, size_t g, size_t segsPerBlock) {
   return base + static_cast<uint64_t>(step) * segsPerBlock + g;
 }
-inline uint64_t ringPassSlots(int n, size_t segsPerBlock) {
+inline uint64_t ringPassMessages(int n, size_t segsPerBlock) {
   return static_cast<uint64_t>(n - 1) * segsPerBlock;
 }
 
