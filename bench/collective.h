@@ -30,8 +30,10 @@ struct CollectiveSpec {
   // Elements per rank (the count column) for a row of `bytes`, rounded down.
   size_t (*countFor)(size_t bytes, size_t elemSize, int nranks);
   size_t (*sendCount)(size_t count, int nranks);
-  size_t (*recvCount)(size_t count, int nranks);  // also the row's size: recvCount * elemSize
-  // Where, in elements of recv, this rank's input lies when the collective runs in place.
+  // The row's size is the larger of the two buffers (nccl-tests: the whole buffer).
+  size_t (*recvCount)(size_t count, int nranks);
+  // Where this rank's input lies in recv (in elements) when the collective runs in place; with
+  // outputInInput, where its output lies in send.
   size_t (*inPlaceOffset)(size_t count, int nranks, int rank);
   double (*busBwFactor)(int nranks);
   double (*input)(const CaseParams& p, size_t index);     // this rank's send[index]
@@ -42,11 +44,15 @@ struct CollectiveSpec {
   // The same call through the blocking form (-z 1: as MPI's blocking collectives).
   void (*runBlocking)(Communicator& comm, const CaseParams& p, const void* send, void* recv,
                       size_t count);
+  // In place puts the output inside the input (reduce_scatter) rather than the input inside the
+  // output (all_gather, all_reduce, broadcast).
+  bool outputInInput = false;
 };
 
 const CollectiveSpec& allReduceSpec();
 const CollectiveSpec& broadcastSpec();
 const CollectiveSpec& allGatherSpec();
 const CollectiveSpec& barrierSpec();
+const CollectiveSpec& reduceScatterSpec();
 
 }  // namespace smddp::bench

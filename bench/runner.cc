@@ -3,6 +3,7 @@
 // waiting (the engine runs them in order), as nccl-tests launches its iterations back to back.
 #include "runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -46,10 +47,26 @@ T reduceOverRanks(Communicator& comm, T value, DataType dtype, ReduceOp op) {
   return value;
 }
 
-// The input of this rank for the group: send for out of place, its slot of recv in place.
+// The input of this rank for the group: send for out of place, its block of recv in place
+// (send with outputInInput).
 char* inputOf(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool inPlace) {
+  if (!inPlace || ctx.spec.outputInInput) return b.send.get();
   const size_t offset = ctx.spec.inPlaceOffset(p.count, p.nranks, p.rank);
-  return inPlace ? b.recv.get() + offset * dataTypeSize(p.dtype) : b.send.get();
+  return b.recv.get() + offset * dataTypeSize(p.dtype);
+}
+
+// Where the output goes: recv, or this rank's block of send when an outputInInput collective
+// runs in place.
+char* outputOf(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool inPlace) {
+  if (!inPlace || !ctx.spec.outputInInput) return b.recv.get();
+  const size_t offset = ctx.spec.inPlaceOffset(p.count, p.nranks, p.rank);
+  return b.send.get() + offset * dataTypeSize(p.dtype);
+}
+
+// The row's size in bytes: the larger buffer.
+size_t rowBytes(const CollectiveSpec& spec, const CaseParams& p) {
+  return std::max(spec.sendCount(p.count, p.nranks), spec.recvCount(p.count, p.nranks)) *
+         dataTypeSize(p.dtype);
 }
 
 void fillInput(const RunnerContext& ctx, const CaseParams& p, char* input) {
@@ -70,17 +87,18 @@ void runWaited(const RunnerContext& ctx, const CaseParams& p, const void* input,
 // Average microseconds per iteration on the slowest rank.
 double timeGroup(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool inPlace) {
   char* input = inputOf(ctx, p, b, inPlace);
+  char* output = outputOf(ctx, p, b, inPlace);
   fillInput(ctx, p, input);
-  for (int i = 0; i < ctx.opts.warmupIters; ++i) runWaited(ctx, p, input, b.recv.get());
+  for (int i = 0; i < ctx.opts.warmupIters; ++i) runWaited(ctx, p, input, output);
   ctx.comm.barrier().wait();
   const auto start = Clock::now();
   std::vector<Request> requests;
   requests.reserve(ctx.opts.blocking == 0 ? ctx.opts.iters : 0);
   for (int i = 0; i < ctx.opts.iters; ++i) {
     if (ctx.opts.blocking == 0) {
-      requests.push_back(ctx.spec.run(ctx.comm, p, input, b.recv.get(), p.count));
+      requests.push_back(ctx.spec.run(ctx.comm, p, input, output, p.count));
     } else {
-      runWaited(ctx, p, input, b.recv.get());
+      runWaited(ctx, p, input, output);
     }
   }
   for (Request& r : requests) r.wait();
@@ -98,11 +116,13 @@ struct CheckCounts {
 // bytes.
 CheckCounts checkGroup(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool inPlace) {
   const size_t recvCount = ctx.spec.recvCount(p.count, p.nranks);
-  char* recv = b.recv.get();
-  char* guard = recv + recvCount * dataTypeSize(p.dtype);
-  for (size_t i = 0; i < recvCount; ++i) storeElement(p.dtype, recv, i, poisonValue(p.dtype));
+  char* recv = outputOf(ctx, p, b, inPlace);
+  if (recv == b.recv.get()) {  // poisoned first: an input inside recv is written next
+    for (size_t i = 0; i < recvCount; ++i) storeElement(p.dtype, recv, i, poisonValue(p.dtype));
+  }
   char* input = inputOf(ctx, p, b, inPlace);
   fillInput(ctx, p, input);
+  char* guard = b.recv.get() + recvCount * dataTypeSize(p.dtype);
   fillGuard(guard);
   runWaited(ctx, p, input, recv);
   CheckCounts c;
@@ -117,8 +137,7 @@ GroupResult runGroup(const RunnerContext& ctx, const CaseParams& p, Buffers& b, 
                      int64_t& oob) {
   GroupResult g;
   g.timeUs = timeGroup(ctx, p, b, inPlace);
-  const size_t bytes = ctx.spec.recvCount(p.count, p.nranks) * dataTypeSize(p.dtype);
-  g.algBw = algBandwidth(bytes, g.timeUs);
+  g.algBw = algBandwidth(rowBytes(ctx.spec, p), g.timeUs);
   g.busBw = g.algBw * ctx.spec.busBwFactor(p.nranks);
   if (ctx.opts.check && ctx.spec.movesData) {
     const CheckCounts c = checkGroup(ctx, p, b, inPlace);
@@ -138,7 +157,7 @@ GroupResult runGroup(const RunnerContext& ctx, const CaseParams& p, Buffers& b, 
 RowResult runRow(const RunnerContext& ctx, const CaseParams& p, Buffers& b, int64_t& oob) {
   RowResult row;
   row.count = p.count;
-  row.bytes = ctx.spec.recvCount(p.count, p.nranks) * dataTypeSize(p.dtype);
+  row.bytes = rowBytes(ctx.spec, p);
   row.type = ctx.spec.movesData ? toString(p.dtype) : "none";
   row.redop = ctx.spec.usesOp ? toString(p.op) : "none";
   row.root = ctx.spec.usesRoot ? p.root : -1;

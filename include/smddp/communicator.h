@@ -62,6 +62,10 @@ class Communicator {
   // recvs[r] = send of rank r; recvs.size() == size(), each with send.count elements.
   Request allGather(const Buffer& send, const std::vector<Buffer>& recvs);
   Request barrier();
+  // recv (send.count / size elements) = op over all ranks of their send block `rank`: send holds
+  // size() blocks of recv.count elements, in rank order. In place when recv.data == send.data +
+  // rank * recv.bytes().
+  Request reduceScatter(const Buffer& send, const Buffer& recv, ReduceOp op);
 
   // Blocking forms of the above (as MPI_Allreduce to MPI_Iallreduce): return once the collective
   // completed on this rank, throwing its Error if it failed (bad arguments throw before anything
@@ -73,6 +77,7 @@ class Communicator {
   void allGatherBlocking(const Buffer& send, const Buffer& recv);
   void allGatherBlocking(const Buffer& send, const std::vector<Buffer>& recvs);
   void barrierBlocking();
+  void reduceScatterBlocking(const Buffer& send, const Buffer& recv, ReduceOp op);
 
   // Makes every pending and later wait fail with Error(kAborted). Safe from any thread.
   void abort();

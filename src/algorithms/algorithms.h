@@ -26,6 +26,9 @@ void broadcastChain(Exec& exec, const CollectiveArgs& args);     // large messag
 void allGatherBruck(Exec& exec, const CollectiveArgs& args);  // small messages
 void allGatherRing(Exec& exec, const CollectiveArgs& args);   // large messages
 
+// reduce_scatter
+void reduceScatterRing(Exec& exec, const CollectiveArgs& args);  // any size
+
 // barrier
 void barrierDissemination(Exec& exec, const CollectiveArgs& args);
 

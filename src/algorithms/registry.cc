@@ -32,8 +32,10 @@ std::string lower(std::string s) {
 
 const std::vector<std::pair<const char*, CollectiveKind>>& collectiveNames() {
   static const std::vector<std::pair<const char*, CollectiveKind>> names = {
-      {"all_reduce", K::kAllReduce}, {"allreduce", K::kAllReduce}, {"broadcast", K::kBroadcast},
-      {"all_gather", K::kAllGather}, {"allgather", K::kAllGather}, {"barrier", K::kBarrier}};
+      {"all_reduce", K::kAllReduce},         {"allreduce", K::kAllReduce},
+      {"broadcast", K::kBroadcast},          {"all_gather", K::kAllGather},
+      {"allgather", K::kAllGather},          {"barrier", K::kBarrier},
+      {"reduce_scatter", K::kReduceScatter}, {"reducescatter", K::kReduceScatter}};
   return names;
 }
 
@@ -70,7 +72,7 @@ CollectiveKind parseCollective(const std::string& spec, const std::string& entry
   badSpec(spec, entry,
           "unknown collective \"" + name +
               "\"; valid: all_reduce (allreduce), broadcast, all_gather "
-              "(allgather), barrier");
+              "(allgather), barrier, reduce_scatter (reducescatter)");
 }
 
 }  // namespace
@@ -108,6 +110,12 @@ const std::vector<Algorithm>& registry() {
        "shared memory, one host: each copies its block in, all the rest out", arena::allGather,
        kSlots},
       {K::kBarrier, "arena", "shared memory, one host: one flag per rank", arena::barrier, kSlots},
+      {K::kReduceScatter, "ring",
+       "segmented ring pass, (n-1) blocks sent and reduced per rank; partials in scratch",
+       reduceScatterRing},
+      {K::kReduceScatter, "arena",
+       "shared memory, one host: all copy their input in, each reduces its block of all n",
+       arena::reduceScatter, kSlots},
   };
   return algorithms;
 }

@@ -31,7 +31,8 @@ const std::vector<Algorithm>& registry();
 const Algorithm* findAlgorithm(CollectiveKind kind, const char* name);
 
 // Parsed SMDDP_ALGO: collective -> algorithm name. Accepts allreduce / all_reduce, broadcast,
-// allgather / all_gather, barrier. Throws Error(kInvalidArgument) naming the bad entry.
+// reduce_scatter / reducescatter, allgather / all_gather, barrier. Throws Error(kInvalidArgument)
+// naming the bad entry.
 using AlgorithmOverrides = std::map<CollectiveKind, std::string>;
 AlgorithmOverrides parseAlgorithmOverrides(const std::string& spec);
 

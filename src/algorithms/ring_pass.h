@@ -132,10 +132,12 @@ void runRingPass(Exec& exec, const BlockLayout& layout, const RingGeometry& geo,
   }
 }
 
-// Reduce-scatter pass over args.send -> args.recv (split layout, shift 0): afterwards this rank's
-// chunk rank+1 of recv holds the reduction over all ranks (divided by n for AVG).
-void reduceScatterRingPass(Exec& exec, const CollectiveArgs& args, const RingGeometry& geo,
-                           uint64_t msgBase);
+// Reduce-scatter pass (reduce_scatter_ring.cc): the blocks of `in` reduced over all ranks into
+// `work`; afterwards this rank's block rank+1+shift holds the reduction (divided by n for AVG),
+// in `finalOut` when given, else in work.
+void reduceScatterRingPass(Exec& exec, const CollectiveArgs& args, const BlockLayout& in,
+                           const BlockLayout& work, void* finalOut, const RingGeometry& geo,
+                           int shift, uint64_t msgBase);
 
 // All-gather pass: every block ends up on every rank. ownSource is what this rank sends for its
 // own block (rank + shift) at step 0; every other block is sent from where it was received.

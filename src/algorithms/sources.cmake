@@ -19,6 +19,7 @@ smddp_layer(smddp_algorithms
   algorithms/arena/all_reduce.cc
   algorithms/arena/collectives.cc
   algorithms/arena/eager_ring.cc
+  algorithms/arena/reduce_scatter.cc
   algorithms/registry.cc
   algorithms/selector.cc)
 target_link_libraries(smddp_algorithms PUBLIC smddp_transport smddp_store smddp_reduce smddp_common)

@@ -10,6 +10,8 @@ const char* toString(CollectiveKind kind) {
     case CollectiveKind::kBroadcast: return "broadcast";
     case CollectiveKind::kAllGather: return "all_gather";
     case CollectiveKind::kBarrier: return "barrier";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
     case CollectiveKind::kControl: return "control";
   }
   return "unknown-collective";

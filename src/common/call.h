@@ -23,6 +23,7 @@ enum class CollectiveKind : uint8_t {
   kBroadcast = 2,
   kAllGather = 3,
   kBarrier = 4,
+  kReduceScatter = 5,
   kControl = 15,  // bootstrap and out-of-band checks
 };
 const char* toString(CollectiveKind kind);
@@ -30,7 +31,7 @@ const char* toString(CollectiveKind kind);
 struct Call {
   CollectiveKind kind = CollectiveKind::kBarrier;
   DataType dtype = DataType::kUInt8;
-  size_t count = 0;  // elements (all_gather: per rank)
+  size_t count = 0;  // elements (all_gather: per rank in; reduce_scatter: per rank out)
   ReduceOp op = ReduceOp::kSum;
   int root = -1;
 
@@ -41,7 +42,9 @@ struct Call {
   static constexpr bool carriesData(CollectiveKind k) {
     return k != CollectiveKind::kBarrier && k != CollectiveKind::kControl;
   }
-  static constexpr bool reduces(CollectiveKind k) { return k == CollectiveKind::kAllReduce; }
+  static constexpr bool reduces(CollectiveKind k) {
+    return k == CollectiveKind::kAllReduce || k == CollectiveKind::kReduceScatter;
+  }
   static constexpr bool rooted(CollectiveKind k) { return k == CollectiveKind::kBroadcast; }
   bool carriesData() const { return carriesData(kind); }
   bool reduces() const { return reduces(kind); }

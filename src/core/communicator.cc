@@ -90,6 +90,10 @@ Request Communicator::allGather(const Buffer& send, const std::vector<Buffer>& r
 
 Request Communicator::barrier() { return impl_->post(barrierArgs()); }
 
+Request Communicator::reduceScatter(const Buffer& send, const Buffer& recv, ReduceOp op) {
+  return impl_->post(core::checkReduceScatter({rank(), size()}, send, recv, op));
+}
+
 void Communicator::allReduceBlocking(const Buffer& send, const Buffer& recv, ReduceOp op) {
   impl_->runBlocking(core::checkAllReduce({rank(), size()}, send, recv, op));
 }
@@ -107,6 +111,10 @@ void Communicator::allGatherBlocking(const Buffer& send, const std::vector<Buffe
 }
 
 void Communicator::barrierBlocking() { impl_->runBlocking(barrierArgs()); }
+
+void Communicator::reduceScatterBlocking(const Buffer& send, const Buffer& recv, ReduceOp op) {
+  impl_->runBlocking(core::checkReduceScatter({rank(), size()}, send, recv, op));
+}
 
 void Communicator::abort() { impl_->abort(); }
 void Communicator::setTimeout(std::chrono::milliseconds timeout) { impl_->setTimeout(timeout); }

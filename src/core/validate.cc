@@ -84,6 +84,17 @@ inline void checkSendRecvPair(const CallSite& at, CollectiveKind kind, const Buf
   if (!valid) rejectSendRecvPair(at, kind, send, recv);
 }
 
+void checkOp(const CallSite& at, CollectiveKind kind, DataType dtype, ReduceOp op) {
+  if (static_cast<int>(op) >= kNumReduceOps) {
+    fail(at, kind, ErrorCode::kInvalidArgument, "invalid reduction op");
+  }
+  if (!reduce::supported(dtype, op)) {
+    fail(at, kind, ErrorCode::kUnsupported,
+         std::string("op ") + toString(op) + " is not supported for " + toString(dtype) +
+             (op == ReduceOp::kAvg ? " (avg needs a floating-point type)" : ""));
+  }
+}
+
 }  // namespace
 
 algo::CollectiveArgs checkAllReduce(const CallSite& at, const Buffer& send, const Buffer& recv,
@@ -92,14 +103,7 @@ algo::CollectiveArgs checkAllReduce(const CallSite& at, const Buffer& send, cons
   checkBuffer(at, kind, "send", send);
   checkBuffer(at, kind, "recv", recv);
   checkSendRecvPair(at, kind, send, recv);
-  if (static_cast<int>(op) >= kNumReduceOps) {
-    fail(at, kind, ErrorCode::kInvalidArgument, "invalid reduction op");
-  }
-  if (!reduce::supported(send.dtype, op)) {
-    fail(at, kind, ErrorCode::kUnsupported,
-         std::string("op ") + toString(op) + " is not supported for " + toString(send.dtype) +
-             (op == ReduceOp::kAvg ? " (avg needs a floating-point type)" : ""));
-  }
+  checkOp(at, kind, send.dtype, op);
   return {Call::of(kind, send.dtype, send.count, op), send.data, recv.data};
 }
 
@@ -139,6 +143,29 @@ algo::CollectiveArgs checkAllGather(const CallSite& at, const Buffer& send, cons
          "rank * send bytes)");
   }
   return {Call::of(kind, send.dtype, send.count), send.data, recv.data};
+}
+
+algo::CollectiveArgs checkReduceScatter(const CallSite& at, const Buffer& send, const Buffer& recv,
+                                        ReduceOp op) {
+  const auto kind = CollectiveKind::kReduceScatter;
+  checkBuffer(at, kind, "send", send);
+  checkBuffer(at, kind, "recv", recv);
+  checkSameType(at, kind, send, recv);
+  const size_t n = static_cast<size_t>(at.size);
+  if (send.count != recv.count * n) {
+    fail(at, kind, ErrorCode::kInvalidArgument,
+         describe("send", send) + " must hold size x recv count = " + std::to_string(n) + " x " +
+             std::to_string(recv.count) + " elements");
+  }
+  const void* mine =
+      static_cast<const unsigned char*>(send.data) + recv.bytes() * static_cast<size_t>(at.rank);
+  if (recv.data != mine && overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
+    fail(at, kind, ErrorCode::kInvalidArgument,
+         "recv overlaps send but is not this rank's block of it (in place means recv == send + "
+         "rank * recv bytes)");
+  }
+  checkOp(at, kind, send.dtype, op);
+  return {Call::of(kind, recv.dtype, recv.count, op), send.data, recv.data};
 }
 
 algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,

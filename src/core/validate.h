@@ -21,6 +21,9 @@ algo::CollectiveArgs checkAllReduce(const CallSite& at, const Buffer& send, cons
 algo::CollectiveArgs checkBroadcast(const CallSite& at, const Buffer& send, const Buffer& recv,
                                     int root);
 algo::CollectiveArgs checkAllGather(const CallSite& at, const Buffer& send, const Buffer& recv);
+// send holds size blocks of recv.count elements; recv = op over ranks of block `rank`.
+algo::CollectiveArgs checkReduceScatter(const CallSite& at, const Buffer& send, const Buffer& recv,
+                                        ReduceOp op);
 algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,
                                         const std::vector<Buffer>& recvs);
 

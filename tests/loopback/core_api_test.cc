@@ -2,6 +2,7 @@
 // The public Communicator API end to end over the loopback transport: each collective, in place
 // and out of place, list outputs, zero counts, one rank, asynchronous requests and callbacks.
 // Expected values are closed forms of (rank, index).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -105,6 +106,35 @@ TEST_P(CoreApi, AllGatherContiguousInPlaceAndList) {
       }
     }
   });
+}
+
+TEST_P(CoreApi, ReduceScatterOutOfPlaceInPlaceAndBlocking) {
+  const int n = GetParam();
+  auto comms = makeLoopbackGroup(n);
+  for (size_t count : {size_t{0}, size_t{1}, size_t{13}, size_t{1000}}) {
+    runRanks(comms, [&](int rank, Communicator& c) {
+      const size_t total = count * static_cast<size_t>(n);
+      std::vector<float> in(total), out(count, -1.f), blocking(count, -1.f);
+      for (size_t j = 0; j < total; ++j) in[j] = value(rank, j);
+      const Buffer send(in.data(), total, DataType::kFloat32);
+      c.reduceScatter(send, Buffer(out.data(), count, DataType::kFloat32), ReduceOp::kMax).wait();
+      c.reduceScatterBlocking(send, Buffer(blocking.data(), count, DataType::kFloat32),
+                              ReduceOp::kSum);
+      float* mine = in.data() + static_cast<size_t>(rank) * count;
+      c.reduceScatter(send, Buffer(mine, count, DataType::kFloat32), ReduceOp::kSum).wait();
+      for (size_t i = 0; i < count; ++i) {
+        const size_t j = static_cast<size_t>(rank) * count + i;
+        float sum = 0, max = value(0, j);
+        for (int r = 0; r < n; ++r) {
+          sum += value(r, j);
+          max = std::max(max, value(r, j));
+        }
+        ASSERT_EQ(out[i], max) << "max: rank " << rank << " index " << i << " count " << count;
+        ASSERT_EQ(blocking[i], sum) << "blocking sum: rank " << rank << " index " << i;
+        ASSERT_EQ(mine[i], sum) << "in place: rank " << rank << " index " << i;
+      }
+    });
+  }
 }
 
 TEST_P(CoreApi, ZeroCountAndBarrier) {

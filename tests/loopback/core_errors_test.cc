@@ -50,6 +50,24 @@ TEST(CoreErrors, BadArgumentsNameTheProblemAndLeaveTheCommunicatorUsable) {
     EXPECT_NE(msg.find("all_gather"), std::string::npos) << msg;
     msg = expectError([&] { c.allGather(Buffer(a.data(), 8, F), Buffer(b.data(), 8, DataType::kInt32)); },
                       ErrorCode::kInvalidArgument);
+    msg = expectError(
+        [&] { c.reduceScatter(Buffer(big.data(), 24, F), Buffer(a.data(), 7, F), ReduceOp::kSum); },
+        ErrorCode::kInvalidArgument);
+    EXPECT_NE(msg.find("reduce_scatter"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("size x recv count = 3 x 7"), std::string::npos) << msg;
+    msg = expectError(
+        [&] {
+          c.reduceScatter(Buffer(big.data(), 24, F), Buffer(big.data() + 1, 8, F), ReduceOp::kSum);
+        },
+        ErrorCode::kInvalidArgument);
+    EXPECT_NE(msg.find("not this rank's block"), std::string::npos) << msg;
+    msg = expectError(
+        [&] {
+          c.reduceScatter(Buffer(ints.data(), 6, DataType::kInt32),
+                          Buffer(ints.data() + 6, 2, DataType::kInt32), ReduceOp::kAvg);
+        },
+        ErrorCode::kUnsupported);
+    EXPECT_NE(msg.find("reduce_scatter: op avg"), std::string::npos) << msg;
     // Nothing was queued: the next collective gets sequence number 0 and works.
     auto req = c.allReduce(Buffer(a.data(), 8, F), Buffer(b.data(), 8, F), ReduceOp::kSum);
     EXPECT_EQ(req.sequence(), 0u);

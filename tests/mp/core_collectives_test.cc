@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The four collectives through the public API in separate processes over real libfabric (shm and
+// Every collective through the public API in separate processes over real libfabric (shm and
 // tcp on 127.0.0.1; shm with the shared-memory arena and without it, "_messages"), 2-4 ranks,
 // sizes up to a few MiB, in place and out of place; and 1000 back-to-back mixed collectives,
 // posted and blocking, with no mix-up. Children report the first wrong element (rank,
@@ -93,6 +93,19 @@ int checkAll(Communicator& c, int rank, int n, bool blocking) {
       const float want = input(static_cast<int>(i / (per ? per : 1)), i % (per ? per : 1));
       if (all[i] != want) return fail(rank, "all_gather", per, i, all[i], want);
     }
+    std::vector<float> rsOut(per, -1.f);
+    const Buffer rsIn(in.data(), per * n, F), rsBuf(rsOut.data(), per, F);
+    for (size_t i = 0; i < per * n; ++i) in[i] = input(rank, i);
+    if (blocking) {
+      c.reduceScatterBlocking(rsIn, rsBuf, ReduceOp::kSum);
+    } else {
+      c.reduceScatter(rsIn, rsBuf, ReduceOp::kSum).wait();
+    }
+    for (size_t i = 0; i < per; ++i) {
+      const size_t j = static_cast<size_t>(rank) * per + i;
+      const double want = n * (n + 1) / 2.0 + n * static_cast<double>(j % 251);
+      if (rsOut[i] != want) return fail(rank, "reduce_scatter", per, i, rsOut[i], want);
+    }
     if (blocking) {
       c.barrierBlocking();
     } else {
@@ -164,7 +177,7 @@ int mixed(Communicator& c, int rank, int n) {
 
 class MpCollectives : public ::testing::TestWithParam<Case> {};
 
-TEST_P(MpCollectives, AllFourCollectivesGiveExactResults) {
+TEST_P(MpCollectives, EveryCollectiveGivesExactResults) {
   const Case p = GetParam();
   const std::string dir = test::makeTempDir("smddp-mp");
   const std::string report = test::forkRanks(p.ranks, 120s, [&](int rank) {

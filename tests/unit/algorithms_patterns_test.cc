@@ -130,7 +130,7 @@ TEST(Patterns, RingSlotsAreDistinctAndBounded) {
     for (size_t segs = 1; segs <= 5; ++segs) {
       std::set<uint64_t> seen;
       for (int s = 0; s < n - 1; ++s)
-        for (size_t g = 0; g < segs; ++g) seen.insert(ringSlot(100, s, g, segs));
+        for (size_t g = 0; g < segs; ++g) seen.insert(ringMessage(100, s, g, segs));
       EXPECT_EQ(seen.size(), ringPassMessages(n, segs));
       EXPECT_EQ(*seen.begin(), 100u);
       EXPECT_EQ(*seen.rbegin(), 100 + ringPassMessages(n, segs) - 1);

@@ -3,6 +3,8 @@
 // nccl-tests does), in-place offsets and closed-form expected values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "collective.h"
 #include "verify.h"
 
@@ -18,6 +20,35 @@ TEST(BenchCollectives, BusBandwidthFactors) {
     EXPECT_DOUBLE_EQ(allGatherSpec().busBwFactor(ranks[k]), allGather[k]) << ranks[k];
     EXPECT_DOUBLE_EQ(broadcastSpec().busBwFactor(ranks[k]), 1.0) << ranks[k];
     EXPECT_DOUBLE_EQ(barrierSpec().busBwFactor(ranks[k]), 0.0) << ranks[k];
+    EXPECT_DOUBLE_EQ(reduceScatterSpec().busBwFactor(ranks[k]), allGather[k]) << ranks[k];
+  }
+}
+
+TEST(BenchCollectives, ReduceScatterCountsAndExpectedValues) {
+  const CollectiveSpec& rs = reduceScatterSpec();
+  // Per-rank count = size / (n * elemsize); the row's size is the whole send buffer.
+  EXPECT_EQ(rs.countFor(100, 4, 3), 8u);
+  EXPECT_EQ(rs.sendCount(8, 3), 24u);
+  EXPECT_EQ(rs.recvCount(8, 3), 8u);
+  EXPECT_EQ(rs.inPlaceOffset(8, 3, 2), 16u);  // in place: recv is block 2 of send
+  EXPECT_TRUE(rs.outputInInput);
+  EXPECT_FALSE(allGatherSpec().outputInInput);
+  EXPECT_TRUE(rs.usesOp);
+  CaseParams p;
+  p.op = ReduceOp::kMax;
+  p.nranks = 3;
+  p.count = 5;
+  for (int rank = 0; rank < 3; ++rank) {
+    p.rank = rank;
+    for (size_t i = 0; i < p.count; ++i) {
+      double want = -1e300;
+      for (int r = 0; r < 3; ++r) {
+        CaseParams q = p;
+        q.rank = r;
+        want = std::max(want, rs.input(q, static_cast<size_t>(rank) * p.count + i));
+      }
+      EXPECT_EQ(rs.expected(p, i), want) << "rank " << rank << " index " << i;
+    }
   }
 }
 

@@ -16,5 +16,6 @@ void broadcast(Exec& exec, const CollectiveArgs& args);        // through the sl
 void broadcastEager(Exec& exec, const CollectiveArgs& args);   // through the eager ring
 void allGather(Exec& exec, const CollectiveArgs& args);
 void barrier(Exec& exec, const CollectiveArgs& args);
+void reduceScatter(Exec& exec, const CollectiveArgs& args);  // reduce_scatter.cc
 
 }  // namespace smddp::algo::arena

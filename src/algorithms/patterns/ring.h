@@ -58,9 +58,9 @@ inline Range segmentOf(size_t blockElems, size_t segElems, size_t g) {
   return Range{begin, std::min(segElems, blockElems - begin)};
 }
 
-// Slots of one ring pass: step s, segment g -> base + s * segsPerBlock + g. A pass uses
+// Message indices of one ring pass: step s, segment g -> base + s * segsPerBlock + g. A pass uses
 // (n-1) * segsPerBlock messages; every message goes from one rank to its ring successor only.
-inline uint64_t ringSlot(uint64_t base, int step, size_t g, size_t segsPerBlock) {
+inline uint64_t ringMessage(uint64_t base, int step, size_t g, size_t segsPerBlock) {
   return base + static_cast<uint64_t>(step) * segsPerBlock + g;
 }
 inline uint64_t ringPassMessages(int n, size_t segsPerBlock) {

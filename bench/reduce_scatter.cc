@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+// reduce_scatter_perf: recv (count elements per rank) = op over every rank's block `rank` of send
+// (n blocks of count). As nccl-tests, the row size is the whole send buffer, count is per rank
+// (size / (n * elemsize), rounded down), in place means recv is this rank's block of send, and
+// busbw = algbw * (n-1)/n: each rank sends and reduces the n-1 blocks it does not own.
+#include "collective.h"
+#include "verify.h"
+
+namespace smddp::bench {
+namespace {
+
+size_t countFor(size_t bytes, size_t elemSize, int n) {
+  return bytes / (static_cast<size_t>(n) * elemSize);
+}
+size_t sendCount(size_t count, int n) { return count * static_cast<size_t>(n); }
+size_t recvCount(size_t count, int) { return count; }
+size_t rankOffset(size_t count, int, int rank) { return count * static_cast<size_t>(rank); }
+double busBwFactor(int n) { return static_cast<double>(n - 1) / n; }
+
+// The inputs of all_reduce over the whole send buffer; this rank's output element i is the
+// all_reduce result at rank * count + i.
+double input(const CaseParams& p, size_t i) {
+  return reductionInput(p.dtype, p.op, p.nranks, p.rank, i);
+}
+double expected(const CaseParams& p, size_t i) {
+  return reductionExpected(p.dtype, p.op, p.nranks, p.count * static_cast<size_t>(p.rank) + i);
+}
+
+Request run(Communicator& comm, const CaseParams& p, const void* send, void* recv, size_t count) {
+  return comm.reduceScatter(Buffer(send, count * static_cast<size_t>(p.nranks), p.dtype),
+                            Buffer(recv, count, p.dtype), p.op);
+}
+
+void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void* recv,
+                 size_t count) {
+  comm.reduceScatterBlocking(Buffer(send, count * static_cast<size_t>(p.nranks), p.dtype),
+                             Buffer(recv, count, p.dtype), p.op);
+}
+
+}  // namespace
+
+const CollectiveSpec& reduceScatterSpec() {
+  static const CollectiveSpec spec{"reduce_scatter",
+                                   true,
+                                   false,
+                                   true,
+                                   countFor,
+                                   sendCount,
+                                   recvCount,
+                                   rankOffset,
+                                   busBwFactor,
+                                   input,
+                                   expected,
+                                   run,
+                                   runBlocking,
+                                   /*outputInInput=*/true};
+  return spec;
+}
+
+}  // namespace smddp::bench
