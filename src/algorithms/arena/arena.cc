@@ -29,15 +29,12 @@ Arena::~Arena() = default;
 
 size_t Arena::eagerBytes() const { return segment_->eagerBytes(); }
 
-Arena& requireArena(const Exec& exec) {
-  if (exec.arena() == nullptr) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() +
-                    ": this algorithm needs the shared-memory arena, which this communicator "
-                    "does not have (ranks on several hosts, SMDDP_ARENA=0, or a provider other "
-                    "than shm)");
-  }
-  return *exec.arena();
+void throwNoArena(const Exec& exec) {
+  throw Error(ErrorCode::kInvalidArgument,
+              "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() +
+                  ": this algorithm needs the shared-memory arena, which this communicator "
+                  "does not have (ranks on several hosts, SMDDP_ARENA=0, or a provider other "
+                  "than shm)");
 }
 
 void settleDeferred(Exec& exec, Use next) {

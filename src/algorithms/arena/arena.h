@@ -17,10 +17,7 @@
 #include <optional>
 
 #include "algorithms/collective.h"
-
-namespace smddp::algo {
-class Exec;
-}  // namespace smddp::algo
+#include "algorithms/exec.h"
 
 namespace smddp::algo::arena {
 
@@ -98,8 +95,13 @@ class Arena {
   uint64_t nextSlotUse_ = 0;
 };
 
-// exec's arena; Error(kInvalidArgument) naming the collective when its communicator has none.
-Arena& requireArena(const Exec& exec);
+// Error(kInvalidArgument) naming exec's collective: its communicator has no arena.
+[[noreturn]] void throwNoArena(const Exec& exec);
+// exec's arena (inline: every arena step asks for it), or throwNoArena.
+inline Arena& requireArena(const Exec& exec) {
+  if (exec.arena() == nullptr) throwNoArena(exec);
+  return *exec.arena();
+}
 
 // Runs every check earlier collectives deferred (broadcast roots), waiting for the peers if need
 // be (bounded by exec's deadline), except those the algorithm about to run settles itself (`next`:
