@@ -64,16 +64,25 @@ class ProcessGroupSmddp : public compat::BackendBase {
                                                const ::c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<Work> barrier(const ::c10d::BarrierOptions& opts) override;
 
+  // ---- reduce_scatter family (process_group_reduce_scatter.cc) ----
+  // outputs[0] = op over ranks of their inputs[0][rank].
+  c10::intrusive_ptr<Work> reduce_scatter(Tensors& outputs, std::vector<Tensors>& inputs,
+                                          const ::c10d::ReduceScatterOptions& opts) override;
+  // reduce_scatter_tensor: output = op over ranks of their input's block `rank`.
+  c10::intrusive_ptr<Work> SMDDP_SINGLE(reduce_scatter_single, _reduce_scatter_base)(
+      at::Tensor& output, at::Tensor& input, const ::c10d::ReduceScatterOptions& opts) override;
+  // A list of reduce_scatter_tensor as one Work (FSDP2, the coalescing manager).
+  c10::intrusive_ptr<Work> SMDDP_SINGLE(reduce_scatter_single_coalesced,
+                                        reduce_scatter_tensor_coalesced)(
+      Tensors& outputs, Tensors& inputs, const ::c10d::ReduceScatterOptions& opts)
+      SMDDP_OVERRIDE_2X;
+
   // Not implemented by the engine yet: each raises "smddp does not support <op> yet".
   c10::intrusive_ptr<Work> reduce(Tensors&, const ::c10d::ReduceOptions&) override;
   c10::intrusive_ptr<Work> gather(std::vector<Tensors>&, Tensors&,
                                   const ::c10d::GatherOptions&) override;
   c10::intrusive_ptr<Work> scatter(Tensors&, std::vector<Tensors>&,
                                    const ::c10d::ScatterOptions&) override;
-  c10::intrusive_ptr<Work> reduce_scatter(Tensors&, std::vector<Tensors>&,
-                                          const ::c10d::ReduceScatterOptions&) override;
-  c10::intrusive_ptr<Work> SMDDP_SINGLE(reduce_scatter_single, _reduce_scatter_base)(
-      at::Tensor&, at::Tensor&, const ::c10d::ReduceScatterOptions&) override;
   c10::intrusive_ptr<Work> SMDDP_SINGLE(all_to_all_single, alltoall_base)(
       at::Tensor&, at::Tensor&, std::vector<int64_t>&, std::vector<int64_t>&,
       const ::c10d::AllToAllOptions&) override;

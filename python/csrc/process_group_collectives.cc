@@ -259,15 +259,6 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::scatter(Tensors&, std::vecto
                                                             const ::c10d::ScatterOptions&) {
   unsupported("scatter");
 }
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce_scatter(
-    Tensors&, std::vector<Tensors>&, const ::c10d::ReduceScatterOptions&) {
-  unsupported("reduce_scatter");
-}
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::SMDDP_SINGLE(reduce_scatter_single,
-                                                                 _reduce_scatter_base)(
-    at::Tensor&, at::Tensor&, const ::c10d::ReduceScatterOptions&) {
-  unsupported("reduce_scatter_tensor (_reduce_scatter_base)");
-}
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::SMDDP_SINGLE(all_to_all_single,
                                                                  alltoall_base)(
     at::Tensor&, at::Tensor&, std::vector<int64_t>&, std::vector<int64_t>&,

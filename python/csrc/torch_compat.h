@@ -76,12 +76,16 @@ inline constexpr bool kBackendApi = SMDDP_TORCH_BACKEND_API != 0;
 #if SMDDP_TORCH_AT_LEAST(2, 14)
 inline constexpr auto kCoalescedOp = ::c10d::OpType::COALESCED;
 inline constexpr auto kAllGatherTensorCoalescedOp = ::c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED;
+inline constexpr auto kReduceScatterTensorCoalescedOp =
+    ::c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED;
 #elif SMDDP_TORCH_BACKEND_API
 inline constexpr auto kCoalescedOp = ::c10d::OpType::COALESCED;
 inline constexpr auto kAllGatherTensorCoalescedOp = ::c10d::OpType::COALESCED;
+inline constexpr auto kReduceScatterTensorCoalescedOp = ::c10d::OpType::COALESCED;
 #else
 inline constexpr auto kCoalescedOp = ::c10d::OpType::UNKNOWN;
 inline constexpr auto kAllGatherTensorCoalescedOp = ::c10d::OpType::UNKNOWN;
+inline constexpr auto kReduceScatterTensorCoalescedOp = ::c10d::OpType::UNKNOWN;
 #endif
 inline constexpr bool kSingleNames = SMDDP_TORCH_SINGLE_NAMES != 0;
 

@@ -155,6 +155,42 @@ def check_allgather(rank, world):
         check(rank, "all_gather strided untouched", bases[r][:, 0], torch.zeros(4))
 
 
+def check_reduce_scatter(rank, world):
+    """Input block b of rank r is value(r, .) at the global index b * n + i, so this rank's
+    output is expected() at rank * n + i."""
+    for dtype in DTYPES:
+        for op in OPS:
+            if op == "AVG" and dtype not in FLOATS:
+                continue
+            rop = getattr(dist.ReduceOp, op)
+            for n in (1, 5):
+                full = value(rank, n * world, dtype, op)
+                want = expected(world, n * world, dtype, op)[rank * n:(rank + 1) * n]
+                what = f"reduce_scatter_tensor {dtype} {op} n={n}"
+                out = torch.full((n,), 99).to(dtype)
+                w = dist.reduce_scatter_tensor(out, full.clone(), op=rop, async_op=True)
+                w.wait()
+                check(rank, what, out, want)
+                inplace = full.clone()  # the output is this rank's block of the input
+                dist.reduce_scatter_tensor(inplace[rank * n:(rank + 1) * n], inplace, op=rop)
+                check(rank, what + " in place", inplace[rank * n:(rank + 1) * n], want)
+                out = torch.full((n,), 99).to(dtype)
+                dist.reduce_scatter(out, list(full.clone().chunk(world)), op=rop)
+                check(rank, f"reduce_scatter {dtype} {op} n={n}", out, want)
+    # large (several segments and arena uses), empty, and strided output and inputs
+    for n in (100_003, 0):
+        out = torch.zeros(n)
+        dist.reduce_scatter_tensor(out, value(rank, n * world, torch.float32))
+        check(rank, f"reduce_scatter_tensor n={n}", out,
+              expected(world, n * world, torch.float32, "SUM")[rank * n:(rank + 1) * n])
+    base = torch.zeros(4, 2)
+    ins = [value(rank, 8 * world, torch.float32).reshape(world, 4, 2)[b, :, 1] for b in range(world)]
+    dist.reduce_scatter(base[:, 1], ins)
+    full_want = expected(world, 8 * world, torch.float32, "SUM").reshape(world, 4, 2)[rank, :, 1]
+    check(rank, "reduce_scatter strided", base[:, 1], full_want)
+    check(rank, "reduce_scatter strided untouched", base[:, 0], torch.zeros(4))
+
+
 def check_dropped_work(rank, world):
     """A Work dropped unwaited (torch's join does that) keeps its tensors until the collective
     ends, and its results still land: rank 0 posts late, so the others' requests are still
@@ -190,6 +226,7 @@ def suite(rank, world, init_method):
     check_coalesced(rank, world)
     check_broadcast(rank, world)
     check_allgather(rank, world)
+    check_reduce_scatter(rank, world)
     check_dropped_work(rank, world)
     dist.barrier()
     dist.barrier(async_op=True).wait()

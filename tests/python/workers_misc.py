@@ -32,8 +32,6 @@ def errors(rank, world, init_method):
     outs = [torch.zeros(4) for _ in range(world)]
     unsupported = {
         "reduce": lambda: dist.reduce(t, dst=0),
-        "reduce_scatter": lambda: dist.reduce_scatter(t, [torch.ones(4) for _ in range(world)]),
-        "reduce_scatter_tensor": lambda: dist.reduce_scatter_tensor(t, torch.ones(4 * world)),
         "alltoall": lambda: dist.all_to_all(outs, [torch.ones(4) for _ in range(world)]),
         "alltoall_base": lambda: dist.all_to_all_single(torch.zeros(4 * world),
                                                         torch.ones(4 * world)),
@@ -60,6 +58,12 @@ def errors(rank, world, init_method):
     expect_error(rank, "allgather sizes",
                  lambda: dist.all_gather([torch.zeros(5) for _ in range(world)], torch.ones(4)),
                  "smddp", "allgather")
+    expect_error(rank, "reduce_scatter_tensor size",
+                 lambda: dist.reduce_scatter_tensor(torch.zeros(4), torch.ones(4 * world + 1)),
+                 "smddp", "reduce_scatter_tensor")
+    expect_error(rank, "reduce_scatter list length",
+                 lambda: dist.reduce_scatter(torch.zeros(4), [torch.ones(4)] * (world + 1)),
+                 "smddp", "world_size")
     expect_error(rank, "all_gather_into_tensor size",
                  lambda: dist.all_gather_into_tensor(torch.zeros(4 * world + 1), torch.ones(4)),
                  "smddp")

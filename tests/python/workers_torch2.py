@@ -103,6 +103,19 @@ def coalescing(rank, world, init_method):
             for i, o in enumerate(outs):
                 want = [float(10 * r + i) for r in range(world) for _ in range(3)]
                 check(rank, f"coalesced all_gather_into_tensor {i} ({device})", o.tolist(), want)
+            # reduce_scatter_tensor_coalesced (FSDP2's gradient reduction): block b of rank r's
+            # input i holds 10 * r + b + i
+            outs = [torch.full((3,), -1.0) for _ in range(2)]
+            ins = [torch.tensor([float(10 * rank + b + i) for b in range(world) for _ in range(3)])
+                   for i in range(2)]
+            with dist._coalescing_manager(device=device, async_ops=async_ops) as cm:
+                for o, i in zip(outs, ins):
+                    dist.reduce_scatter_tensor(o, i)
+            if async_ops:
+                cm.wait()
+            for i, o in enumerate(outs):
+                want = [float(sum(10 * r + rank + i for r in range(world)))] * 3
+                check(rank, f"coalesced reduce_scatter_tensor {i} ({device})", o.tolist(), want)
     # ops torch does not fold (broadcast) run between start and end, in order; the end's Work
     # covers them, and its Future yields their outputs
     bs = [torch.full((2,), float(rank)) for _ in range(2)]
