@@ -10,7 +10,7 @@ import os
 import socket
 import statistics
 
-COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "barrier")
+COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier")
 BACKENDS = ("smddp", "gloo", "mpi", "engine")
 ELEM_SIZE = {"float32": 4, "bfloat16": 2}
 
@@ -78,14 +78,14 @@ def sweep_sizes(collective, sizes):
 def element_count(collective, size, world, dtype):
     if collective == "barrier":
         return 0
-    per = ELEM_SIZE[dtype] * (world if collective == "all_gather" else 1)
+    per = ELEM_SIZE[dtype] * (world if collective in ("all_gather", "reduce_scatter") else 1)
     return size // per
 
 
 def busbw_factor(collective, world):
     if collective == "all_reduce":
         return 2.0 * (world - 1) / world
-    if collective == "all_gather":
+    if collective in ("all_gather", "reduce_scatter"):
         return (world - 1) / world
     if collective == "broadcast":
         return 1.0

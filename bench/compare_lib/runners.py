@@ -155,9 +155,9 @@ class MpiRunner:
 
 class EngineRunner:
     """smddp's engine-level perf tools; the group matching torch's call is taken: in place for
-    all_reduce and broadcast, out of place for all_gather (torch's list form) and barrier. Run
-    blocking (-z 1: each call waited for before the next), as the torch workers and MPI's
-    blocking collectives call; the tools' default posts all iterations first (nccl-tests)."""
+    all_reduce and broadcast, out of place for all_gather (torch's list form), reduce_scatter and
+    barrier. Run blocking (-z 1: each call waited for before the next), as the torch workers and
+    MPI's blocking collectives call; the tools' default posts all iterations first (nccl-tests)."""
 
     def __init__(self, bench_dir, world, provider, factor, timeout):
         self.dir, self.world, self.provider = bench_dir, world, provider

@@ -33,10 +33,12 @@ class Case:
 
     def __init__(self, coll, count, dtype, rank, world):
         self.coll, self.count, self.dtype, self.rank, self.world = coll, count, dtype, rank, world
-        self.buf = torch.zeros(count, dtype=dtype)
+        # reduce_scatter's input holds world blocks of count; its output is one block.
+        self.buf = torch.zeros(count * (world if coll == "reduce_scatter" else 1), dtype=dtype)
         # Only all_gather has outputs of its own (64 MiB x world would be wasted on the others).
         self.outs = ([torch.zeros(count, dtype=dtype) for _ in range(world)]
                      if coll == "all_gather" else [])
+        self.out = torch.zeros(count if coll == "reduce_scatter" else 0, dtype=dtype)
 
     def call(self):
         if self.coll == "all_reduce":
@@ -45,6 +47,8 @@ class Case:
             dist.broadcast(self.buf, src=0)
         elif self.coll == "all_gather":
             dist.all_gather(self.outs, self.buf)
+        elif self.coll == "reduce_scatter":
+            dist.reduce_scatter_tensor(self.out, self.buf)
         else:
             dist.barrier()
 
@@ -56,13 +60,18 @@ class Case:
         if self.coll == "broadcast" and self.rank != 0:
             self.buf.fill_(-1)
         else:
-            self.buf.copy_(pattern(self.rank, self.count, self.dtype))
+            self.buf.copy_(pattern(self.rank, self.buf.numel(), self.dtype))
         self.call()
         if self.coll == "all_gather":
             got = torch.cat(self.outs)
             want = torch.cat([pattern(r, self.count, self.dtype) for r in range(self.world)])
         elif self.coll == "broadcast":
             got, want = self.buf, pattern(0, self.count, self.dtype)
+        elif self.coll == "reduce_scatter":
+            n, lo = self.buf.numel(), self.rank * self.count
+            got = self.out
+            want = sum(pattern(r, n, torch.float64)[lo:lo + self.count] for r in range(self.world))
+            want = want.to(self.dtype)
         else:
             got = self.buf
             want = sum(pattern(r, self.count, torch.float64) for r in range(self.world))
