@@ -66,6 +66,9 @@ class Communicator {
   // size() blocks of recv.count elements, in rank order. In place when recv.data == send.data +
   // rank * recv.bytes().
   Request reduceScatter(const Buffer& send, const Buffer& recv, ReduceOp op);
+  // recv on root = op over all ranks' send (send.count elements each); recv is neither read nor
+  // written on the other ranks. In place when send.data == recv.data on root.
+  Request reduce(const Buffer& send, const Buffer& recv, ReduceOp op, int root);
 
   // Blocking forms of the above (as MPI_Allreduce to MPI_Iallreduce): return once the collective
   // completed on this rank, throwing its Error if it failed (bad arguments throw before anything
@@ -78,6 +81,7 @@ class Communicator {
   void allGatherBlocking(const Buffer& send, const std::vector<Buffer>& recvs);
   void barrierBlocking();
   void reduceScatterBlocking(const Buffer& send, const Buffer& recv, ReduceOp op);
+  void reduceBlocking(const Buffer& send, const Buffer& recv, ReduceOp op, int root);
 
   // Makes every pending and later wait fail with Error(kAborted). Safe from any thread.
   void abort();

@@ -29,6 +29,9 @@ void allGatherRing(Exec& exec, const CollectiveArgs& args);   // large messages
 // reduce_scatter
 void reduceScatterRing(Exec& exec, const CollectiveArgs& args);  // any size
 
+// reduce
+void reduceBinomial(Exec& exec, const CollectiveArgs& args);  // any size
+
 // barrier
 void barrierDissemination(Exec& exec, const CollectiveArgs& args);
 

@@ -32,10 +32,15 @@ std::string lower(std::string s) {
 
 const std::vector<std::pair<const char*, CollectiveKind>>& collectiveNames() {
   static const std::vector<std::pair<const char*, CollectiveKind>> names = {
-      {"all_reduce", K::kAllReduce},         {"allreduce", K::kAllReduce},
-      {"broadcast", K::kBroadcast},          {"all_gather", K::kAllGather},
-      {"allgather", K::kAllGather},          {"barrier", K::kBarrier},
-      {"reduce_scatter", K::kReduceScatter}, {"reducescatter", K::kReduceScatter}};
+      {"all_reduce", K::kAllReduce},
+      {"allreduce", K::kAllReduce},
+      {"broadcast", K::kBroadcast},
+      {"all_gather", K::kAllGather},
+      {"allgather", K::kAllGather},
+      {"barrier", K::kBarrier},
+      {"reduce_scatter", K::kReduceScatter},
+      {"reducescatter", K::kReduceScatter},
+      {"reduce", K::kReduce}};
   return names;
 }
 
@@ -72,7 +77,7 @@ CollectiveKind parseCollective(const std::string& spec, const std::string& entry
   badSpec(spec, entry,
           "unknown collective \"" + name +
               "\"; valid: all_reduce (allreduce), broadcast, all_gather "
-              "(allgather), barrier, reduce_scatter (reducescatter)");
+              "(allgather), barrier, reduce_scatter (reducescatter), reduce");
 }
 
 }  // namespace
@@ -116,6 +121,11 @@ const std::vector<Algorithm>& registry() {
       {K::kReduceScatter, "arena",
        "shared memory, one host: all copy their input in, each reduces its block of all n",
        arena::reduceScatter, kSlots},
+      {K::kReduce, "binomial",
+       "binomial tree towards the root, ceil(log2 n) rounds of the whole buffer", reduceBinomial},
+      {K::kReduce, "arena",
+       "shared memory, one host: all copy their input in, the root reduces the n slots",
+       arena::reduce, kSlots},
   };
   return algorithms;
 }

@@ -11,6 +11,7 @@ smddp_layer(smddp_algorithms
   algorithms/all_reduce_ring.cc
   algorithms/broadcast_binomial.cc
   algorithms/broadcast_chain.cc
+  algorithms/reduce_binomial.cc
   algorithms/all_gather_bruck.cc
   algorithms/all_gather_ring.cc
   algorithms/barrier_dissemination.cc
@@ -20,6 +21,7 @@ smddp_layer(smddp_algorithms
   algorithms/arena/collectives.cc
   algorithms/arena/eager_ring.cc
   algorithms/arena/reduce_scatter.cc
+  algorithms/arena/reduce.cc
   algorithms/registry.cc
   algorithms/selector.cc)
 target_link_libraries(smddp_algorithms PUBLIC smddp_transport smddp_store smddp_reduce smddp_common)

@@ -12,6 +12,8 @@ const char* toString(CollectiveKind kind) {
     case CollectiveKind::kBarrier: return "barrier";
     case CollectiveKind::kReduceScatter:
       return "reduce_scatter";
+    case CollectiveKind::kReduce:
+      return "reduce";
     case CollectiveKind::kControl: return "control";
   }
   return "unknown-collective";

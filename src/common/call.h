@@ -24,6 +24,7 @@ enum class CollectiveKind : uint8_t {
   kAllGather = 3,
   kBarrier = 4,
   kReduceScatter = 5,
+  kReduce = 6,
   kControl = 15,  // bootstrap and out-of-band checks
 };
 const char* toString(CollectiveKind kind);
@@ -43,9 +44,12 @@ struct Call {
     return k != CollectiveKind::kBarrier && k != CollectiveKind::kControl;
   }
   static constexpr bool reduces(CollectiveKind k) {
-    return k == CollectiveKind::kAllReduce || k == CollectiveKind::kReduceScatter;
+    return k == CollectiveKind::kAllReduce || k == CollectiveKind::kReduceScatter ||
+           k == CollectiveKind::kReduce;
   }
-  static constexpr bool rooted(CollectiveKind k) { return k == CollectiveKind::kBroadcast; }
+  static constexpr bool rooted(CollectiveKind k) {
+    return k == CollectiveKind::kBroadcast || k == CollectiveKind::kReduce;
+  }
   bool carriesData() const { return carriesData(kind); }
   bool reduces() const { return reduces(kind); }
   bool rooted() const { return rooted(kind); }

@@ -94,6 +94,10 @@ Request Communicator::reduceScatter(const Buffer& send, const Buffer& recv, Redu
   return impl_->post(core::checkReduceScatter({rank(), size()}, send, recv, op));
 }
 
+Request Communicator::reduce(const Buffer& send, const Buffer& recv, ReduceOp op, int root) {
+  return impl_->post(core::checkReduce({rank(), size()}, send, recv, op, root));
+}
+
 void Communicator::allReduceBlocking(const Buffer& send, const Buffer& recv, ReduceOp op) {
   impl_->runBlocking(core::checkAllReduce({rank(), size()}, send, recv, op));
 }
@@ -114,6 +118,10 @@ void Communicator::barrierBlocking() { impl_->runBlocking(barrierArgs()); }
 
 void Communicator::reduceScatterBlocking(const Buffer& send, const Buffer& recv, ReduceOp op) {
   impl_->runBlocking(core::checkReduceScatter({rank(), size()}, send, recv, op));
+}
+
+void Communicator::reduceBlocking(const Buffer& send, const Buffer& recv, ReduceOp op, int root) {
+  impl_->runBlocking(core::checkReduce({rank(), size()}, send, recv, op, root));
 }
 
 void Communicator::abort() { impl_->abort(); }

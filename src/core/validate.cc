@@ -168,6 +168,23 @@ algo::CollectiveArgs checkReduceScatter(const CallSite& at, const Buffer& send, 
   return {Call::of(kind, recv.dtype, recv.count, op), send.data, recv.data};
 }
 
+algo::CollectiveArgs checkReduce(const CallSite& at, const Buffer& send, const Buffer& recv,
+                                 ReduceOp op, int root) {
+  const auto kind = CollectiveKind::kReduce;
+  if (root < 0 || root >= at.size) {
+    fail(at, kind, ErrorCode::kInvalidArgument,
+         "root " + std::to_string(root) + " is out of range [0, " + std::to_string(at.size) + ")");
+  }
+  checkBuffer(at, kind, "send", send);
+  if (at.rank == root) {
+    checkBuffer(at, kind, "recv", recv);
+    checkSendRecvPair(at, kind, send, recv);
+  }
+  checkOp(at, kind, send.dtype, op);
+  return {Call::of(kind, send.dtype, send.count, op, root), send.data,
+          at.rank == root ? recv.data : nullptr};
+}
+
 algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,
                                         const std::vector<Buffer>& recvs) {
   const auto kind = CollectiveKind::kAllGather;

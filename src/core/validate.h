@@ -24,6 +24,9 @@ algo::CollectiveArgs checkAllGather(const CallSite& at, const Buffer& send, cons
 // send holds size blocks of recv.count elements; recv = op over ranks of block `rank`.
 algo::CollectiveArgs checkReduceScatter(const CallSite& at, const Buffer& send, const Buffer& recv,
                                         ReduceOp op);
+// recv on root = op over all ranks' send; recv is not used (nor checked) on the other ranks.
+algo::CollectiveArgs checkReduce(const CallSite& at, const Buffer& send, const Buffer& recv,
+                                 ReduceOp op, int root);
 algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,
                                         const std::vector<Buffer>& recvs);
 

@@ -137,6 +137,35 @@ TEST_P(CoreApi, ReduceScatterOutOfPlaceInPlaceAndBlocking) {
   }
 }
 
+TEST_P(CoreApi, ReduceToEveryRootInPlaceOutOfPlaceAndBlocking) {
+  const int n = GetParam();
+  auto comms = makeLoopbackGroup(n);
+  for (size_t count : {size_t{0}, size_t{1}, size_t{13}, size_t{1000}}) {
+    runRanks(comms, [&](int rank, Communicator& c) {
+      for (int root = 0; root < n; ++root) {
+        std::vector<float> in(count), out(count, -1.f), inplace(count);
+        for (size_t i = 0; i < count; ++i) in[i] = inplace[i] = value(rank, i);
+        const Buffer send(in.data(), count, DataType::kFloat32);
+        c.reduce(send, Buffer(out.data(), count, DataType::kFloat32), ReduceOp::kSum, root).wait();
+        const Buffer both(inplace.data(), count, DataType::kFloat32);
+        c.reduceBlocking(both, both, ReduceOp::kMin, root);
+        for (size_t i = 0; i < count; ++i) {
+          float sum = 0, min = value(0, i);
+          for (int r = 0; r < n; ++r) {
+            sum += value(r, i);
+            min = std::min(min, value(r, i));
+          }
+          const bool isRoot = rank == root;
+          ASSERT_EQ(out[i], isRoot ? sum : -1.f)
+              << "rank " << rank << " root " << root << " i " << i;
+          ASSERT_EQ(inplace[i], isRoot ? min : value(rank, i)) << "in place: rank " << rank;
+          ASSERT_EQ(in[i], value(rank, i)) << "send modified: rank " << rank;
+        }
+      }
+    });
+  }
+}
+
 TEST_P(CoreApi, ZeroCountAndBarrier) {
   const int n = GetParam();
   auto comms = makeLoopbackGroup(n);

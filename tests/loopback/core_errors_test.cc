@@ -68,6 +68,16 @@ TEST(CoreErrors, BadArgumentsNameTheProblemAndLeaveTheCommunicatorUsable) {
         },
         ErrorCode::kUnsupported);
     EXPECT_NE(msg.find("reduce_scatter: op avg"), std::string::npos) << msg;
+    msg = expectError(
+        [&] { c.reduce(Buffer(a.data(), 8, F), Buffer(b.data(), 8, F), ReduceOp::kSum, -1); },
+        ErrorCode::kInvalidArgument);
+    EXPECT_NE(msg.find("reduce: root -1 is out of range [0, 3)"), std::string::npos) << msg;
+    if (rank == 1) {  // the root's output is checked; the others' is not used
+      msg = expectError(
+          [&] { c.reduce(Buffer(a.data(), 8, F), Buffer(b.data(), 7, F), ReduceOp::kSum, 1); },
+          ErrorCode::kInvalidArgument);
+      EXPECT_NE(msg.find("differ in size"), std::string::npos) << msg;
+    }
     // Nothing was queued: the next collective gets sequence number 0 and works.
     auto req = c.allReduce(Buffer(a.data(), 8, F), Buffer(b.data(), 8, F), ReduceOp::kSum);
     EXPECT_EQ(req.sequence(), 0u);

@@ -106,6 +106,20 @@ int checkAll(Communicator& c, int rank, int n, bool blocking) {
       const double want = n * (n + 1) / 2.0 + n * static_cast<double>(j % 251);
       if (rsOut[i] != want) return fail(rank, "reduce_scatter", per, i, rsOut[i], want);
     }
+    const int reduceRoot = (root + 1) % n;
+    std::vector<float> red(count, -1.f);
+    for (size_t i = 0; i < count; ++i) in[i] = input(rank, i);
+    const Buffer redBuf(red.data(), count, F);
+    if (blocking) {
+      c.reduceBlocking(inBuf, redBuf, ReduceOp::kSum, reduceRoot);
+    } else {
+      c.reduce(inBuf, redBuf, ReduceOp::kSum, reduceRoot).wait();
+    }
+    for (size_t i = 0; i < count; ++i) {
+      const double want =
+          rank == reduceRoot ? n * (n + 1) / 2.0 + n * static_cast<double>(i % 251) : -1.0;
+      if (red[i] != want) return fail(rank, "reduce", count, i, red[i], want);
+    }
     if (blocking) {
       c.barrierBlocking();
     } else {

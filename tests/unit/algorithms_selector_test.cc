@@ -169,7 +169,8 @@ void expectParseError(const std::string& spec, const std::vector<std::string>& m
 
 TEST(Overrides, ErrorsNameTheEntryAndTheValidNames) {
   expectParseError("allreduce", {"allreduce", "collective:algorithm"});
-  expectParseError("reduce:ring", {"reduce", "all_reduce", "broadcast", "all_gather", "barrier"});
+  expectParseError("scatter:ring", {"scatter", "all_reduce", "broadcast", "all_gather", "barrier",
+                                    "reduce_scatter", "reduce"});
   expectParseError("allreduce:tree", {"tree", "recursive_doubling", "ring"});
   expectParseError("broadcast:ring", {"broadcast", "binomial", "chain"});
   expectParseError("allgather:chain", {"bruck", "ring"});

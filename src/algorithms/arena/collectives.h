@@ -17,5 +17,6 @@ void broadcastEager(Exec& exec, const CollectiveArgs& args);   // through the ea
 void allGather(Exec& exec, const CollectiveArgs& args);
 void barrier(Exec& exec, const CollectiveArgs& args);
 void reduceScatter(Exec& exec, const CollectiveArgs& args);  // reduce_scatter.cc
+void reduce(Exec& exec, const CollectiveArgs& args);         // reduce.cc
 
 }  // namespace smddp::algo::arena
