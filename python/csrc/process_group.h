@@ -64,7 +64,9 @@ class ProcessGroupSmddp : public compat::BackendBase {
                                                const ::c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<Work> barrier(const ::c10d::BarrierOptions& opts) override;
 
-  // ---- reduce_scatter family (process_group_reduce_scatter.cc) ----
+  // ---- rooted and scattered reductions (process_group_reduce_scatter.cc) ----
+  // tensors[0] on rootRank = op over ranks of their tensors[0]; the others' stay as they were.
+  c10::intrusive_ptr<Work> reduce(Tensors& tensors, const ::c10d::ReduceOptions& opts) override;
   // outputs[0] = op over ranks of their inputs[0][rank].
   c10::intrusive_ptr<Work> reduce_scatter(Tensors& outputs, std::vector<Tensors>& inputs,
                                           const ::c10d::ReduceScatterOptions& opts) override;
@@ -78,7 +80,6 @@ class ProcessGroupSmddp : public compat::BackendBase {
       SMDDP_OVERRIDE_2X;
 
   // Not implemented by the engine yet: each raises "smddp does not support <op> yet".
-  c10::intrusive_ptr<Work> reduce(Tensors&, const ::c10d::ReduceOptions&) override;
   c10::intrusive_ptr<Work> gather(std::vector<Tensors>&, Tensors&,
                                   const ::c10d::GatherOptions&) override;
   c10::intrusive_ptr<Work> scatter(Tensors&, std::vector<Tensors>&,

@@ -248,9 +248,6 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::barrier(const ::c10d::Barrie
 
 // ---- collectives the engine does not offer yet -------------------------------------------------
 
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce(Tensors&, const ::c10d::ReduceOptions&) {
-  unsupported("reduce");
-}
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::gather(std::vector<Tensors>&, Tensors&,
                                                            const ::c10d::GatherOptions&) {
   unsupported("gather");

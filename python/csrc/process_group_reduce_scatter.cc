@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// ProcessGroupSmddp's reduce_scatter family: reduce_scatter (a list of world_size inputs),
-// reduce_scatter_tensor (one input of world_size blocks) and its coalesced form (FSDP2's gradient
-// reduction). Each maps to engine reduce_scatters over contiguous buffers; validation on the
-// calling thread raises RuntimeError with nothing sent, as the other collectives do.
+// ProcessGroupSmddp's rooted and scattered reductions: reduce (to dst), reduce_scatter (a list of
+// world_size inputs), reduce_scatter_tensor (one input of world_size blocks) and its coalesced
+// form (FSDP2's gradient reduction). Each maps to engine collectives over contiguous buffers;
+// validation on the calling thread raises RuntimeError with nothing sent, as the other
+// collectives do.
 #include <c10/util/Exception.h>
 
 #include <utility>
@@ -44,6 +45,25 @@ Request post(Communicator& c, Staging& staging, const at::Tensor& output, const 
 }
 
 }  // namespace
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce(Tensors& tensors,
+                                                          const ::c10d::ReduceOptions& opts) {
+  const char* what = "reduce";
+  checkSingle(tensors, what);
+  TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "smddp: reduce root rank ",
+              opts.rootRank, " is out of range for a group of size ", size_);
+  TORCH_CHECK(opts.rootTensor == 0, "smddp: reduce rootTensor must be 0, got ", opts.rootTensor);
+  const ReduceOp op = toReduceOp(opts.reduceOp, what);
+  checkBoolOp(tensors[0], op, what);
+  const bool isRoot = opts.rootRank == rank_;
+  Communicator& c = comm();
+  Staging staging;
+  at::Tensor work = staging.stage(tensors[0], /*copyIn=*/true, /*copyBack=*/isRoot);
+  const Buffer buffer = toBuffer(work, what);
+  SmddpWork::Requests requests;
+  requests.push_back(c.reduce(buffer, buffer, op, static_cast<int>(opts.rootRank)));
+  return finish(OpType::REDUCE, std::move(requests), tensors, std::move(staging), opts.timeout);
+}
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce_scatter(
     Tensors& outputs, std::vector<Tensors>& inputs, const ::c10d::ReduceScatterOptions& opts) {

@@ -155,6 +155,27 @@ def check_allgather(rank, world):
         check(rank, "all_gather strided untouched", bases[r][:, 0], torch.zeros(4))
 
 
+def check_reduce(rank, world):
+    """The root's tensor gets the reduction; the others' keep their input."""
+    for dtype in DTYPES:
+        for op in OPS:
+            if op == "AVG" and dtype not in FLOATS:
+                continue
+            for root in range(world):
+                t = value(rank, 7, dtype, op)
+                w = dist.reduce(t, dst=root, op=getattr(dist.ReduceOp, op), async_op=True)
+                w.wait()
+                want = expected(world, 7, dtype, op) if rank == root else value(rank, 7, dtype, op)
+                check(rank, f"reduce {dtype} {op} to {root}", t, want)
+    base = torch.zeros(300_007, 2)
+    base[:, 1] = value(rank, 300_007, torch.float32)
+    dist.reduce(base[:, 1], dst=world - 1)
+    want = expected(world, 300_007, torch.float32, "SUM") if rank == world - 1 else \
+        value(rank, 300_007, torch.float32)
+    check(rank, "reduce large strided", base[:, 1], want)
+    check(rank, "reduce strided untouched", base[:, 0], torch.zeros(300_007))
+
+
 def check_reduce_scatter(rank, world):
     """Input block b of rank r is value(r, .) at the global index b * n + i, so this rank's
     output is expected() at rank * n + i."""
@@ -226,6 +247,7 @@ def suite(rank, world, init_method):
     check_coalesced(rank, world)
     check_broadcast(rank, world)
     check_allgather(rank, world)
+    check_reduce(rank, world)
     check_reduce_scatter(rank, world)
     check_dropped_work(rank, world)
     dist.barrier()

@@ -31,7 +31,6 @@ def errors(rank, world, init_method):
     t = torch.ones(4)
     outs = [torch.zeros(4) for _ in range(world)]
     unsupported = {
-        "reduce": lambda: dist.reduce(t, dst=0),
         "alltoall": lambda: dist.all_to_all(outs, [torch.ones(4) for _ in range(world)]),
         "alltoall_base": lambda: dist.all_to_all_single(torch.zeros(4 * world),
                                                         torch.ones(4 * world)),
