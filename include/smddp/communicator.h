@@ -69,6 +69,12 @@ class Communicator {
   // recv on root = op over all ranks' send (send.count elements each); recv is neither read nor
   // written on the other ranks. In place when send.data == recv.data on root.
   Request reduce(const Buffer& send, const Buffer& recv, ReduceOp op, int root);
+  // recv on root (size() * send.count elements) = every rank's send, in rank order; recv is not
+  // used on the other ranks. In place when send.data == recv.data + rank * send.bytes() on root.
+  Request gather(const Buffer& send, const Buffer& recv, int root);
+  // recv on every rank r = block r of root's send (size() blocks of recv.count elements); send is
+  // not used on the other ranks. In place when recv.data == send.data + root * recv.bytes().
+  Request scatter(const Buffer& send, const Buffer& recv, int root);
 
   // Blocking forms of the above (as MPI_Allreduce to MPI_Iallreduce): return once the collective
   // completed on this rank, throwing its Error if it failed (bad arguments throw before anything
@@ -82,6 +88,8 @@ class Communicator {
   void barrierBlocking();
   void reduceScatterBlocking(const Buffer& send, const Buffer& recv, ReduceOp op);
   void reduceBlocking(const Buffer& send, const Buffer& recv, ReduceOp op, int root);
+  void gatherBlocking(const Buffer& send, const Buffer& recv, int root);
+  void scatterBlocking(const Buffer& send, const Buffer& recv, int root);
 
   // Makes every pending and later wait fail with Error(kAborted). Safe from any thread.
   void abort();

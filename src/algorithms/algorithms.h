@@ -32,6 +32,10 @@ void reduceScatterRing(Exec& exec, const CollectiveArgs& args);  // any size
 // reduce
 void reduceBinomial(Exec& exec, const CollectiveArgs& args);  // any size
 
+// gather, scatter (gather_scatter_linear.cc)
+void gatherLinear(Exec& exec, const CollectiveArgs& args);
+void scatterLinear(Exec& exec, const CollectiveArgs& args);
+
 // barrier
 void barrierDissemination(Exec& exec, const CollectiveArgs& args);
 

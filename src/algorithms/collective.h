@@ -17,10 +17,13 @@ namespace smddp::algo {
 struct CollectiveArgs : Call {
   // all_reduce: count elements in, count out. broadcast: count elements (send read on root only).
   // all_gather: count elements per rank in send; block(r) receives rank r's count elements.
+  // gather: the same on the root only. scatter: the root's sendBlock(r) goes to rank r's recv.
   const void* send = nullptr;
   void* recv = nullptr;
-  // all_gather into a list of outputs: one pointer per rank (copied: the caller's list need not
-  // outlive the call). Empty for one output buffer, recv, whose block r is at r * bytes().
+  // A list of per-rank buffers instead of one buffer of size() blocks: the outputs of all_gather
+  // and gather (block(r)), the inputs of scatter (sendBlock(r)). One pointer per rank (copied:
+  // the caller's list need not outlive the call). Empty for one buffer, whose block r is at
+  // r * bytes().
   std::vector<void*> blocks;
 
   CollectiveArgs() = default;
@@ -29,6 +32,9 @@ struct CollectiveArgs : Call {
 
   void* block(size_t r) const {
     return blocks.empty() ? static_cast<char*>(recv) + r * bytes() : blocks[r];
+  }
+  const void* sendBlock(size_t r) const {
+    return blocks.empty() ? static_cast<const char*>(send) + r * bytes() : blocks[r];
   }
   bool inPlace() const { return send == recv; }
 };

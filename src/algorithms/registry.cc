@@ -40,7 +40,9 @@ const std::vector<std::pair<const char*, CollectiveKind>>& collectiveNames() {
       {"barrier", K::kBarrier},
       {"reduce_scatter", K::kReduceScatter},
       {"reducescatter", K::kReduceScatter},
-      {"reduce", K::kReduce}};
+      {"reduce", K::kReduce},
+      {"gather", K::kGather},
+      {"scatter", K::kScatter}};
   return names;
 }
 
@@ -77,7 +79,7 @@ CollectiveKind parseCollective(const std::string& spec, const std::string& entry
   badSpec(spec, entry,
           "unknown collective \"" + name +
               "\"; valid: all_reduce (allreduce), broadcast, all_gather "
-              "(allgather), barrier, reduce_scatter (reducescatter), reduce");
+              "(allgather), barrier, reduce_scatter (reducescatter), reduce, gather, scatter");
 }
 
 }  // namespace
@@ -126,6 +128,14 @@ const std::vector<Algorithm>& registry() {
       {K::kReduce, "arena",
        "shared memory, one host: all copy their input in, the root reduces the n slots",
        arena::reduce, kSlots},
+      {K::kGather, "linear", "the root receives every block straight into place, one round",
+       gatherLinear},
+      {K::kGather, "arena", "shared memory, one host: all copy in, the root copies all out",
+       arena::gather, kSlots},
+      {K::kScatter, "linear", "the root sends every block straight from its input, one round",
+       scatterLinear},
+      {K::kScatter, "arena", "shared memory, one host: the root copies all in, each copies out",
+       arena::scatter, kSlots},
   };
   return algorithms;
 }

@@ -31,8 +31,8 @@ const std::vector<Algorithm>& registry();
 const Algorithm* findAlgorithm(CollectiveKind kind, const char* name);
 
 // Parsed SMDDP_ALGO: collective -> algorithm name. Accepts allreduce / all_reduce, broadcast,
-// reduce_scatter / reducescatter, allgather / all_gather, barrier. Throws Error(kInvalidArgument)
-// naming the bad entry.
+// allgather / all_gather, barrier, reduce_scatter / reducescatter, reduce, gather, scatter.
+// Throws Error(kInvalidArgument) naming the bad entry.
 using AlgorithmOverrides = std::map<CollectiveKind, std::string>;
 AlgorithmOverrides parseAlgorithmOverrides(const std::string& spec);
 

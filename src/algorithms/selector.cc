@@ -13,14 +13,15 @@
 //     chain above: log2(n) whole-buffer hops against (n - 2 + segments) segment hops.
 //   all_gather: bruck while the gathered size (bytes x ranks) is at most 64 KiB: log2(n) messages
 //     plus one local copy; ring above, which writes straight into the output.
-//   reduce_scatter: ring (a pass, as in ring all_reduce); reduce: binomial tree.
+//   reduce_scatter: ring (a pass, as in ring all_reduce); reduce: binomial tree; gather,
+//   scatter: linear.
 //   barrier: dissemination.
 // With the shared-memory arena (every rank on one host, topology.arena), the arena algorithms
 // win at every size (bench/ and docs/PERF.md): no message, no matching, one copy in and out:
 //   all_reduce: arena_direct up to 16 KiB (one synchronisation, every rank reduces everything),
 //     arena_split above (reduction split n ways, two synchronisations per chunk);
 //   broadcast: arena_eager up to topology.eagerBytes (SMDDP_ARENA_EAGER_BYTES), arena above;
-//   all_gather, barrier, reduce_scatter, reduce: arena.
+//   all_gather, barrier, reduce_scatter, reduce, gather, scatter: arena.
 // topology.hosts is not used yet: it is where a hierarchical all_reduce will be chosen.
 #include "algorithms/registry.h"
 #include "smddp/error.h"
@@ -52,6 +53,9 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
       return topology.arena ? "arena" : "ring";
     case K::kReduce:
       return topology.arena ? "arena" : "binomial";
+    case K::kGather:
+    case K::kScatter:
+      return topology.arena ? "arena" : "linear";
     case K::kBarrier:
     case K::kControl:
       break;

@@ -5,17 +5,19 @@
 namespace smddp {
 
 const char* toString(CollectiveKind kind) {
+  // clang-format off
   switch (kind) {
     case CollectiveKind::kAllReduce: return "all_reduce";
     case CollectiveKind::kBroadcast: return "broadcast";
     case CollectiveKind::kAllGather: return "all_gather";
     case CollectiveKind::kBarrier: return "barrier";
-    case CollectiveKind::kReduceScatter:
-      return "reduce_scatter";
-    case CollectiveKind::kReduce:
-      return "reduce";
+    case CollectiveKind::kReduceScatter: return "reduce_scatter";
+    case CollectiveKind::kReduce: return "reduce";
+    case CollectiveKind::kGather: return "gather";
+    case CollectiveKind::kScatter: return "scatter";
     case CollectiveKind::kControl: return "control";
   }
+  // clang-format on
   return "unknown-collective";
 }
 

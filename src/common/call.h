@@ -25,6 +25,8 @@ enum class CollectiveKind : uint8_t {
   kBarrier = 4,
   kReduceScatter = 5,
   kReduce = 6,
+  kGather = 7,
+  kScatter = 8,
   kControl = 15,  // bootstrap and out-of-band checks
 };
 const char* toString(CollectiveKind kind);
@@ -32,7 +34,7 @@ const char* toString(CollectiveKind kind);
 struct Call {
   CollectiveKind kind = CollectiveKind::kBarrier;
   DataType dtype = DataType::kUInt8;
-  size_t count = 0;  // elements (all_gather: per rank in; reduce_scatter: per rank out)
+  size_t count = 0;  // elements (all_gather, gather, scatter, reduce_scatter: one rank's block)
   ReduceOp op = ReduceOp::kSum;
   int root = -1;
 
@@ -48,7 +50,8 @@ struct Call {
            k == CollectiveKind::kReduce;
   }
   static constexpr bool rooted(CollectiveKind k) {
-    return k == CollectiveKind::kBroadcast || k == CollectiveKind::kReduce;
+    return k == CollectiveKind::kBroadcast || k == CollectiveKind::kReduce ||
+           k == CollectiveKind::kGather || k == CollectiveKind::kScatter;
   }
   bool carriesData() const { return carriesData(kind); }
   bool reduces() const { return reduces(kind); }

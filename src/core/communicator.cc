@@ -98,6 +98,14 @@ Request Communicator::reduce(const Buffer& send, const Buffer& recv, ReduceOp op
   return impl_->post(core::checkReduce({rank(), size()}, send, recv, op, root));
 }
 
+Request Communicator::gather(const Buffer& send, const Buffer& recv, int root) {
+  return impl_->post(core::checkGather({rank(), size()}, send, recv, root));
+}
+
+Request Communicator::scatter(const Buffer& send, const Buffer& recv, int root) {
+  return impl_->post(core::checkScatter({rank(), size()}, send, recv, root));
+}
+
 void Communicator::allReduceBlocking(const Buffer& send, const Buffer& recv, ReduceOp op) {
   impl_->runBlocking(core::checkAllReduce({rank(), size()}, send, recv, op));
 }
@@ -122,6 +130,14 @@ void Communicator::reduceScatterBlocking(const Buffer& send, const Buffer& recv,
 
 void Communicator::reduceBlocking(const Buffer& send, const Buffer& recv, ReduceOp op, int root) {
   impl_->runBlocking(core::checkReduce({rank(), size()}, send, recv, op, root));
+}
+
+void Communicator::gatherBlocking(const Buffer& send, const Buffer& recv, int root) {
+  impl_->runBlocking(core::checkGather({rank(), size()}, send, recv, root));
+}
+
+void Communicator::scatterBlocking(const Buffer& send, const Buffer& recv, int root) {
+  impl_->runBlocking(core::checkScatter({rank(), size()}, send, recv, root));
 }
 
 void Communicator::abort() { impl_->abort(); }

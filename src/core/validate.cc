@@ -84,6 +84,13 @@ inline void checkSendRecvPair(const CallSite& at, CollectiveKind kind, const Buf
   if (!valid) rejectSendRecvPair(at, kind, send, recv);
 }
 
+void checkRoot(const CallSite& at, CollectiveKind kind, int root) {
+  if (root < 0 || root >= at.size) {
+    fail(at, kind, ErrorCode::kInvalidArgument,
+         "root " + std::to_string(root) + " is out of range [0, " + std::to_string(at.size) + ")");
+  }
+}
+
 void checkOp(const CallSite& at, CollectiveKind kind, DataType dtype, ReduceOp op) {
   if (static_cast<int>(op) >= kNumReduceOps) {
     fail(at, kind, ErrorCode::kInvalidArgument, "invalid reduction op");
@@ -110,10 +117,7 @@ algo::CollectiveArgs checkAllReduce(const CallSite& at, const Buffer& send, cons
 algo::CollectiveArgs checkBroadcast(const CallSite& at, const Buffer& send, const Buffer& recv,
                                     int root) {
   const auto kind = CollectiveKind::kBroadcast;
-  if (root < 0 || root >= at.size) {
-    fail(at, kind, ErrorCode::kInvalidArgument,
-         "root " + std::to_string(root) + " is out of range [0, " + std::to_string(at.size) + ")");
-  }
+  checkRoot(at, kind, root);
   checkBuffer(at, kind, "recv", recv);
   if (at.rank == root) {
     checkBuffer(at, kind, "send", send);
@@ -171,10 +175,7 @@ algo::CollectiveArgs checkReduceScatter(const CallSite& at, const Buffer& send, 
 algo::CollectiveArgs checkReduce(const CallSite& at, const Buffer& send, const Buffer& recv,
                                  ReduceOp op, int root) {
   const auto kind = CollectiveKind::kReduce;
-  if (root < 0 || root >= at.size) {
-    fail(at, kind, ErrorCode::kInvalidArgument,
-         "root " + std::to_string(root) + " is out of range [0, " + std::to_string(at.size) + ")");
-  }
+  checkRoot(at, kind, root);
   checkBuffer(at, kind, "send", send);
   if (at.rank == root) {
     checkBuffer(at, kind, "recv", recv);
@@ -183,6 +184,55 @@ algo::CollectiveArgs checkReduce(const CallSite& at, const Buffer& send, const B
   checkOp(at, kind, send.dtype, op);
   return {Call::of(kind, send.dtype, send.count, op, root), send.data,
           at.rank == root ? recv.data : nullptr};
+}
+
+namespace {
+
+// `whole` holds size blocks of `block`'s shape; `block` is either the block of rank `rank` in
+// it (in place) or disjoint from it.
+void checkBlockOf(const CallSite& at, CollectiveKind kind, const char* wholeName,
+                  const Buffer& whole, const char* blockName, const Buffer& block) {
+  checkSameType(at, kind, whole, block);
+  const size_t n = static_cast<size_t>(at.size);
+  if (whole.count != block.count * n) {
+    fail(at, kind, ErrorCode::kInvalidArgument,
+         describe(wholeName, whole) + " must hold size x " + blockName +
+             " count = " + std::to_string(n) + " x " + std::to_string(block.count) + " elements");
+  }
+  const void* mine =
+      static_cast<const unsigned char*>(whole.data) + block.bytes() * static_cast<size_t>(at.rank);
+  if (block.data != mine && overlaps(whole.data, whole.bytes(), block.data, block.bytes())) {
+    fail(at, kind, ErrorCode::kInvalidArgument,
+         std::string(blockName) + " overlaps " + wholeName + " but is not this rank's block of it");
+  }
+}
+
+}  // namespace
+
+algo::CollectiveArgs checkGather(const CallSite& at, const Buffer& send, const Buffer& recv,
+                                 int root) {
+  const auto kind = CollectiveKind::kGather;
+  checkRoot(at, kind, root);
+  checkBuffer(at, kind, "send", send);
+  if (at.rank == root) {
+    checkBuffer(at, kind, "recv", recv);
+    checkBlockOf(at, kind, "recv", recv, "send", send);
+  }
+  return {Call::of(kind, send.dtype, send.count, ReduceOp::kSum, root), send.data,
+          at.rank == root ? recv.data : nullptr};
+}
+
+algo::CollectiveArgs checkScatter(const CallSite& at, const Buffer& send, const Buffer& recv,
+                                  int root) {
+  const auto kind = CollectiveKind::kScatter;
+  checkRoot(at, kind, root);
+  checkBuffer(at, kind, "recv", recv);
+  if (at.rank == root) {
+    checkBuffer(at, kind, "send", send);
+    checkBlockOf(at, kind, "send", send, "recv", recv);
+  }
+  return {Call::of(kind, recv.dtype, recv.count, ReduceOp::kSum, root),
+          at.rank == root ? send.data : nullptr, recv.data};
 }
 
 algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,

@@ -27,6 +27,12 @@ algo::CollectiveArgs checkReduceScatter(const CallSite& at, const Buffer& send, 
 // recv on root = op over all ranks' send; recv is not used (nor checked) on the other ranks.
 algo::CollectiveArgs checkReduce(const CallSite& at, const Buffer& send, const Buffer& recv,
                                  ReduceOp op, int root);
+// recv on root = every rank's send (send.count each) in rank order; recv unused elsewhere.
+algo::CollectiveArgs checkGather(const CallSite& at, const Buffer& send, const Buffer& recv,
+                                 int root);
+// recv on rank r = block r of root's send (recv.count each); send unused off the root.
+algo::CollectiveArgs checkScatter(const CallSite& at, const Buffer& send, const Buffer& recv,
+                                  int root);
 algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,
                                         const std::vector<Buffer>& recvs);
 

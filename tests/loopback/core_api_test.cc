@@ -166,6 +166,36 @@ TEST_P(CoreApi, ReduceToEveryRootInPlaceOutOfPlaceAndBlocking) {
   }
 }
 
+TEST_P(CoreApi, GatherAndScatterToEveryRoot) {
+  const int n = GetParam();
+  auto comms = makeLoopbackGroup(n);
+  const size_t count = 6;
+  const auto I = DataType::kInt32;
+  runRanks(comms, [&](int rank, Communicator& c) {
+    for (int root = 0; root < n; ++root) {
+      std::vector<int32_t> mine(count), all(count * n, -1);
+      for (size_t i = 0; i < count; ++i) mine[i] = rank * 100 + static_cast<int>(i);
+      c.gather(Buffer(mine.data(), count, I), Buffer(all.data(), all.size(), I), root).wait();
+      std::vector<int32_t> source(count * n, -1), part(count, -1);
+      if (rank == root) {
+        for (size_t j = 0; j < source.size(); ++j) source[j] = root * 1000 + static_cast<int>(j);
+      }
+      c.scatterBlocking(Buffer(source.data(), source.size(), I), Buffer(part.data(), count, I),
+                        root);
+      for (size_t j = 0; j < all.size(); ++j) {
+        const int32_t want =
+            rank == root ? static_cast<int32_t>(j / count) * 100 + static_cast<int32_t>(j % count)
+                         : -1;
+        ASSERT_EQ(all[j], want) << "gather: rank " << rank << " root " << root << " index " << j;
+      }
+      for (size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(part[i], root * 1000 + static_cast<int>(rank * count + i))
+            << "scatter: rank " << rank << " root " << root << " index " << i;
+      }
+    }
+  });
+}
+
 TEST_P(CoreApi, ZeroCountAndBarrier) {
   const int n = GetParam();
   auto comms = makeLoopbackGroup(n);

@@ -78,6 +78,16 @@ TEST(CoreErrors, BadArgumentsNameTheProblemAndLeaveTheCommunicatorUsable) {
           ErrorCode::kInvalidArgument);
       EXPECT_NE(msg.find("differ in size"), std::string::npos) << msg;
     }
+    if (rank == 0) {  // the root's output is checked (elsewhere it is not used)
+      msg = expectError([&] { c.gather(Buffer(a.data(), 8, F), Buffer(big.data(), 23, F), 0); },
+                        ErrorCode::kInvalidArgument);
+      EXPECT_NE(msg.find("gather: recv (float32 x 23) must hold size x send count"),
+                std::string::npos)
+          << msg;
+    }
+    msg = expectError([&] { c.scatter(Buffer(big.data(), 24, F), Buffer(a.data(), 8, F), 3); },
+                      ErrorCode::kInvalidArgument);
+    EXPECT_NE(msg.find("scatter: root 3 is out of range"), std::string::npos) << msg;
     // Nothing was queued: the next collective gets sequence number 0 and works.
     auto req = c.allReduce(Buffer(a.data(), 8, F), Buffer(b.data(), 8, F), ReduceOp::kSum);
     EXPECT_EQ(req.sequence(), 0u);

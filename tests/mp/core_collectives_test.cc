@@ -120,6 +120,23 @@ int checkAll(Communicator& c, int rank, int n, bool blocking) {
           rank == reduceRoot ? n * (n + 1) / 2.0 + n * static_cast<double>(i % 251) : -1.0;
       if (red[i] != want) return fail(rank, "reduce", count, i, red[i], want);
     }
+    // gather to the broadcast's root, then scatter it back: every rank ends with its own block
+    std::vector<float> gathered(per * n, -1.f), back(per, -1.f);
+    const Buffer gBuf(gathered.data(), gathered.size(), F), backBuf(back.data(), per, F);
+    if (blocking) {
+      c.gatherBlocking(mineBuf, gBuf, root);
+      c.scatterBlocking(gBuf, backBuf, root);
+    } else {
+      c.gather(mineBuf, gBuf, root).wait();
+      c.scatter(gBuf, backBuf, root).wait();
+    }
+    for (size_t i = 0; i < gathered.size() && rank == root; ++i) {
+      const float want = input(static_cast<int>(i / (per ? per : 1)), i % (per ? per : 1));
+      if (gathered[i] != want) return fail(rank, "gather", per, i, gathered[i], want);
+    }
+    for (size_t i = 0; i < per; ++i) {
+      if (back[i] != input(rank, i)) return fail(rank, "scatter", per, i, back[i], input(rank, i));
+    }
     if (blocking) {
       c.barrierBlocking();
     } else {

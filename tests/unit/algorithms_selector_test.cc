@@ -169,8 +169,8 @@ void expectParseError(const std::string& spec, const std::vector<std::string>& m
 
 TEST(Overrides, ErrorsNameTheEntryAndTheValidNames) {
   expectParseError("allreduce", {"allreduce", "collective:algorithm"});
-  expectParseError("scatter:ring", {"scatter", "all_reduce", "broadcast", "all_gather", "barrier",
-                                    "reduce_scatter", "reduce"});
+  expectParseError("alltoall:ring", {"alltoall", "all_reduce", "broadcast", "all_gather", "barrier",
+                                     "reduce_scatter", "reduce", "gather", "scatter"});
   expectParseError("allreduce:tree", {"tree", "recursive_doubling", "ring"});
   expectParseError("broadcast:ring", {"broadcast", "binomial", "chain"});
   expectParseError("allgather:chain", {"bruck", "ring"});

@@ -18,5 +18,7 @@ void allGather(Exec& exec, const CollectiveArgs& args);
 void barrier(Exec& exec, const CollectiveArgs& args);
 void reduceScatter(Exec& exec, const CollectiveArgs& args);  // reduce_scatter.cc
 void reduce(Exec& exec, const CollectiveArgs& args);         // reduce.cc
+void gather(Exec& exec, const CollectiveArgs& args);         // gather_scatter.cc
+void scatter(Exec& exec, const CollectiveArgs& args);        // gather_scatter.cc
 
 }  // namespace smddp::algo::arena
