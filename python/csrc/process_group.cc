@@ -117,10 +117,12 @@ void ProcessGroupSmddp::keepPosted(OpType opType, SmddpWork::Requests requests, 
 }
 
 void ProcessGroupSmddp::unsupported(const char* op) const {
-  TORCH_CHECK(false, "smddp: ", op,
-              " is not supported yet by the smddp backend (supported: all_reduce, "
-              "all_reduce_coalesced, broadcast, all_gather, all_gather_coalesced, "
-              "all_gather_into_tensor, reduce, reduce_scatter, reduce_scatter_tensor, barrier)");
+  TORCH_CHECK(
+      false, "smddp: ", op,
+      " is not supported yet by the smddp backend (supported: all_reduce, "
+      "all_reduce_coalesced, broadcast, all_gather, all_gather_coalesced, "
+      "all_gather_into_tensor, reduce, reduce_scatter, reduce_scatter_tensor, gather, scatter, "
+      "barrier)");
 }
 
 // ---- the 2.x Backend API ------------------------------------------------------------------------

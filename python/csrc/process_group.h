@@ -64,6 +64,14 @@ class ProcessGroupSmddp : public compat::BackendBase {
                                                const ::c10d::AllgatherOptions& opts) override;
   c10::intrusive_ptr<Work> barrier(const ::c10d::BarrierOptions& opts) override;
 
+  // ---- gather and scatter (process_group_gather_scatter.cc) ----
+  // outputs[0][r] on the root = inputs[0] of rank r (outputs empty elsewhere).
+  c10::intrusive_ptr<Work> gather(std::vector<Tensors>& outputs, Tensors& inputs,
+                                  const ::c10d::GatherOptions& opts) override;
+  // outputs[0] on rank r = inputs[0][r] of the root (inputs empty elsewhere).
+  c10::intrusive_ptr<Work> scatter(Tensors& outputs, std::vector<Tensors>& inputs,
+                                   const ::c10d::ScatterOptions& opts) override;
+
   // ---- rooted and scattered reductions (process_group_reduce_scatter.cc) ----
   // tensors[0] on rootRank = op over ranks of their tensors[0]; the others' stay as they were.
   c10::intrusive_ptr<Work> reduce(Tensors& tensors, const ::c10d::ReduceOptions& opts) override;
@@ -80,10 +88,6 @@ class ProcessGroupSmddp : public compat::BackendBase {
       SMDDP_OVERRIDE_2X;
 
   // Not implemented by the engine yet: each raises "smddp does not support <op> yet".
-  c10::intrusive_ptr<Work> gather(std::vector<Tensors>&, Tensors&,
-                                  const ::c10d::GatherOptions&) override;
-  c10::intrusive_ptr<Work> scatter(Tensors&, std::vector<Tensors>&,
-                                   const ::c10d::ScatterOptions&) override;
   c10::intrusive_ptr<Work> SMDDP_SINGLE(all_to_all_single, alltoall_base)(
       at::Tensor&, at::Tensor&, std::vector<int64_t>&, std::vector<int64_t>&,
       const ::c10d::AllToAllOptions&) override;

@@ -248,14 +248,6 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::barrier(const ::c10d::Barrie
 
 // ---- collectives the engine does not offer yet -------------------------------------------------
 
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::gather(std::vector<Tensors>&, Tensors&,
-                                                           const ::c10d::GatherOptions&) {
-  unsupported("gather");
-}
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::scatter(Tensors&, std::vector<Tensors>&,
-                                                            const ::c10d::ScatterOptions&) {
-  unsupported("scatter");
-}
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::SMDDP_SINGLE(all_to_all_single,
                                                                  alltoall_base)(
     at::Tensor&, at::Tensor&, std::vector<int64_t>&, std::vector<int64_t>&,

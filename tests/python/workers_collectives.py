@@ -176,6 +176,34 @@ def check_reduce(rank, world):
     check(rank, "reduce strided untouched", base[:, 0], torch.zeros(300_007))
 
 
+def check_gather_scatter(rank, world):
+    """gather to every root, then scatter from it: closed-form values, every dtype, a strided
+    output, and the object forms built on them."""
+    for dtype in DTYPES:
+        for root in range(world):
+            outs = [torch.full((5,), 99).to(dtype) for _ in range(world)] if rank == root else None
+            w = dist.gather(value(rank, 5, dtype), outs, dst=root, async_op=True)
+            w.wait()
+            for r in range(world if rank == root else 0):
+                check(rank, f"gather {dtype} to {root} from {r}", outs[r], value(r, 5, dtype))
+            ins = [value(10 * root + r, 4, dtype) for r in range(world)] if rank == root else None
+            out = torch.full((4,), 99).to(dtype)
+            dist.scatter(out, ins, src=root)
+            check(rank, f"scatter {dtype} from {root}", out, value(10 * root + rank, 4, dtype))
+    base = torch.zeros(3, 2)
+    ins = [torch.full((3,), float(r)) for r in range(world)] if rank == 0 else None
+    dist.scatter(base[:, 1], ins, src=0)
+    check(rank, "scatter strided", base[:, 1], torch.full((3,), float(rank)))
+    check(rank, "scatter strided untouched", base[:, 0], torch.zeros(3))
+    objs = [None] * world if rank == 0 else None
+    dist.gather_object({"rank": rank, "text": "x" * rank}, objs, dst=0)
+    if rank == 0:
+        assert objs == [{"rank": r, "text": "x" * r} for r in range(world)], objs
+    got = [None]
+    dist.scatter_object_list(got, [("to", r) for r in range(world)] if rank == 0 else None, src=0)
+    assert got[0] == ("to", rank), f"rank {rank}: scatter_object_list: {got}"
+
+
 def check_reduce_scatter(rank, world):
     """Input block b of rank r is value(r, .) at the global index b * n + i, so this rank's
     output is expected() at rank * n + i."""
@@ -248,6 +276,7 @@ def suite(rank, world, init_method):
     check_broadcast(rank, world)
     check_allgather(rank, world)
     check_reduce(rank, world)
+    check_gather_scatter(rank, world)
     check_reduce_scatter(rank, world)
     check_dropped_work(rank, world)
     dist.barrier()

@@ -34,8 +34,6 @@ def errors(rank, world, init_method):
         "alltoall": lambda: dist.all_to_all(outs, [torch.ones(4) for _ in range(world)]),
         "alltoall_base": lambda: dist.all_to_all_single(torch.zeros(4 * world),
                                                         torch.ones(4 * world)),
-        "gather": lambda: dist.gather(t, outs if rank == 0 else None, dst=0),
-        "scatter": lambda: dist.scatter(t, outs if rank == 0 else None, src=0),
     }
     if world > 1:  # torch 2.x itself refuses a send to or a recv from this rank
         unsupported["send"] = lambda: dist.send(t, dst=(rank + 1) % world)
