@@ -5,6 +5,7 @@ smddp_layer(smddp_core
   core/communicator_impl.cc
   core/engine.cc
   core/request.cc
+  core/request_state.cc
   core/validate.cc)
 target_link_libraries(smddp_core PUBLIC smddp_watch smddp_algorithms smddp_transport smddp_store
   smddp_reduce smddp_common)

@@ -91,6 +91,31 @@ void checkRoot(const CallSite& at, CollectiveKind kind, int root) {
   }
 }
 
+// `whole` holds size blocks of `block`'s shape; `block` is either the block of rank `rank` in
+// it (in place) or disjoint from it.
+void checkBlockOf(const CallSite& at, CollectiveKind kind, const char* wholeName,
+                  const Buffer& whole, const char* blockName, const Buffer& block) {
+  if (whole.dtype != block.dtype) {
+    fail(at, kind, ErrorCode::kInvalidArgument,
+         std::string(blockName) + " is " + toString(block.dtype) + " but " + wholeName + " is " +
+             toString(whole.dtype));
+  }
+  const size_t n = static_cast<size_t>(at.size);
+  if (whole.count != block.count * n) {
+    fail(at, kind, ErrorCode::kInvalidArgument,
+         describe(wholeName, whole) + " must hold size x " + blockName +
+             " count = " + std::to_string(n) + " x " + std::to_string(block.count) + " elements");
+  }
+  const void* mine =
+      static_cast<const unsigned char*>(whole.data) + block.bytes() * static_cast<size_t>(at.rank);
+  if (block.data != mine && overlaps(whole.data, whole.bytes(), block.data, block.bytes())) {
+    fail(at, kind, ErrorCode::kInvalidArgument,
+         std::string(blockName) + " overlaps " + wholeName +
+             " but is not this rank's block of it (in place means " + blockName +
+             " == " + wholeName + " + rank * " + blockName + " bytes)");
+  }
+}
+
 void checkOp(const CallSite& at, CollectiveKind kind, DataType dtype, ReduceOp op) {
   if (static_cast<int>(op) >= kNumReduceOps) {
     fail(at, kind, ErrorCode::kInvalidArgument, "invalid reduction op");
@@ -131,21 +156,7 @@ algo::CollectiveArgs checkAllGather(const CallSite& at, const Buffer& send, cons
   const auto kind = CollectiveKind::kAllGather;
   checkBuffer(at, kind, "send", send);
   checkBuffer(at, kind, "recv", recv);
-  checkSameType(at, kind, send, recv);
-  const size_t n = static_cast<size_t>(at.size);
-  if (recv.count != send.count * n) {
-    fail(at, kind, ErrorCode::kInvalidArgument,
-         describe("recv", recv) + " must hold size x send count = " + std::to_string(n) + " x " +
-             std::to_string(send.count) + " elements");
-  }
-  auto* base = static_cast<unsigned char*>(recv.data);
-  const size_t block = send.bytes();
-  const void* mine = base + block * static_cast<size_t>(at.rank);
-  if (send.data != mine && overlaps(send.data, block, recv.data, recv.bytes())) {
-    fail(at, kind, ErrorCode::kInvalidArgument,
-         "send overlaps recv but is not this rank's block of it (in place means send == recv + "
-         "rank * send bytes)");
-  }
+  checkBlockOf(at, kind, "recv", recv, "send", send);
   return {Call::of(kind, send.dtype, send.count), send.data, recv.data};
 }
 
@@ -154,20 +165,7 @@ algo::CollectiveArgs checkReduceScatter(const CallSite& at, const Buffer& send, 
   const auto kind = CollectiveKind::kReduceScatter;
   checkBuffer(at, kind, "send", send);
   checkBuffer(at, kind, "recv", recv);
-  checkSameType(at, kind, send, recv);
-  const size_t n = static_cast<size_t>(at.size);
-  if (send.count != recv.count * n) {
-    fail(at, kind, ErrorCode::kInvalidArgument,
-         describe("send", send) + " must hold size x recv count = " + std::to_string(n) + " x " +
-             std::to_string(recv.count) + " elements");
-  }
-  const void* mine =
-      static_cast<const unsigned char*>(send.data) + recv.bytes() * static_cast<size_t>(at.rank);
-  if (recv.data != mine && overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
-    fail(at, kind, ErrorCode::kInvalidArgument,
-         "recv overlaps send but is not this rank's block of it (in place means recv == send + "
-         "rank * recv bytes)");
-  }
+  checkBlockOf(at, kind, "send", send, "recv", recv);
   checkOp(at, kind, send.dtype, op);
   return {Call::of(kind, recv.dtype, recv.count, op), send.data, recv.data};
 }
@@ -185,29 +183,6 @@ algo::CollectiveArgs checkReduce(const CallSite& at, const Buffer& send, const B
   return {Call::of(kind, send.dtype, send.count, op, root), send.data,
           at.rank == root ? recv.data : nullptr};
 }
-
-namespace {
-
-// `whole` holds size blocks of `block`'s shape; `block` is either the block of rank `rank` in
-// it (in place) or disjoint from it.
-void checkBlockOf(const CallSite& at, CollectiveKind kind, const char* wholeName,
-                  const Buffer& whole, const char* blockName, const Buffer& block) {
-  checkSameType(at, kind, whole, block);
-  const size_t n = static_cast<size_t>(at.size);
-  if (whole.count != block.count * n) {
-    fail(at, kind, ErrorCode::kInvalidArgument,
-         describe(wholeName, whole) + " must hold size x " + blockName +
-             " count = " + std::to_string(n) + " x " + std::to_string(block.count) + " elements");
-  }
-  const void* mine =
-      static_cast<const unsigned char*>(whole.data) + block.bytes() * static_cast<size_t>(at.rank);
-  if (block.data != mine && overlaps(whole.data, whole.bytes(), block.data, block.bytes())) {
-    fail(at, kind, ErrorCode::kInvalidArgument,
-         std::string(blockName) + " overlaps " + wholeName + " but is not this rank's block of it");
-  }
-}
-
-}  // namespace
 
 algo::CollectiveArgs checkGather(const CallSite& at, const Buffer& send, const Buffer& recv,
                                  int root) {

@@ -42,11 +42,7 @@ void allReduceDirect(Exec& exec, const CollectiveArgs& args) {
     std::memcpy(step.mine(), in + off, bytes);
     step.publish(1);
     step.awaitAll(1);
-    reduce::reduce(args.dtype, args.op, out + off, step.slotOf(0), step.slotOf(1), count);
-    for (int r = 2; r < n; ++r) {
-      reduce::reduce(args.dtype, args.op, out + off, out + off, step.slotOf(r), count);
-    }
-    if (args.op == ReduceOp::kAvg) reduce::finishAverage(args.dtype, out + off, count, n);
+    reduceSlots(step, args, n, out + off, 0, count);
     step.release();
   }
 }

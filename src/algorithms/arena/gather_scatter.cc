@@ -14,7 +14,6 @@
 
 #include "algorithms/arena/collectives.h"
 #include "algorithms/arena/slot_step.h"
-#include "smddp/error.h"
 
 namespace smddp::algo::arena {
 
@@ -50,15 +49,7 @@ void scatter(Exec& exec, const CollectiveArgs& args) {
   const int rank = exec.rank();
   const bool root = rank == args.root;
   const size_t es = args.elementSize();
-  const size_t slotBytes = requireArena(exec).segment().slotBytes();
-  if (static_cast<size_t>(n) * es > slotBytes) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "smddp: rank " + std::to_string(rank) + ": " + exec.desc().describe() +
-                    ": the arena's slot (" + formatBytes(slotBytes) +
-                    ") holds less than one element per rank; raise SMDDP_ARENA_SLOT_BYTES");
-  }
-  const size_t piece =
-      std::max<size_t>(1, SlotStep::chunkBytes(exec, es) / es / static_cast<size_t>(n)) * es;
+  const size_t piece = piecePerRank(exec, es);
   const bool oneUse = args.bytes() <= piece;
   auto* out = static_cast<unsigned char*>(args.recv);
   for (size_t off = 0; off < args.bytes(); off += piece) {

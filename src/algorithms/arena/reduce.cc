@@ -12,7 +12,6 @@
 
 #include "algorithms/arena/collectives.h"
 #include "algorithms/arena/slot_step.h"
-#include "reduce/reducer.h"
 
 namespace smddp::algo::arena {
 
@@ -33,11 +32,7 @@ void reduce(Exec& exec, const CollectiveArgs& args) {
     step.publish(1);
     if (root) {
       step.awaitAll(1);
-      reduce::reduce(args.dtype, args.op, out + off, step.slotOf(0), step.slotOf(1), count);
-      for (int r = 2; r < n; ++r) {
-        reduce::reduce(args.dtype, args.op, out + off, out + off, step.slotOf(r), count);
-      }
-      if (args.op == ReduceOp::kAvg) reduce::finishAverage(args.dtype, out + off, count, n);
+      reduceSlots(step, args, n, out + off, 0, count);
     } else if (off == 0 && !oneChunk) {
       step.awaitAll(1);  // every rank entered the same reduce: checked now (see above)
     }

@@ -12,10 +12,7 @@
 #include <cstring>
 
 #include "algorithms/arena/collectives.h"
-#include "algorithms/arena/segment.h"
 #include "algorithms/arena/slot_step.h"
-#include "reduce/reducer.h"
-#include "smddp/error.h"
 
 namespace smddp::algo::arena {
 
@@ -23,17 +20,7 @@ void reduceScatter(Exec& exec, const CollectiveArgs& args) {
   const int n = exec.size();
   const int rank = exec.rank();
   const size_t es = args.elementSize();
-  // A chunk (the slot capped by the segment size) split n ways; at least one element per rank,
-  // which the whole slot must hold.
-  const size_t slotBytes = requireArena(exec).segment().slotBytes();
-  if (static_cast<size_t>(n) * es > slotBytes) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "smddp: rank " + std::to_string(rank) + ": " + exec.desc().describe() +
-                    ": the arena's slot (" + formatBytes(slotBytes) +
-                    ") holds less than one element per rank; raise SMDDP_ARENA_SLOT_BYTES");
-  }
-  const size_t pieceElems =
-      std::max<size_t>(1, SlotStep::chunkBytes(exec, es) / es / static_cast<size_t>(n));
+  const size_t pieceElems = piecePerRank(exec, es) / es;
   const auto* in = static_cast<const unsigned char*>(args.send);
   auto* out = static_cast<unsigned char*>(args.recv);
   const size_t blockBytes = args.bytes();
@@ -48,13 +35,7 @@ void reduceScatter(Exec& exec, const CollectiveArgs& args) {
     }
     step.publish(1);
     step.awaitAll(1);
-    const size_t mine = static_cast<size_t>(rank) * bytes;
-    reduce::reduce(args.dtype, args.op, out + off, step.slotOf(0) + mine, step.slotOf(1) + mine,
-                   count);
-    for (int r = 2; r < n; ++r) {
-      reduce::reduce(args.dtype, args.op, out + off, out + off, step.slotOf(r) + mine, count);
-    }
-    if (args.op == ReduceOp::kAvg) reduce::finishAverage(args.dtype, out + off, count, n);
+    reduceSlots(step, args, n, out + off, static_cast<size_t>(rank) * bytes, count);
     step.release();
   }
 }

@@ -25,6 +25,8 @@
 #include "algorithms/arena/arena.h"
 #include "algorithms/arena/segment.h"
 #include "algorithms/exec.h"
+#include "reduce/reducer.h"
+#include "smddp/error.h"
 
 namespace smddp::algo::arena {
 
@@ -136,5 +138,32 @@ class SlotStep {
   Segment& segment_;
   uint64_t use_;
 };
+
+// out[0, count) = op over the n ranks, in rank order, of the elements at byte `at` of their slots
+// in `step` (divided for AVG): the reduction every arena reduce makes.
+inline void reduceSlots(SlotStep& step, const CollectiveArgs& args, int n, void* out, size_t at,
+                        size_t count) {
+  reduce::reduce(args.dtype, args.op, out, step.slotOf(0) + at, step.slotOf(1) + at, count);
+  for (int r = 2; r < n; ++r) {
+    reduce::reduce(args.dtype, args.op, out, out, step.slotOf(r) + at, count);
+  }
+  if (args.op == ReduceOp::kAvg) reduce::finishAverage(args.dtype, out, count, n);
+}
+
+// Bytes per rank and use when every use carries one piece for each rank (reduce_scatter,
+// scatter): a chunk / n in whole elements, at least one element, which the whole slot must hold
+// n of (else Error(kInvalidArgument) naming the collective).
+inline size_t piecePerRank(const Exec& exec, size_t elementSize) {
+  const auto n = static_cast<size_t>(exec.size());
+  const size_t slotBytes = requireArena(exec).segment().slotBytes();
+  if (n * elementSize > slotBytes) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() +
+                    ": the arena's slot (" + formatBytes(slotBytes) +
+                    ") holds less than one element per rank; raise SMDDP_ARENA_SLOT_BYTES");
+  }
+  return std::max<size_t>(1, SlotStep::chunkBytes(exec, elementSize) / elementSize / n) *
+         elementSize;
+}
 
 }  // namespace smddp::algo::arena
