@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "failure_helpers.h"
 #include "fork_ranks.h"
 #include "smddp/smddp.h"
 
@@ -27,49 +28,7 @@ namespace smddp {
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
-// Read once by the config parser, before any communicator exists: a short heartbeat timeout so the
-// hang test is quick (the default is 30 s).
-// Warnings on (the default), which the shutdown case reads from its log.
-const int kEnvSet = (::setenv("SMDDP_HEARTBEAT_TIMEOUT_MS", "3000", 1),
-                     ::setenv("SMDDP_DEBUG", "WARN", 1), 0);
-constexpr int kRanks = 3;
-
-std::shared_ptr<Communicator> join(std::shared_ptr<Store> s, const std::string& provider, int rank,
-                                   std::chrono::milliseconds timeout) {
-  Options opts;
-  opts.provider = provider;
-  opts.timeout = timeout;
-  return Communicator::create(std::move(s), rank, kRanks, opts);
-}
-
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// The child's verdict on an expected failure: 0 when code and text are right and it came in time.
-int expectFailure(int rank, const Error& e, std::initializer_list<ErrorCode> codes,
-                  const std::vector<std::string>& needles, Clock::time_point t0, double bound) {
-  std::fprintf(stderr, "rank %d after %.2f s: [%s] %s\n", rank, secondsSince(t0),
-               toString(e.code()), e.what());
-  bool codeOk = false;
-  for (ErrorCode c : codes) codeOk = codeOk || e.code() == c;
-  if (!codeOk) return 2;
-  for (const auto& needle : needles) {
-    if (std::string(e.what()).find(needle) == std::string::npos) return 3;
-  }
-  return secondsSince(t0) < bound ? 0 : 4;
-}
-
-// Survivors stay until every survivor has raised: a rank that exits early would itself be seen
-// (rightly) as a dead peer by a survivor still waiting.
-void holdUntilAllRaised(Store& s, int rank, int victim) {
-  s.set("raised/" + std::to_string(rank), "1");
-  for (int r = 0; r < kRanks; ++r) {
-    if (r != victim) s.get("raised/" + std::to_string(r), 30s);
-  }
-}
+using namespace failure;
 
 void runStream(Communicator& c, int from, int to, int rank, int victim, int dieAt) {
   static const size_t kBytes[] = {1 << 10, 16 << 10, 256 << 10, 4 << 20, 16 << 20};
