@@ -8,6 +8,7 @@
 // output is written. For AVG the root divides once at the end.
 // Cost: a rank with c children receives c whole buffers and reduces c times (the root ceil(log2
 // n)); every non-root sends once: n-1 messages, n-1 times bytes on the wire, ceil(log2 n) rounds.
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -24,10 +25,9 @@ void reduceBinomial(Exec& exec, const CollectiveArgs& args) {
   const int parent = patterns::binomialParent(rank, n, args.root);
   const std::vector<int> children = patterns::binomialChildren(rank, n, args.root);
   char* incoming = static_cast<char*>(exec.scratch(bytes * children.size(), 0));
-  std::vector<Exec::Handle> recvs;
-  recvs.reserve(children.size());
+  std::array<Exec::Handle, 32> recvs{};  // a rank has at most ceil(log2 n) <= 31 children
   for (size_t c = 0; c < children.size(); ++c) {
-    recvs.push_back(exec.irecv(children[c], 0, incoming + c * bytes, bytes));
+    recvs[c] = exec.irecv(children[c], 0, incoming + c * bytes, bytes);
   }
   // The accumulator: recv on the root, scratch elsewhere; `partial` is what it holds so far.
   void* acc = parent < 0 ? args.recv : exec.scratch(bytes, 1);

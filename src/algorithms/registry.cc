@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <map>
 
 #include "algorithms/algorithms.h"
 #include "algorithms/arena/collectives.h"
@@ -49,12 +50,12 @@ const std::vector<std::pair<const char*, CollectiveKind>>& collectiveNames() {
 // The arena algorithms' names before the arena had its own ("shm" was also libfabric's provider),
 // still accepted in SMDDP_ALGO.
 std::string currentName(const std::string& name) {
-  if (name.rfind("shm", 0) != 0) return name;
-  if (name == "shm") return "arena";
-  if (name == "shm_direct" || name == "shm_split" || name == "shm_eager") {
-    return "arena" + name.substr(3);
-  }
-  return name;
+  static const std::map<std::string, std::string> former = {{"shm", "arena"},
+                                                           {"shm_direct", "arena_direct"},
+                                                           {"shm_split", "arena_split"},
+                                                           {"shm_eager", "arena_eager"}};
+  const auto it = former.find(name);
+  return it == former.end() ? name : it->second;
 }
 
 std::string algorithmNames(CollectiveKind kind) {
