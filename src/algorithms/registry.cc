@@ -51,9 +51,9 @@ const std::vector<std::pair<const char*, CollectiveKind>>& collectiveNames() {
 // still accepted in SMDDP_ALGO.
 std::string currentName(const std::string& name) {
   static const std::map<std::string, std::string> former = {{"shm", "arena"},
-                                                           {"shm_direct", "arena_direct"},
-                                                           {"shm_split", "arena_split"},
-                                                           {"shm_eager", "arena_eager"}};
+                                                            {"shm_direct", "arena_direct"},
+                                                            {"shm_split", "arena_split"},
+                                                            {"shm_eager", "arena_eager"}};
   const auto it = former.find(name);
   return it == former.end() ? name : it->second;
 }
