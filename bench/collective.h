@@ -47,6 +47,8 @@ struct CollectiveSpec {
   // In place puts the output inside the input (reduce_scatter) rather than the input inside the
   // output (all_gather, all_reduce, broadcast).
   bool outputInInput = false;
+  // False when the collective has no in place form (all_to_all): the in place columns read N/A.
+  bool hasInPlace = true;
 };
 
 const CollectiveSpec& allReduceSpec();
@@ -54,5 +56,6 @@ const CollectiveSpec& broadcastSpec();
 const CollectiveSpec& allGatherSpec();
 const CollectiveSpec& barrierSpec();
 const CollectiveSpec& reduceScatterSpec();
+const CollectiveSpec& allToAllSpec();
 
 }  // namespace smddp::bench

@@ -18,6 +18,10 @@ std::string formatTime(double us) {
 
 std::string formatGroup(const GroupResult& g) {
   char buf[96];
+  if (!g.ran) {
+    std::snprintf(buf, sizeof buf, "  %7s  %6s  %6s  %5s", "N/A", "N/A", "N/A", "N/A");
+    return buf;
+  }
   const std::string wrong = g.wrong < 0 ? "N/A" : std::to_string(g.wrong);
   std::snprintf(buf, sizeof buf, "  %7s  %6.2f  %6.2f  %5s", formatTime(g.timeUs).c_str(), g.algBw,
                 g.busBw, wrong.c_str());
@@ -31,6 +35,7 @@ std::string jsonNumber(double v) {
 }
 
 std::string jsonGroup(const GroupResult& g) {
+  if (!g.ran) return "null";
   return "{\"time_us\": " + jsonNumber(g.timeUs) + ", \"algbw_gbps\": " + jsonNumber(g.algBw) +
          ", \"busbw_gbps\": " + jsonNumber(g.busBw) +
          ", \"wrong\": " + (g.wrong < 0 ? std::string("null") : std::to_string(g.wrong)) + "}";
@@ -61,13 +66,16 @@ Summary summarize(const std::vector<RowResult>& rows, int64_t outOfBounds, bool 
   s.outOfBounds = outOfBounds;
   s.checked = checked;
   double total = 0;
+  size_t groups = 0;
   for (const RowResult& r : rows) {
-    total += r.outOfPlace.busBw + r.inPlace.busBw;
     for (const GroupResult* g : {&r.outOfPlace, &r.inPlace}) {
+      if (!g->ran) continue;
+      total += g->busBw;
+      ++groups;
       if (g->wrong > 0) s.wrong += g->wrong;
     }
   }
-  s.avgBusBw = rows.empty() ? 0 : total / (2.0 * rows.size());
+  s.avgBusBw = groups == 0 ? 0 : total / static_cast<double>(groups);
   return s;
 }
 

@@ -17,6 +17,7 @@ struct GroupResult {
   double algBw = 0;  // GB/s (1e9 bytes per second)
   double busBw = 0;
   int64_t wrong = -1;  // -1: not checked
+  bool ran = true;     // false: the collective has no such form (N/A in the table, null in JSON)
 };
 
 struct RowResult {

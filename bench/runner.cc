@@ -162,7 +162,11 @@ RowResult runRow(const RunnerContext& ctx, const CaseParams& p, Buffers& b, int6
   row.redop = ctx.spec.usesOp ? toString(p.op) : "none";
   row.root = ctx.spec.usesRoot ? p.root : -1;
   row.outOfPlace = runGroup(ctx, p, b, false, oob);
-  row.inPlace = runGroup(ctx, p, b, true, oob);
+  if (ctx.spec.hasInPlace) {
+    row.inPlace = runGroup(ctx, p, b, true, oob);
+  } else {
+    row.inPlace.ran = false;
+  }
   if (ctx.out) *ctx.out << formatRow(row) << std::endl;
   return row;
 }

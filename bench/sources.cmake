@@ -14,7 +14,8 @@ add_library(smddp_bench_common STATIC
   broadcast.cc
   all_gather.cc
   barrier.cc
-  reduce_scatter.cc)
+  reduce_scatter.cc
+  all_to_all.cc)
 # bench/ is a quote-only include directory: it holds the `compare` script, which a plain -I would
 # let shadow the standard <compare> header.
 target_include_directories(smddp_bench_common
@@ -28,7 +29,7 @@ endif()
 # The binaries need the whole engine; without the core only the library (and its unit tests) build.
 if(TARGET smddp_core)
   foreach(pair all_reduce:allReduceSpec broadcast:broadcastSpec all_gather:allGatherSpec
-               barrier:barrierSpec reduce_scatter:reduceScatterSpec)
+               barrier:barrierSpec reduce_scatter:reduceScatterSpec alltoall:allToAllSpec)
     string(REPLACE ":" ";" parts ${pair})
     list(GET parts 0 coll)
     list(GET parts 1 spec)

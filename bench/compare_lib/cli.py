@@ -20,7 +20,7 @@ import time
 from . import limits as limits_mod
 from . import placement
 from . import report
-from .common import (BACKENDS, COLLECTIVES, ELEM_SIZE, parse_bytes, size_ladder, sweep_sizes,
+from .common import (BACKENDS, COLLECTIVES, ELEM_SIZE, parse_bytes, perf_tool, size_ladder, sweep_sizes,
                      usable_cores, worker_env)
 from .runners import EngineRunner, MpiRunner, RunError, TorchGroup, build_mpi
 
@@ -78,7 +78,7 @@ def parse_args(argv):
 
 
 def find_engine_dir(repo, given):
-    names = [f"{c}_perf" for c in COLLECTIVES]
+    names = [perf_tool(c) for c in COLLECTIVES]
     cands = [given] if given else [os.path.join(repo, "build", "bench")] + sorted(
         glob.glob(os.path.join(repo, "build*", "bench")))
     for d in cands:

@@ -10,9 +10,16 @@ import os
 import socket
 import statistics
 
-COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier")
+COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all", "barrier")
+# Collectives whose count is per rank (size / (world * elemsize)): the row is the whole buffer.
+PER_RANK = ("all_gather", "reduce_scatter", "all_to_all")
 BACKENDS = ("smddp", "gloo", "mpi", "engine")
 ELEM_SIZE = {"float32": 4, "bfloat16": 2}
+
+
+def perf_tool(collective):
+    """The engine's perf tool for a collective (nccl-tests' names: alltoall_perf)."""
+    return "alltoall_perf" if collective == "all_to_all" else f"{collective}_perf"
 
 
 def usable_cpus():
@@ -78,14 +85,14 @@ def sweep_sizes(collective, sizes):
 def element_count(collective, size, world, dtype):
     if collective == "barrier":
         return 0
-    per = ELEM_SIZE[dtype] * (world if collective in ("all_gather", "reduce_scatter") else 1)
+    per = ELEM_SIZE[dtype] * (world if collective in PER_RANK else 1)
     return size // per
 
 
 def busbw_factor(collective, world):
     if collective == "all_reduce":
         return 2.0 * (world - 1) / world
-    if collective in ("all_gather", "reduce_scatter"):
+    if collective in PER_RANK:
         return (world - 1) / world
     if collective == "broadcast":
         return 1.0

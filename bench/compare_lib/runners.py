@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 
-from .common import bind_argv, element_count, usable_cores
+from .common import bind_argv, element_count, perf_tool, usable_cores
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -155,8 +155,8 @@ class MpiRunner:
 
 class EngineRunner:
     """smddp's engine-level perf tools; the group matching torch's call is taken: in place for
-    all_reduce and broadcast, out of place for all_gather (torch's list form), reduce_scatter and
-    barrier. Run blocking (-z 1: each call waited for before the next), as the torch workers and
+    all_reduce and broadcast, out of place for all_gather (torch's list form), reduce_scatter,
+    all_to_all (which has no other) and barrier. Run blocking (-z 1: each call waited for before the next), as the torch workers and
     MPI's blocking collectives call; the tools' default posts all iterations first (nccl-tests)."""
 
     def __init__(self, bench_dir, world, provider, factor, timeout):
@@ -164,7 +164,7 @@ class EngineRunner:
         self.factor, self.timeout = factor, timeout
 
     def run(self, coll, dtype, sizes, iters, warmup):
-        exe = os.path.join(self.dir, f"{coll}_perf")
+        exe = os.path.join(self.dir, perf_tool(coll))
         fd, path = tempfile.mkstemp(prefix="smddp_engine_", suffix=".json")
         os.close(fd)
         argv = [exe, "-b", str(sizes[0]), "-e", str(sizes[-1]), "-f", str(self.factor),

@@ -33,12 +33,15 @@ class Case:
 
     def __init__(self, coll, count, dtype, rank, world):
         self.coll, self.count, self.dtype, self.rank, self.world = coll, count, dtype, rank, world
-        # reduce_scatter's input holds world blocks of count; its output is one block.
-        self.buf = torch.zeros(count * (world if coll == "reduce_scatter" else 1), dtype=dtype)
+        # reduce_scatter's and all_to_all's inputs hold world blocks of count; reduce_scatter's
+        # output is one block, all_to_all's world blocks.
+        blocks = world if coll in ("reduce_scatter", "all_to_all") else 1
+        self.buf = torch.zeros(count * blocks, dtype=dtype)
         # Only all_gather has outputs of its own (64 MiB x world would be wasted on the others).
         self.outs = ([torch.zeros(count, dtype=dtype) for _ in range(world)]
                      if coll == "all_gather" else [])
-        self.out = torch.zeros(count if coll == "reduce_scatter" else 0, dtype=dtype)
+        out = {"reduce_scatter": count, "all_to_all": count * world}.get(coll, 0)
+        self.out = torch.zeros(out, dtype=dtype)
 
     def call(self):
         if self.coll == "all_reduce":
@@ -49,6 +52,8 @@ class Case:
             dist.all_gather(self.outs, self.buf)
         elif self.coll == "reduce_scatter":
             dist.reduce_scatter_tensor(self.out, self.buf)
+        elif self.coll == "all_to_all":
+            dist.all_to_all_single(self.out, self.buf)
         else:
             dist.barrier()
 
@@ -67,6 +72,11 @@ class Case:
             want = torch.cat([pattern(r, self.count, self.dtype) for r in range(self.world)])
         elif self.coll == "broadcast":
             got, want = self.buf, pattern(0, self.count, self.dtype)
+        elif self.coll == "all_to_all":  # block s of out is block `rank` of rank s's buf
+            n, lo = self.buf.numel(), self.rank * self.count
+            got = self.out
+            want = torch.cat([pattern(s, n, self.dtype)[lo:lo + self.count]
+                              for s in range(self.world)])
         elif self.coll == "reduce_scatter":
             n, lo = self.buf.numel(), self.rank * self.count
             got = self.out

@@ -3,8 +3,8 @@
  * per run, over the sizes given with -s; rank 0 prints one JSON line per size.
  *
  * Conventions match the smddp perf tools so the rows line up: a row's size is the whole buffer
- * (for all_gather the whole receive buffer, for reduce_scatter the whole send buffer: count per
- * rank = size / (n * elemsize)); all_reduce
+ * (for all_gather the whole receive buffer, for reduce_scatter and all_to_all the whole send
+ * buffer: count per rank = size / (n * elemsize)); all_reduce
  * and broadcast run in place (as torch.distributed does); the time is the max over ranks of the
  * mean of `iters` barrier-aligned calls; the check is a separate call on closed-form data
  * (value(rank, i) = (rank + i) % 8 + 1, exact in bfloat16 for sums of up to 32 ranks).
@@ -66,7 +66,7 @@ typedef struct {
 } Ctx;
 
 /* One call of the collective on (buf, count) in place, or into out for all_gather (count per
- * rank) and reduce_scatter (buf holds n blocks of count). */
+ * rank), reduce_scatter and all_to_all (buf holds n blocks of count). */
 static void runOnce(const Ctx* c, const char* coll, void* buf, void* out, int count) {
   if (!strcmp(coll, "all_reduce")) {
     MPI_Allreduce(MPI_IN_PLACE, buf, count, c->type, c->sum, MPI_COMM_WORLD);
@@ -76,6 +76,8 @@ static void runOnce(const Ctx* c, const char* coll, void* buf, void* out, int co
     MPI_Allgather(buf, count, c->type, out, count, c->type, MPI_COMM_WORLD);
   } else if (!strcmp(coll, "reduce_scatter")) {
     MPI_Reduce_scatter_block(buf, out, count, c->type, c->sum, MPI_COMM_WORLD);
+  } else if (!strcmp(coll, "all_to_all")) {
+    MPI_Alltoall(buf, count, c->type, out, count, c->type, MPI_COMM_WORLD);
   } else {
     MPI_Barrier(MPI_COMM_WORLD);
   }
@@ -85,7 +87,8 @@ static void runOnce(const Ctx* c, const char* coll, void* buf, void* out, int co
 static long long check(const Ctx* c, const char* coll, void* buf, void* out, size_t count, int bf16) {
   if (!strcmp(coll, "barrier")) return 0;
   const int scatter = !strcmp(coll, "reduce_scatter");
-  const size_t inputs = scatter ? count * (size_t)c->n : count;
+  const int alltoall = !strcmp(coll, "all_to_all");
+  const size_t inputs = scatter || alltoall ? count * (size_t)c->n : count;
   for (size_t i = 0; i < inputs; ++i) {
     const int broadcastReceiver = !strcmp(coll, "broadcast") && c->rank != 0;
     put(buf, bf16, i, broadcastReceiver ? -1.0 : value(c->rank, i));
@@ -95,6 +98,9 @@ static long long check(const Ctx* c, const char* coll, void* buf, void* out, siz
   if (!strcmp(coll, "all_gather")) {
     for (size_t i = 0; i < count * (size_t)c->n; ++i)
       wrong += get(out, bf16, i) != value((int)(i / count), i % count);
+  } else if (alltoall) { /* block s of out is block `rank` of rank s's buf */
+    for (size_t i = 0; i < count * (size_t)c->n; ++i)
+      wrong += get(out, bf16, i) != value((int)(i / count), (size_t)c->rank * count + i % count);
   } else if (scatter) {
     for (size_t i = 0; i < count; ++i) {
       double want = 0;
@@ -113,7 +119,8 @@ static long long check(const Ctx* c, const char* coll, void* buf, void* out, siz
 }
 
 static void measure(const Ctx* c, const Args* a, size_t size, void* buf, void* out) {
-  const int perRank = !strcmp(a->coll, "all_gather") || !strcmp(a->coll, "reduce_scatter");
+  const int perRank = !strcmp(a->coll, "all_gather") || !strcmp(a->coll, "reduce_scatter") ||
+                      !strcmp(a->coll, "all_to_all");
   const size_t count = size / (c->elem * (perRank ? (size_t)c->n : 1));
   memset(buf, 0, size); /* reductions time on zeros: repeated sums never overflow */
   for (int i = 0; i < a->warmup; ++i) runOnce(c, a->coll, buf, out, (int)count);
@@ -146,8 +153,9 @@ static int parseArgs(int argc, char** argv, Args* a) {
         a->sizes[a->nsizes++] = (size_t)strtoull(t, NULL, 10);
     } else return -1;
   }
-  const char* known[] = {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier"};
-  for (int k = 0; k < 5; ++k)
+  const char* known[] = {"all_reduce",     "broadcast",  "all_gather",
+                         "reduce_scatter", "all_to_all", "barrier"};
+  for (int k = 0; k < 6; ++k)
     if (!strcmp(a->coll, known[k])) return a->iters > 0 && a->nsizes > 0 ? 0 : -1;
   return -1;
 }
@@ -160,8 +168,10 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &c.n);
   if (parseArgs(argc, argv, &a) != 0) {
     if (c.rank == 0)
-      fprintf(stderr, "usage: mpi_coll_perf -c all_reduce|broadcast|all_gather|reduce_scatter|barrier "
-                      "-d float32|bfloat16 -s size,size,... [-n iters] [-w warmup]\n");
+      fprintf(stderr,
+              "usage: mpi_coll_perf -c "
+              "all_reduce|broadcast|all_gather|reduce_scatter|all_to_all|barrier "
+              "-d float32|bfloat16 -s size,size,... [-n iters] [-w warmup]\n");
     MPI_Finalize();
     return 2;
   }

@@ -75,6 +75,18 @@ class Communicator {
   // recv on every rank r = block r of root's send (size() blocks of recv.count elements); send is
   // not used on the other ranks. In place when recv.data == send.data + root * recv.bytes().
   Request scatter(const Buffer& send, const Buffer& recv, int root);
+  // Block r of send (send.count / size() elements) goes to rank r; block q of recv comes from
+  // rank q. send and recv have one count and must not overlap.
+  Request allToAll(const Buffer& send, const Buffer& recv);
+  // Uneven all_to_all: sends[r] goes to rank r, recvs[q] comes from rank q (size() each, one
+  // dtype). The counts of a pair must agree (rank a's sends[b] == rank b's recvs[a]); a rank
+  // that finds otherwise fails with kMismatch naming both. Outputs overlap nothing.
+  Request allToAllV(const std::vector<Buffer>& sends, const std::vector<Buffer>& recvs);
+  // The same with MPI_Alltoallv's layout: piece r is elements [offsets[r], offsets[r] +
+  // counts[r]) of send (to rank r) or recv (from rank r).
+  Request allToAllV(const Buffer& send, const std::vector<size_t>& sendCounts,
+                    const std::vector<size_t>& sendOffsets, const Buffer& recv,
+                    const std::vector<size_t>& recvCounts, const std::vector<size_t>& recvOffsets);
 
   // Blocking forms of the above (as MPI_Allreduce to MPI_Iallreduce): return once the collective
   // completed on this rank, throwing its Error if it failed (bad arguments throw before anything
@@ -90,6 +102,8 @@ class Communicator {
   void reduceBlocking(const Buffer& send, const Buffer& recv, ReduceOp op, int root);
   void gatherBlocking(const Buffer& send, const Buffer& recv, int root);
   void scatterBlocking(const Buffer& send, const Buffer& recv, int root);
+  void allToAllBlocking(const Buffer& send, const Buffer& recv);
+  void allToAllVBlocking(const std::vector<Buffer>& sends, const std::vector<Buffer>& recvs);
 
   // Makes every pending and later wait fail with Error(kAborted). Safe from any thread.
   void abort();

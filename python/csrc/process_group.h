@@ -87,11 +87,17 @@ class ProcessGroupSmddp : public compat::BackendBase {
       Tensors& outputs, Tensors& inputs, const ::c10d::ReduceScatterOptions& opts)
       SMDDP_OVERRIDE_2X;
 
-  // Not implemented by the engine yet: each raises "smddp does not support <op> yet".
+  // ---- all_to_all (process_group_all_to_all.cc) ----
+  // output's piece r (dim-0 rows, outputSplitSizes[r] of them or an even share) = input's piece
+  // `rank` of rank r.
   c10::intrusive_ptr<Work> SMDDP_SINGLE(all_to_all_single, alltoall_base)(
-      at::Tensor&, at::Tensor&, std::vector<int64_t>&, std::vector<int64_t>&,
-      const ::c10d::AllToAllOptions&) override;
-  c10::intrusive_ptr<Work> alltoall(Tensors&, Tensors&, const ::c10d::AllToAllOptions&) override;
+      at::Tensor& output, at::Tensor& input, std::vector<int64_t>& outputSplitSizes,
+      std::vector<int64_t>& inputSplitSizes, const ::c10d::AllToAllOptions& opts) override;
+  // outputs[r] = inputs[rank] of rank r (any sizes a pair agrees on).
+  c10::intrusive_ptr<Work> alltoall(Tensors& outputs, Tensors& inputs,
+                                    const ::c10d::AllToAllOptions& opts) override;
+
+  // Not implemented by the engine yet: each raises "smddp does not support <op> yet".
   c10::intrusive_ptr<Work> send(Tensors&, int, int) override;
   c10::intrusive_ptr<Work> recv(Tensors&, int, int) override;
   c10::intrusive_ptr<Work> recvAnysource(Tensors&, int) override;

@@ -248,16 +248,6 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::barrier(const ::c10d::Barrie
 
 // ---- collectives the engine does not offer yet -------------------------------------------------
 
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::SMDDP_SINGLE(all_to_all_single,
-                                                                 alltoall_base)(
-    at::Tensor&, at::Tensor&, std::vector<int64_t>&, std::vector<int64_t>&,
-    const ::c10d::AllToAllOptions&) {
-  unsupported("alltoall_base (all_to_all_single)");
-}
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::alltoall(Tensors&, Tensors&,
-                                                             const ::c10d::AllToAllOptions&) {
-  unsupported("alltoall");
-}
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::send(Tensors&, int, int) {
   unsupported("send");
 }

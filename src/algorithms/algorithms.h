@@ -36,6 +36,9 @@ void reduceBinomial(Exec& exec, const CollectiveArgs& args);  // any size
 void gatherLinear(Exec& exec, const CollectiveArgs& args);
 void scatterLinear(Exec& exec, const CollectiveArgs& args);
 
+// all_to_all, all_to_allv
+void allToAllPairwise(Exec& exec, const CollectiveArgs& args);  // any size
+
 // barrier
 void barrierDissemination(Exec& exec, const CollectiveArgs& args);
 

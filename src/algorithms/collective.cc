@@ -26,8 +26,9 @@ std::string formatBytes(size_t bytes) {
 std::string CollectiveDesc::describe() const {
   std::string s = std::string(toString(kind)) + " #" + std::to_string(seq);
   if (!carriesData()) return s;
-  s += " (" + std::string(toString(dtype)) + " x " + std::to_string(count) + " = " +
-       formatBytes(bytes());
+  s += " (" + std::string(toString(dtype)) +
+       (uneven() ? ", per-rank counts"
+                 : " x " + std::to_string(count) + " = " + formatBytes(bytes()));
   if (reduces()) s += ", " + std::string(toString(op));
   if (rooted()) s += ", root " + std::to_string(root);
   if (algorithm != nullptr) s += std::string(", ") + algorithm;

@@ -25,6 +25,10 @@ struct CollectiveArgs : Call {
   // the caller's list need not outlive the call). Empty for one buffer, whose block r is at
   // r * bytes().
   std::vector<void*> blocks;
+  // all_to_allv: the 2 x size() pieces, send pieces 0..n-1 then recv pieces 0..n-1, as pointers
+  // in `blocks` and element counts here (send piece r goes to rank r, recv piece q comes from
+  // rank q). Empty otherwise; all_to_all's pieces are the blocks of send and recv.
+  std::vector<size_t> counts;
 
   CollectiveArgs() = default;
   CollectiveArgs(const Call& call, const void* sendBuf, void* recvBuf)
@@ -37,6 +41,18 @@ struct CollectiveArgs : Call {
     return blocks.empty() ? static_cast<const char*>(send) + r * bytes() : blocks[r];
   }
   bool inPlace() const { return send == recv; }
+
+  // all_to_all and all_to_allv: what this rank sends to rank r, and receives from rank r.
+  const void* sendPiece(size_t r) const { return counts.empty() ? sendBlock(r) : blocks[r]; }
+  size_t sendPieceBytes(size_t r) const {
+    return counts.empty() ? bytes() : counts[r] * elementSize();
+  }
+  void* recvPiece(size_t r) const {
+    return counts.empty() ? block(r) : blocks[counts.size() / 2 + r];
+  }
+  size_t recvPieceBytes(size_t r) const {
+    return counts.empty() ? bytes() : counts[counts.size() / 2 + r] * elementSize();
+  }
 };
 
 // Identity of one collective for messages: "all_reduce #17 (float32 x 1024 = 4 KiB, sum)".

@@ -110,7 +110,12 @@ void Exec::wait(Handle handle) {
     idle(now, lastProgress, idlePolls, -1, nullptr);
   }
   checkFailure(op);
-  while (firstLive_ < posted_ && resources_.op(firstLive_).finished()) ++firstLive_;
+  // Ops that finished meanwhile are checked as they are passed: waitAll() starts at firstLive_,
+  // so an op passed unchecked (a failed one, or a short receive) would never be reported.
+  while (firstLive_ < posted_ && resources_.op(firstLive_).finished()) {
+    checkFailure(resources_.op(firstLive_));
+    ++firstLive_;
+  }
 }
 
 void Exec::waitWordSlow(const std::atomic<uint64_t>& word, uint64_t atLeast, int peer,
@@ -173,6 +178,10 @@ void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idle
     const timespec pause{0, 20000};  // 20 us: yields the core even to same-priority peers
     nanosleep(&pause, nullptr);
   }
+}
+
+void Exec::throwAboutPeer(ErrorCode code, int peer, const std::string& what) const {
+  throw Error(code, "smddp: " + where(-1) + ": " + where(peer) + " " + what);
 }
 
 void Exec::throwMismatch(int peer, uint64_t peerSeq, const CollectiveDesc& mine) const {

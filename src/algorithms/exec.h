@@ -19,6 +19,7 @@
 
 #include "algorithms/collective.h"
 #include "algorithms/exec_monitor.h"
+#include "smddp/error.h"
 #include "transport/transport.h"
 
 namespace smddp::algo::arena {
@@ -76,6 +77,8 @@ class Exec {
   bool test(Handle handle);
   // Waits for every op posted so far.
   void waitAll();
+  // Throws Error(code): "smddp: rank R (host): <this collective>: rank P (host) <what>".
+  [[noreturn]] void throwAboutPeer(ErrorCode code, int peer, const std::string& what) const;
   // Convenience: a send and a receive posted together, both awaited.
   void sendRecv(int sendPeer, uint64_t sendSlot, const void* sendBuf, size_t sendBytes,
                 int recvPeer, uint64_t recvSlot, void* recvBuf, size_t recvBytes);

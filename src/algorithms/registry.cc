@@ -43,7 +43,9 @@ const std::vector<std::pair<const char*, CollectiveKind>>& collectiveNames() {
       {"reducescatter", K::kReduceScatter},
       {"reduce", K::kReduce},
       {"gather", K::kGather},
-      {"scatter", K::kScatter}};
+      {"scatter", K::kScatter},
+      {"all_to_all", K::kAllToAll},
+      {"alltoall", K::kAllToAll}};
   return names;
 }
 
@@ -80,7 +82,8 @@ CollectiveKind parseCollective(const std::string& spec, const std::string& entry
   badSpec(spec, entry,
           "unknown collective \"" + name +
               "\"; valid: all_reduce (allreduce), broadcast, all_gather "
-              "(allgather), barrier, reduce_scatter (reducescatter), reduce, gather, scatter");
+              "(allgather), barrier, reduce_scatter (reducescatter), reduce, gather, scatter, "
+              "all_to_all (alltoall)");
 }
 
 }  // namespace
@@ -137,6 +140,17 @@ const std::vector<Algorithm>& registry() {
        scatterLinear},
       {K::kScatter, "arena", "shared memory, one host: the root copies all in, each copies out",
        arena::scatter, kSlots},
+      {K::kAllToAll, "pairwise",
+       "step s: send to rank + s, receive from rank - s; 8 steps in flight, no copies",
+       allToAllPairwise},
+      {K::kAllToAll, "arena",
+       "shared memory, one host: all copy every piece in, each copies its pieces out",
+       arena::allToAll, kSlots},
+      {K::kAllToAllV, "pairwise", "as all_to_all's pairwise, with each pair's own counts",
+       allToAllPairwise},
+      {K::kAllToAllV, "arena",
+       "as all_to_all's arena, after one use that checks and agrees on the piece sizes",
+       arena::allToAll, kSlots},
   };
   return algorithms;
 }
@@ -180,6 +194,8 @@ AlgorithmOverrides parseAlgorithmOverrides(const std::string& spec) {
     if (!fresh && it->second != name) {
       badSpec(spec, entry, std::string(toString(kind)) + " is already set to " + it->second);
     }
+    // all_to_all names both forms, equal and uneven: they have the same algorithms.
+    if (kind == K::kAllToAll) overrides[K::kAllToAllV] = name;
   }
   return overrides;
 }

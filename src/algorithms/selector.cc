@@ -14,14 +14,14 @@
 //   all_gather: bruck while the gathered size (bytes x ranks) is at most 64 KiB: log2(n) messages
 //     plus one local copy; ring above, which writes straight into the output.
 //   reduce_scatter: ring (a pass, as in ring all_reduce); reduce: binomial tree; gather,
-//   scatter: linear.
+//   scatter: linear; all_to_all (equal and uneven): pairwise exchange.
 //   barrier: dissemination.
 // With the shared-memory arena (every rank on one host, topology.arena), the arena algorithms
 // win at every size (bench/ and docs/PERF.md): no message, no matching, one copy in and out:
 //   all_reduce: arena_direct up to 16 KiB (one synchronisation, every rank reduces everything),
 //     arena_split above (reduction split n ways, two synchronisations per chunk);
 //   broadcast: arena_eager up to topology.eagerBytes (SMDDP_ARENA_EAGER_BYTES), arena above;
-//   all_gather, barrier, reduce_scatter, reduce, gather, scatter: arena.
+//   all_gather, barrier, reduce_scatter, reduce, gather, scatter, all_to_all: arena.
 // topology.hosts is not used yet: it is where a hierarchical all_reduce will be chosen.
 #include "algorithms/registry.h"
 #include "smddp/error.h"
@@ -56,6 +56,9 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
     case K::kGather:
     case K::kScatter:
       return topology.arena ? "arena" : "linear";
+    case K::kAllToAll:
+    case K::kAllToAllV:
+      return topology.arena ? "arena" : "pairwise";
     case K::kBarrier:
     case K::kControl:
       break;

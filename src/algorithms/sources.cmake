@@ -13,6 +13,7 @@ smddp_layer(smddp_algorithms
   algorithms/broadcast_chain.cc
   algorithms/reduce_binomial.cc
   algorithms/gather_scatter_linear.cc
+  algorithms/all_to_all_pairwise.cc
   algorithms/all_gather_bruck.cc
   algorithms/all_gather_ring.cc
   algorithms/barrier_dissemination.cc
@@ -24,6 +25,7 @@ smddp_layer(smddp_algorithms
   algorithms/arena/reduce_scatter.cc
   algorithms/arena/reduce.cc
   algorithms/arena/gather_scatter.cc
+  algorithms/arena/all_to_all.cc
   algorithms/registry.cc
   algorithms/selector.cc)
 target_link_libraries(smddp_algorithms PUBLIC smddp_transport smddp_store smddp_reduce smddp_common)

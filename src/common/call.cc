@@ -15,6 +15,8 @@ const char* toString(CollectiveKind kind) {
     case CollectiveKind::kReduce: return "reduce";
     case CollectiveKind::kGather: return "gather";
     case CollectiveKind::kScatter: return "scatter";
+    case CollectiveKind::kAllToAll: return "all_to_all";
+    case CollectiveKind::kAllToAllV: return "all_to_allv";
     case CollectiveKind::kControl: return "control";
   }
   // clang-format on
@@ -26,7 +28,7 @@ Call Call::of(CollectiveKind kind, DataType dtype, size_t count, ReduceOp op, in
   c.kind = kind;
   if (carriesData(kind)) {
     c.dtype = dtype;
-    c.count = count;
+    c.count = uneven(kind) ? 0 : count;
   }
   if (reduces(kind)) c.op = op;
   if (rooted(kind)) c.root = root;
@@ -41,7 +43,8 @@ bool operator==(const Call& a, const Call& b) {
 std::string callText(const Call& call) {
   std::string s = std::string(toString(call.kind)) + "(";
   if (call.carriesData()) {
-    s += std::string(toString(call.dtype)) + ", " + std::to_string(call.count);
+    s += std::string(toString(call.dtype)) + ", " +
+         (call.uneven() ? std::string("per-rank counts") : std::to_string(call.count));
     if (call.reduces()) s += ", " + std::string(toString(call.op));
     if (call.rooted()) s += ", root=" + std::to_string(call.root);
   }

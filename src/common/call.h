@@ -27,14 +27,18 @@ enum class CollectiveKind : uint8_t {
   kReduce = 6,
   kGather = 7,
   kScatter = 8,
-  kControl = 15,  // bootstrap and out-of-band checks
+  kAllToAll = 9,    // equal blocks: count elements from every rank to every rank
+  kAllToAllV = 10,  // uneven: per-rank counts that only the two ranks of a pair agree on
+  kControl = 15,    // bootstrap and out-of-band checks
 };
 const char* toString(CollectiveKind kind);
 
 struct Call {
   CollectiveKind kind = CollectiveKind::kBarrier;
   DataType dtype = DataType::kUInt8;
-  size_t count = 0;  // elements (all_gather, gather, scatter, reduce_scatter: one rank's block)
+  // Elements (all_gather, gather, scatter, reduce_scatter, all_to_all: one rank's block); 0 for
+  // all_to_allv, whose per-rank counts are in the args (no rank knows the others').
+  size_t count = 0;
   ReduceOp op = ReduceOp::kSum;
   int root = -1;
 
@@ -49,6 +53,8 @@ struct Call {
     return k == CollectiveKind::kAllReduce || k == CollectiveKind::kReduceScatter ||
            k == CollectiveKind::kReduce;
   }
+  // Per-rank counts: count is not part of what the ranks agree on.
+  static constexpr bool uneven(CollectiveKind k) { return k == CollectiveKind::kAllToAllV; }
   static constexpr bool rooted(CollectiveKind k) {
     return k == CollectiveKind::kBroadcast || k == CollectiveKind::kReduce ||
            k == CollectiveKind::kGather || k == CollectiveKind::kScatter;
@@ -56,6 +62,7 @@ struct Call {
   bool carriesData() const { return carriesData(kind); }
   bool reduces() const { return reduces(kind); }
   bool rooted() const { return rooted(kind); }
+  bool uneven() const { return uneven(kind); }
 
   size_t elementSize() const { return dataTypeSize(dtype); }
   size_t bytes() const { return count * elementSize(); }
@@ -68,7 +75,8 @@ struct Call {
 bool operator==(const Call& a, const Call& b);
 inline bool operator!=(const Call& a, const Call& b) { return !(a == b); }
 
-// "all_reduce(float32, 1024, sum)", "broadcast(float16, 512, root=1)", "barrier()".
+// "all_reduce(float32, 1024, sum)", "broadcast(float16, 512, root=1)", "barrier()",
+// "all_to_allv(int64, per-rank counts)".
 std::string callText(const Call& call);
 
 // FNV-1a of an algorithm's name; 0 for nullptr (run locally).

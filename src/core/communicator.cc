@@ -106,6 +106,25 @@ Request Communicator::scatter(const Buffer& send, const Buffer& recv, int root) 
   return impl_->post(core::checkScatter({rank(), size()}, send, recv, root));
 }
 
+Request Communicator::allToAll(const Buffer& send, const Buffer& recv) {
+  return impl_->post(core::checkAllToAll({rank(), size()}, send, recv));
+}
+
+Request Communicator::allToAllV(const std::vector<Buffer>& sends,
+                                const std::vector<Buffer>& recvs) {
+  return impl_->post(core::checkAllToAllV({rank(), size()}, sends, recvs));
+}
+
+Request Communicator::allToAllV(const Buffer& send, const std::vector<size_t>& sendCounts,
+                                const std::vector<size_t>& sendOffsets, const Buffer& recv,
+                                const std::vector<size_t>& recvCounts,
+                                const std::vector<size_t>& recvOffsets) {
+  const core::CallSite at{rank(), size()};
+  return impl_->post(
+      core::checkAllToAllV(at, core::piecesOf(at, "send", send, sendCounts, sendOffsets),
+                           core::piecesOf(at, "recv", recv, recvCounts, recvOffsets)));
+}
+
 void Communicator::allReduceBlocking(const Buffer& send, const Buffer& recv, ReduceOp op) {
   impl_->runBlocking(core::checkAllReduce({rank(), size()}, send, recv, op));
 }
@@ -138,6 +157,15 @@ void Communicator::gatherBlocking(const Buffer& send, const Buffer& recv, int ro
 
 void Communicator::scatterBlocking(const Buffer& send, const Buffer& recv, int root) {
   impl_->runBlocking(core::checkScatter({rank(), size()}, send, recv, root));
+}
+
+void Communicator::allToAllBlocking(const Buffer& send, const Buffer& recv) {
+  impl_->runBlocking(core::checkAllToAll({rank(), size()}, send, recv));
+}
+
+void Communicator::allToAllVBlocking(const std::vector<Buffer>& sends,
+                                     const std::vector<Buffer>& recvs) {
+  impl_->runBlocking(core::checkAllToAllV({rank(), size()}, sends, recvs));
 }
 
 void Communicator::abort() { impl_->abort(); }

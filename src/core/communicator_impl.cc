@@ -140,7 +140,8 @@ void CommunicatorImpl::describe(const algo::CollectiveArgs& args, algo::Collecti
   const bool fresh = !lastShape_.matches(d);
   if (fresh) {  // derived before it is kept: selection may throw
     CallShape c;
-    const bool local = size_ == 1 || (d.count == 0 && d.kind != CollectiveKind::kBarrier);
+    const bool local =
+        size_ == 1 || (d.count == 0 && d.kind != CollectiveKind::kBarrier && !d.uneven());
     c.algorithm = local ? nullptr
                         : &algo::selectAlgorithm(d.kind, args.bytes(), topology_,
                                                  settings_.overrides);
@@ -215,6 +216,12 @@ std::exception_ptr CommunicatorImpl::execute(const algo::CollectiveArgs& args,
 
 // size 1, or nothing to move: the result is the input (AVG over one rank is the value itself).
 void CommunicatorImpl::runLocal(const algo::CollectiveArgs& args) {
+  if (args.kind == CollectiveKind::kAllToAll || args.kind == CollectiveKind::kAllToAllV) {
+    if (args.sendPieceBytes(0) > 0) {  // validate: equal to recvPieceBytes(0), disjoint
+      std::memcpy(args.recvPiece(0), args.sendPiece(0), args.sendPieceBytes(0));
+    }
+    return;
+  }
   const size_t bytes = args.bytes();
   if (bytes == 0) return;
   if (args.kind == CollectiveKind::kAllGather) {

@@ -6,6 +6,7 @@ smddp_layer(smddp_core
   core/engine.cc
   core/request.cc
   core/request_state.cc
-  core/validate.cc)
+  core/validate.cc
+  core/validate_all_to_all.cc)
 target_link_libraries(smddp_core PUBLIC smddp_watch smddp_algorithms smddp_transport smddp_store
   smddp_reduce smddp_common)

@@ -8,14 +8,13 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "core/validate_detail.h"
 #include "reduce/reducer.h"
 #include "smddp/error.h"
 
-namespace smddp::core {
-namespace {
+namespace smddp::core::check {
 
-[[noreturn]] void fail(const CallSite& at, CollectiveKind kind, ErrorCode code,
-                       const std::string& what) {
+void fail(const CallSite& at, CollectiveKind kind, ErrorCode code, const std::string& what) {
   throw Error(code, "smddp: rank " + std::to_string(at.rank) + "/" + std::to_string(at.size) +
                         " (" + hostName() + "): " + toString(kind) + ": " + what);
 }
@@ -24,10 +23,7 @@ std::string describe(const char* name, const Buffer& b) {
   return std::string(name) + " (" + toString(b.dtype) + " x " + std::to_string(b.count) + ")";
 }
 
-// The detailed checks below name what is wrong; they run only when the few compares of the
-// common case (checkBuffer, checkSendRecvPair) fail, which keeps a valid call's check short.
-[[gnu::cold, gnu::noinline]] void rejectBuffer(const CallSite& at, CollectiveKind kind,
-                                               const char* name, const Buffer& b) {
+void rejectBuffer(const CallSite& at, CollectiveKind kind, const char* name, const Buffer& b) {
   if (b.data == nullptr && b.count > 0) {
     fail(at, kind, ErrorCode::kInvalidArgument, std::string(name) + " is a null pointer with " +
                                                     std::to_string(b.count) + " elements");
@@ -43,14 +39,6 @@ std::string describe(const char* name, const Buffer& b) {
   fail(at, kind, ErrorCode::kInternal, std::string(name) + " failed a check that names no reason");
 }
 
-inline void checkBuffer(const CallSite& at, CollectiveKind kind, const char* name,
-                        const Buffer& b) {
-  const bool valid = (b.data != nullptr || b.count == 0) &&
-                     static_cast<unsigned>(b.dtype) < static_cast<unsigned>(kNumDataTypes) &&
-                     b.memory != MemoryType::kCuda;
-  if (!valid) rejectBuffer(at, kind, name, b);
-}
-
 void checkSameType(const CallSite& at, CollectiveKind kind, const Buffer& send, const Buffer& recv) {
   if (send.dtype != recv.dtype) {
     fail(at, kind, ErrorCode::kInvalidArgument,
@@ -58,11 +46,12 @@ void checkSameType(const CallSite& at, CollectiveKind kind, const Buffer& send, 
   }
 }
 
-bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
-  const auto x = reinterpret_cast<uintptr_t>(a);
-  const auto y = reinterpret_cast<uintptr_t>(b);
-  return aBytes > 0 && bBytes > 0 && x < y + bBytes && y < x + aBytes;
-}
+}  // namespace smddp::core::check
+
+namespace smddp::core {
+namespace {
+
+using namespace check;
 
 // One input and one output (each already checked) of the same shape: in place (same pointer) or
 // disjoint.

@@ -36,4 +36,16 @@ algo::CollectiveArgs checkScatter(const CallSite& at, const Buffer& send, const 
 algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,
                                         const std::vector<Buffer>& recvs);
 
+// validate_all_to_all.cc
+// send and recv: size blocks of count / size elements each, disjoint (no in place form).
+algo::CollectiveArgs checkAllToAll(const CallSite& at, const Buffer& send, const Buffer& recv);
+// sends[r] goes to rank r, recvs[q] comes from rank q (size each, one dtype, any counts; the
+// counts of a pair must agree, which the algorithm checks: only the pair knows both). Every
+// output piece is disjoint from every other piece; inputs may share memory.
+algo::CollectiveArgs checkAllToAllV(const CallSite& at, const std::vector<Buffer>& sends,
+                                    const std::vector<Buffer>& recvs);
+// The pieces of MPI_Alltoallv: elements [offsets[r], offsets[r] + counts[r]) of send / recv.
+std::vector<Buffer> piecesOf(const CallSite& at, const char* name, const Buffer& whole,
+                             const std::vector<size_t>& counts, const std::vector<size_t>& offsets);
+
 }  // namespace smddp::core

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Loopback tier of the algorithms layer: every algorithm run directly (no core) with one thread per
 # rank over the in-process transport. Sharded so each executable stays well under a minute.
-foreach(shard all_reduce_rd all_reduce_ring reduce_scatter reduce gather_scatter broadcast all_gather
+foreach(shard all_reduce_rd all_reduce_ring reduce_scatter reduce gather_scatter all_to_all
+              broadcast all_gather
               sequence arena
               arena_eager)
   smddp_add_test(algorithms_${shard}_test loopback 300

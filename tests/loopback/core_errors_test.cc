@@ -88,6 +88,46 @@ TEST(CoreErrors, BadArgumentsNameTheProblemAndLeaveTheCommunicatorUsable) {
     msg = expectError([&] { c.scatter(Buffer(big.data(), 24, F), Buffer(a.data(), 8, F), 3); },
                       ErrorCode::kInvalidArgument);
     EXPECT_NE(msg.find("scatter: root 3 is out of range"), std::string::npos) << msg;
+    msg = expectError([&] { c.allToAll(Buffer(big.data(), 24, F), Buffer(b.data(), 8, F)); },
+                      ErrorCode::kInvalidArgument);
+    EXPECT_NE(
+        msg.find("all_to_all: send (float32 x 24) and recv (float32 x 8) must have one count"),
+        std::string::npos)
+        << msg;
+    msg = expectError([&] { c.allToAll(Buffer(big.data(), 6, F), Buffer(big.data() + 3, 6, F)); },
+                      ErrorCode::kInvalidArgument);
+    EXPECT_NE(msg.find("send and recv overlap"), std::string::npos) << msg;
+    const std::vector<size_t> ones{1, 1, 1}, at{0, 1, 2}, late{0, 1, 8};
+    msg = expectError(
+        [&] { c.allToAllV(Buffer(a.data(), 8, F), ones, late, Buffer(b.data(), 8, F), ones, at); },
+        ErrorCode::kInvalidArgument);
+    EXPECT_NE(msg.find("all_to_allv: send piece 2 [8, +1) lies outside send (float32 x 8)"),
+              std::string::npos)
+        << msg;
+    msg = expectError(
+        [&] {
+          c.allToAllV(Buffer(a.data(), 8, F), ones, at, Buffer(b.data(), 8, F), ones, {0, 1, 1});
+        },
+        ErrorCode::kInvalidArgument);
+    EXPECT_NE(msg.find("recv piece 1 and recv piece 2 overlap"), std::string::npos) << msg;
+    msg = expectError(
+        [&] {
+          c.allToAllV(Buffer(a.data(), 8, F), ones, at, Buffer(a.data(), 8, F), ones, {2, 3, 4});
+        },
+        ErrorCode::kInvalidArgument);
+    EXPECT_NE(msg.find("overlap (outputs must not share memory)"), std::string::npos) << msg;
+    std::vector<size_t> mineTwice = ones;
+    mineTwice[static_cast<size_t>(rank)] = 2;
+    msg = expectError(
+        [&] {
+          c.allToAllV(Buffer(a.data(), 8, F), mineTwice, at, Buffer(b.data(), 8, F), ones, at);
+        },
+        ErrorCode::kInvalidArgument);
+    EXPECT_NE(msg.find("this rank sends itself 2 elements but expects 1"), std::string::npos)
+        << msg;
+    msg = expectError([&] { c.allToAllV({Buffer(a.data(), 1, F)}, {Buffer(b.data(), 1, F)}); },
+                      ErrorCode::kInvalidArgument);
+    EXPECT_NE(msg.find("got 1 send and 1 recv pieces for 3 ranks"), std::string::npos) << msg;
     // Nothing was queued: the next collective gets sequence number 0 and works.
     auto req = c.allReduce(Buffer(a.data(), 8, F), Buffer(b.data(), 8, F), ReduceOp::kSum);
     EXPECT_EQ(req.sequence(), 0u);

@@ -43,6 +43,60 @@ int fail(int rank, const char* what, size_t count, size_t i, double got, double 
   return 1;
 }
 
+float pieceValue(int from, int to, size_t i) {
+  return static_cast<float>(from * 7 + to * 3 + static_cast<int>(i % 251));
+}
+
+// all_to_all with count / n elements per block, then all_to_allv with (count / n + (from + 2 to)
+// % 3) elements from `from` to `to`, packed in rank order.
+int checkAllToAll(Communicator& c, int rank, int n, size_t count, bool blocking) {
+  const auto F = DataType::kFloat32;
+  const size_t per = count / static_cast<size_t>(n);
+  std::vector<float> in(per * n), out(per * n, -1.f);
+  for (size_t j = 0; j < in.size(); ++j)
+    in[j] = pieceValue(rank, static_cast<int>(j / per), j % per);
+  const Buffer inBuf(in.data(), in.size(), F), outBuf(out.data(), out.size(), F);
+  if (blocking) {
+    c.allToAllBlocking(inBuf, outBuf);
+  } else {
+    c.allToAll(inBuf, outBuf).wait();
+  }
+  for (size_t j = 0; j < out.size(); ++j) {
+    const float want = pieceValue(static_cast<int>(j / per), rank, j % per);
+    if (out[j] != want) return fail(rank, "all_to_all", per, j, out[j], want);
+  }
+  auto cnt = [per](int from, int to) { return per + static_cast<size_t>((from + 2 * to) % 3); };
+  std::vector<size_t> sc(n), so(n), rc(n), ro(n);
+  size_t st = 0, rt = 0;
+  for (int q = 0; q < n; ++q) {
+    sc[q] = cnt(rank, q), so[q] = st, st += sc[q];
+    rc[q] = cnt(q, rank), ro[q] = rt, rt += rc[q];
+  }
+  std::vector<float> vin(st), vout(rt, -1.f);
+  for (int q = 0; q < n; ++q) {
+    for (size_t i = 0; i < sc[q]; ++i) vin[so[q] + i] = pieceValue(rank, q, i);
+  }
+  const Buffer vinBuf(vin.data(), st, F), voutBuf(vout.data(), rt, F);
+  if (blocking) {  // the blocking form takes lists of pieces
+    std::vector<Buffer> sends, recvs;
+    for (int q = 0; q < n; ++q) {
+      sends.emplace_back(vin.data() + so[q], sc[q], F);
+      recvs.emplace_back(vout.data() + ro[q], rc[q], F);
+    }
+    c.allToAllVBlocking(sends, recvs);
+  } else {
+    c.allToAllV(vinBuf, sc, so, voutBuf, rc, ro).wait();
+  }
+  for (int q = 0; q < n; ++q) {
+    for (size_t i = 0; i < rc[q]; ++i) {
+      const float want = pieceValue(q, rank, i);
+      if (vout[ro[q] + i] != want)
+        return fail(rank, "all_to_allv", rc[q], i, vout[ro[q] + i], want);
+    }
+  }
+  return 0;
+}
+
 // blocking: the blocking forms instead of post-then-wait.
 int checkAll(Communicator& c, int rank, int n, bool blocking) {
   for (size_t count : {size_t{0}, size_t{1}, size_t{1023}, size_t{65537}, size_t{786433}}) {
@@ -137,6 +191,7 @@ int checkAll(Communicator& c, int rank, int n, bool blocking) {
     for (size_t i = 0; i < per; ++i) {
       if (back[i] != input(rank, i)) return fail(rank, "scatter", per, i, back[i], input(rank, i));
     }
+    if (const int failed = checkAllToAll(c, rank, n, count, blocking)) return failed;
     if (blocking) {
       c.barrierBlocking();
     } else {

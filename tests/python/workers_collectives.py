@@ -240,6 +240,48 @@ def check_reduce_scatter(rank, world):
     check(rank, "reduce_scatter strided untouched", base[:, 0], torch.zeros(4))
 
 
+def piece(src, dst, n, dtype):
+    """What rank src sends rank dst in the all_to_all checks: exact in every dtype."""
+    return (torch.arange(n, dtype=torch.float64) % 5 + 10 * src + dst).to(dtype)
+
+
+def check_all_to_all(rank, world):
+    """all_to_all_single even and with uneven split sizes (zeros among them, 2-D rows), and
+    all_to_all over lists; every dtype, a strided output, and a large uneven exchange."""
+    for dtype in DTYPES:
+        for n in (1, 3):
+            inp = torch.cat([piece(rank, d, n, dtype) for d in range(world)])
+            out = torch.full((n * world,), 99).to(dtype)
+            dist.all_to_all_single(out, inp, async_op=True).wait()
+            want = torch.cat([piece(s, rank, n, dtype) for s in range(world)])
+            check(rank, f"all_to_all_single {dtype} n={n}", out, want)
+        # rank s sends (s + d) % 3 rows of 2 to rank d
+        rows = lambda s, d: (s + d) % 3  # noqa: E731
+        inp = torch.cat([piece(rank, d, 2 * rows(rank, d), dtype) for d in range(world)])
+        out = torch.full((2 * sum(rows(s, rank) for s in range(world)),), 99).to(dtype)
+        dist.all_to_all_single(out.view(-1, 2), inp.view(-1, 2),
+                               output_split_sizes=[rows(s, rank) for s in range(world)],
+                               input_split_sizes=[rows(rank, d) for d in range(world)])
+        want = torch.cat([piece(s, rank, 2 * rows(s, rank), dtype) for s in range(world)])
+        check(rank, f"all_to_all_single uneven {dtype}", out, want)
+        outs = [torch.full((rows(s, rank) + 1,), 99).to(dtype) for s in range(world)]
+        dist.all_to_all(outs, [piece(rank, d, rows(rank, d) + 1, dtype) for d in range(world)])
+        for s in range(world):
+            check(rank, f"all_to_all {dtype} from {s}", outs[s], piece(s, rank, rows(s, rank) + 1,
+                                                                       dtype))
+    big = lambda s, d: 50_000 + 1_000 * ((s + 2 * d) % 4)  # noqa: E731
+    inp = torch.cat([piece(rank, d, big(rank, d), torch.float32) for d in range(world)])
+    out = torch.zeros(sum(big(s, rank) for s in range(world)))
+    dist.all_to_all_single(out, inp, [big(s, rank) for s in range(world)],
+                           [big(rank, d) for d in range(world)])
+    check(rank, "all_to_all_single large uneven", out,
+          torch.cat([piece(s, rank, big(s, rank), torch.float32) for s in range(world)]))
+    base = torch.zeros(world, 2)
+    dist.all_to_all_single(base[:, 1], torch.full((world,), float(rank)))
+    check(rank, "all_to_all_single strided", base[:, 1], torch.arange(world, dtype=torch.float32))
+    check(rank, "all_to_all_single strided untouched", base[:, 0], torch.zeros(world))
+
+
 def check_dropped_work(rank, world):
     """A Work dropped unwaited (torch's join does that) keeps its tensors until the collective
     ends, and its results still land: rank 0 posts late, so the others' requests are still
@@ -278,6 +320,7 @@ def suite(rank, world, init_method):
     check_reduce(rank, world)
     check_gather_scatter(rank, world)
     check_reduce_scatter(rank, world)
+    check_all_to_all(rank, world)
     check_dropped_work(rank, world)
     dist.barrier()
     dist.barrier(async_op=True).wait()

@@ -29,12 +29,7 @@ def errors(rank, world, init_method):
     pg = torch_smddp.backend_of()
     assert abs(pg.timeout_seconds - 30) < 1e-6, pg.timeout_seconds
     t = torch.ones(4)
-    outs = [torch.zeros(4) for _ in range(world)]
-    unsupported = {
-        "alltoall": lambda: dist.all_to_all(outs, [torch.ones(4) for _ in range(world)]),
-        "alltoall_base": lambda: dist.all_to_all_single(torch.zeros(4 * world),
-                                                        torch.ones(4 * world)),
-    }
+    unsupported = {}
     if world > 1:  # torch 2.x itself refuses a send to or a recv from this rank
         unsupported["send"] = lambda: dist.send(t, dst=(rank + 1) % world)
         unsupported["recv"] = lambda: dist.recv(t, src=(rank + 1) % world)
@@ -55,6 +50,14 @@ def errors(rank, world, init_method):
     expect_error(rank, "allgather sizes",
                  lambda: dist.all_gather([torch.zeros(5) for _ in range(world)], torch.ones(4)),
                  "smddp", "allgather")
+    expect_error(rank, "all_to_all_single splits",
+                 lambda: dist.all_to_all_single(torch.zeros(4 * world), torch.ones(4 * world),
+                                                [4] * world, [4] * (world - 1) + [3]),
+                 "smddp", "split sizes add up to")
+    expect_error(rank, "all_to_all_single even",
+                 lambda: dist.all_to_all_single(torch.zeros(4 * world),
+                                                torch.ones(5 * world)),
+                 "smddp", "all_to_all_single", "must have one size")
     expect_error(rank, "reduce_scatter_tensor size",
                  lambda: dist.reduce_scatter_tensor(torch.zeros(4), torch.ones(4 * world + 1)),
                  "smddp", "reduce_scatter_tensor")

@@ -25,7 +25,8 @@ TEST(Registry, EveryCollectiveHasNamedDescribedAlgorithms) {
     EXPECT_NE(a.run, nullptr) << a.name;
     EXPECT_EQ(findAlgorithm(a.kind, a.name), &a) << a.name;
   }
-  for (K k : {K::kAllReduce, K::kBroadcast, K::kAllGather, K::kBarrier}) {
+  for (K k : {K::kAllReduce, K::kBroadcast, K::kAllGather, K::kBarrier, K::kReduceScatter,
+              K::kReduce, K::kGather, K::kScatter, K::kAllToAll, K::kAllToAllV}) {
     bool any = false;
     for (const Algorithm& a : registry()) any = any || a.kind == k;
     EXPECT_TRUE(any) << toString(k);
@@ -93,6 +94,21 @@ TEST(Selector, AllGatherThresholdOnGatheredSize) {
   EXPECT_EQ(pick(K::kAllGather, 8 * 1024 + 1, 8), "ring");
   EXPECT_EQ(pick(K::kAllGather, 32 * 1024, 2), "bruck");
   EXPECT_EQ(pick(K::kAllGather, 32 * 1024, 4), "ring");
+}
+
+TEST(Selector, AllToAllPairwiseOrArenaForBothForms) {
+  const AlgorithmOverrides none;
+  for (K k : {K::kAllToAll, K::kAllToAllV}) {
+    for (size_t bytes : {size_t{0}, size_t{8}, size_t{1} << 30}) {
+      EXPECT_EQ(pick(k, bytes, 5), "pairwise") << toString(k);
+      EXPECT_STREQ(selectAlgorithm(k, bytes, Topology{5, 1, true}, none).name, "arena");
+    }
+  }
+  // One name sets both forms: they share their algorithms.
+  const AlgorithmOverrides o = parseAlgorithmOverrides("alltoall:pairwise");
+  EXPECT_EQ(o.at(K::kAllToAll), "pairwise");
+  EXPECT_EQ(o.at(K::kAllToAllV), "pairwise");
+  EXPECT_STREQ(selectAlgorithm(K::kAllToAllV, 8, Topology{3, 1, true}, o).name, "pairwise");
 }
 
 TEST(Selector, BarrierAndControl) {
@@ -169,8 +185,10 @@ void expectParseError(const std::string& spec, const std::vector<std::string>& m
 
 TEST(Overrides, ErrorsNameTheEntryAndTheValidNames) {
   expectParseError("allreduce", {"allreduce", "collective:algorithm"});
-  expectParseError("alltoall:ring", {"alltoall", "all_reduce", "broadcast", "all_gather", "barrier",
-                                     "reduce_scatter", "reduce", "gather", "scatter"});
+  expectParseError("sendrecv:ring",
+                   {"sendrecv", "all_reduce", "broadcast", "all_gather", "barrier",
+                    "reduce_scatter", "reduce", "gather", "scatter", "all_to_all"});
+  expectParseError("alltoall:ring", {"unknown all_to_all algorithm \"ring\"", "pairwise, arena"});
   expectParseError("allreduce:tree", {"tree", "recursive_doubling", "ring"});
   expectParseError("broadcast:ring", {"broadcast", "binomial", "chain"});
   expectParseError("allgather:chain", {"bruck", "ring"});

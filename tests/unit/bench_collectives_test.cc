@@ -52,6 +52,29 @@ TEST(BenchCollectives, ReduceScatterCountsAndExpectedValues) {
   }
 }
 
+TEST(BenchCollectives, AllToAllCountsAndExpectedValues) {
+  const CollectiveSpec& a = allToAllSpec();
+  EXPECT_EQ(a.countFor(100, 4, 3), 8u);  // per peer; the row's size is the whole send buffer
+  EXPECT_EQ(a.sendCount(8, 3), 24u);
+  EXPECT_EQ(a.recvCount(8, 3), 24u);
+  EXPECT_FALSE(a.hasInPlace);
+  EXPECT_TRUE(allGatherSpec().hasInPlace);
+  EXPECT_DOUBLE_EQ(a.busBwFactor(4), 0.75);
+  // Block s of rank r's output is block r of rank s's input.
+  CaseParams p;
+  p.nranks = 3;
+  p.count = 4;
+  for (int rank = 0; rank < 3; ++rank) {
+    p.rank = rank;
+    for (size_t i = 0; i < 12; ++i) {
+      CaseParams source = p;
+      source.rank = static_cast<int>(i / 4);
+      EXPECT_EQ(a.expected(p, i), a.input(source, static_cast<size_t>(rank) * 4 + i % 4))
+          << "rank " << rank << " index " << i;
+    }
+  }
+}
+
 TEST(BenchCollectives, CountsRoundDown) {
   EXPECT_EQ(allReduceSpec().countFor(10, 4, 3), 2u);
   EXPECT_EQ(allReduceSpec().recvCount(2, 3), 2u);

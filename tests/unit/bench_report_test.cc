@@ -60,6 +60,19 @@ TEST(BenchReport, UncheckedGroupsPrintNA) {
   EXPECT_EQ(row.find(" 0 "), std::string::npos) << "an unchecked group must not look clean";
 }
 
+TEST(BenchReport, AGroupThatDoesNotExistIsNAAndLeftOutOfTheAverage) {
+  RowResult r = sampleRow();
+  r.inPlace = GroupResult{};
+  r.inPlace.ran = false;
+  const std::string row = formatRow(r);
+  EXPECT_EQ(wordEnds(row), wordEnds(formatRow(sampleRow()))) << row;  // the columns stay put
+  EXPECT_EQ(row.substr(row.size() - 3), "N/A");
+  EXPECT_DOUBLE_EQ(summarize({r}, 0, true).avgBusBw, r.outOfPlace.busBw);
+  const std::string j =
+      toJson(RunInfo{"alltoall", "shm", 2, "h", {}}, {r}, summarize({r}, 0, true));
+  EXPECT_NE(j.find("\"in_place\": null"), std::string::npos) << j;
+}
+
 TEST(BenchReport, SummaryTotalsAndBandwidth) {
   EXPECT_DOUBLE_EQ(algBandwidth(1000000000, 1e6), 1.0);  // 1 GB in 1 s
   EXPECT_EQ(algBandwidth(8, 0), 0);

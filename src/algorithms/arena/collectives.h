@@ -20,5 +20,6 @@ void reduceScatter(Exec& exec, const CollectiveArgs& args);  // reduce_scatter.c
 void reduce(Exec& exec, const CollectiveArgs& args);         // reduce.cc
 void gather(Exec& exec, const CollectiveArgs& args);         // gather_scatter.cc
 void scatter(Exec& exec, const CollectiveArgs& args);        // gather_scatter.cc
+void allToAll(Exec& exec, const CollectiveArgs& args);       // all_to_all.cc (and all_to_allv)
 
 }  // namespace smddp::algo::arena

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// The argument checks' shared pieces (validate.cc, validate_all_to_all.cc): the error every check
+// throws and the per-buffer checks. Internal to the core.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/call.h"
+#include "core/validate.h"
+#include "smddp/error.h"
+#include "smddp/types.h"
+
+namespace smddp::core::check {
+
+// Error(code): "smddp: rank R/N (host): <collective>: <what>".
+[[noreturn]] void fail(const CallSite& at, CollectiveKind kind, ErrorCode code,
+                       const std::string& what);
+// "send (float32 x 12)".
+std::string describe(const char* name, const Buffer& b);
+// Names what is wrong with a buffer that failed checkBuffer's compares.
+[[gnu::cold, gnu::noinline]] void rejectBuffer(const CallSite& at, CollectiveKind kind,
+                                               const char* name, const Buffer& b);
+
+// A usable host buffer: data for its count, a valid dtype, not CUDA memory. The detailed checks
+// run only when the few compares of the common case fail, which keeps a valid call's check short.
+inline void checkBuffer(const CallSite& at, CollectiveKind kind, const char* name,
+                        const Buffer& b) {
+  const bool valid = (b.data != nullptr || b.count == 0) &&
+                     static_cast<unsigned>(b.dtype) < static_cast<unsigned>(kNumDataTypes) &&
+                     b.memory != MemoryType::kCuda;
+  if (!valid) rejectBuffer(at, kind, name, b);
+}
+
+void checkSameType(const CallSite& at, CollectiveKind kind, const Buffer& send, const Buffer& recv);
+
+inline bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
+  const auto x = reinterpret_cast<uintptr_t>(a);
+  const auto y = reinterpret_cast<uintptr_t>(b);
+  return aBytes > 0 && bBytes > 0 && x < y + bBytes && y < x + aBytes;
+}
+
+}  // namespace smddp::core::check
