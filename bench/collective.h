@@ -57,5 +57,6 @@ const CollectiveSpec& allGatherSpec();
 const CollectiveSpec& barrierSpec();
 const CollectiveSpec& reduceScatterSpec();
 const CollectiveSpec& allToAllSpec();
+const CollectiveSpec& sendRecvSpec();
 
 }  // namespace smddp::bench

@@ -15,7 +15,8 @@ add_library(smddp_bench_common STATIC
   all_gather.cc
   barrier.cc
   reduce_scatter.cc
-  all_to_all.cc)
+  all_to_all.cc
+  sendrecv.cc)
 # bench/ is a quote-only include directory: it holds the `compare` script, which a plain -I would
 # let shadow the standard <compare> header.
 target_include_directories(smddp_bench_common
@@ -29,7 +30,8 @@ endif()
 # The binaries need the whole engine; without the core only the library (and its unit tests) build.
 if(TARGET smddp_core)
   foreach(pair all_reduce:allReduceSpec broadcast:broadcastSpec all_gather:allGatherSpec
-               barrier:barrierSpec reduce_scatter:reduceScatterSpec alltoall:allToAllSpec)
+               barrier:barrierSpec reduce_scatter:reduceScatterSpec alltoall:allToAllSpec
+               sendrecv:sendRecvSpec)
     string(REPLACE ":" ";" parts ${pair})
     list(GET parts 0 coll)
     list(GET parts 1 spec)

@@ -10,7 +10,8 @@ import os
 import socket
 import statistics
 
-COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all", "barrier")
+COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all", "sendrecv",
+               "barrier")
 # Collectives whose count is per rank (size / (world * elemsize)): the row is the whole buffer.
 PER_RANK = ("all_gather", "reduce_scatter", "all_to_all")
 BACKENDS = ("smddp", "gloo", "mpi", "engine")
@@ -19,7 +20,7 @@ ELEM_SIZE = {"float32": 4, "bfloat16": 2}
 
 def perf_tool(collective):
     """The engine's perf tool for a collective (nccl-tests' names: alltoall_perf)."""
-    return "alltoall_perf" if collective == "all_to_all" else f"{collective}_perf"
+    return "alltoall_perf" if collective == "all_to_all" else f"{collective}_perf"  # sendrecv_perf
 
 
 def usable_cpus():
@@ -94,7 +95,7 @@ def busbw_factor(collective, world):
         return 2.0 * (world - 1) / world
     if collective in PER_RANK:
         return (world - 1) / world
-    if collective == "broadcast":
+    if collective in ("broadcast", "sendrecv"):
         return 1.0
     return 0.0
 

@@ -156,7 +156,7 @@ class MpiRunner:
 class EngineRunner:
     """smddp's engine-level perf tools; the group matching torch's call is taken: in place for
     all_reduce and broadcast, out of place for all_gather (torch's list form), reduce_scatter,
-    all_to_all (which has no other) and barrier. Run blocking (-z 1: each call waited for before the next), as the torch workers and
+    all_to_all and sendrecv (which have no other) and barrier. Run blocking (-z 1: each call waited for before the next), as the torch workers and
     MPI's blocking collectives call; the tools' default posts all iterations first (nccl-tests)."""
 
     def __init__(self, bench_dir, world, provider, factor, timeout):
@@ -183,7 +183,8 @@ class EngineRunner:
         for r in doc["results"]:
             if r["size"] not in sizes:
                 continue
-            wrong = [g["wrong"] for g in (r["in_place"], r["out_of_place"]) if g["wrong"]]
+            groups = [g for g in (r["in_place"], r["out_of_place"]) if g]  # null: no such form
+            wrong = [g["wrong"] for g in groups if g["wrong"]]
             rows.append({"size": r["size"], "count": element_count(coll, r["size"], self.world,
                                                                    dtype),
                          "time_us": r[group]["time_us"], "wrong": sum(wrong)})

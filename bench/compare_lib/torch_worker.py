@@ -40,7 +40,7 @@ class Case:
         # Only all_gather has outputs of its own (64 MiB x world would be wasted on the others).
         self.outs = ([torch.zeros(count, dtype=dtype) for _ in range(world)]
                      if coll == "all_gather" else [])
-        out = {"reduce_scatter": count, "all_to_all": count * world}.get(coll, 0)
+        out = {"reduce_scatter": count, "all_to_all": count * world, "sendrecv": count}.get(coll, 0)
         self.out = torch.zeros(out, dtype=dtype)
 
     def call(self):
@@ -54,6 +54,10 @@ class Case:
             dist.reduce_scatter_tensor(self.out, self.buf)
         elif self.coll == "all_to_all":
             dist.all_to_all_single(self.out, self.buf)
+        elif self.coll == "sendrecv":  # to the next rank, from the previous one
+            r = dist.irecv(self.out, (self.rank - 1) % self.world)
+            dist.isend(self.buf, (self.rank + 1) % self.world).wait()
+            r.wait()
         else:
             dist.barrier()
 
@@ -72,6 +76,8 @@ class Case:
             want = torch.cat([pattern(r, self.count, self.dtype) for r in range(self.world)])
         elif self.coll == "broadcast":
             got, want = self.buf, pattern(0, self.count, self.dtype)
+        elif self.coll == "sendrecv":
+            got, want = self.out, pattern((self.rank - 1) % self.world, self.count, self.dtype)
         elif self.coll == "all_to_all":  # block s of out is block `rank` of rank s's buf
             n, lo = self.buf.numel(), self.rank * self.count
             got = self.out

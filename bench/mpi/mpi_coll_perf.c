@@ -5,7 +5,8 @@
  * Conventions match the smddp perf tools so the rows line up: a row's size is the whole buffer
  * (for all_gather the whole receive buffer, for reduce_scatter and all_to_all the whole send
  * buffer: count per rank = size / (n * elemsize)); all_reduce
- * and broadcast run in place (as torch.distributed does); the time is the max over ranks of the
+ * and broadcast run in place (as torch.distributed does); sendrecv sends buf to rank + 1 and
+ * receives out from rank - 1 (MPI_Sendrecv); the time is the max over ranks of the
  * mean of `iters` barrier-aligned calls; the check is a separate call on closed-form data
  * (value(rank, i) = (rank + i) % 8 + 1, exact in bfloat16 for sums of up to 32 ranks).
  * bfloat16 is a 2-byte contiguous type with a user-defined SUM (Open MPI 4.1 has no bf16 type).
@@ -78,6 +79,9 @@ static void runOnce(const Ctx* c, const char* coll, void* buf, void* out, int co
     MPI_Reduce_scatter_block(buf, out, count, c->type, c->sum, MPI_COMM_WORLD);
   } else if (!strcmp(coll, "all_to_all")) {
     MPI_Alltoall(buf, count, c->type, out, count, c->type, MPI_COMM_WORLD);
+  } else if (!strcmp(coll, "sendrecv")) { /* to rank + 1, from rank - 1 */
+    MPI_Sendrecv(buf, count, c->type, (c->rank + 1) % c->n, 0, out, count, c->type,
+                 (c->rank + c->n - 1) % c->n, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   } else {
     MPI_Barrier(MPI_COMM_WORLD);
   }
@@ -98,6 +102,9 @@ static long long check(const Ctx* c, const char* coll, void* buf, void* out, siz
   if (!strcmp(coll, "all_gather")) {
     for (size_t i = 0; i < count * (size_t)c->n; ++i)
       wrong += get(out, bf16, i) != value((int)(i / count), i % count);
+  } else if (!strcmp(coll, "sendrecv")) {
+    for (size_t i = 0; i < count; ++i)
+      wrong += get(out, bf16, i) != value((c->rank + c->n - 1) % c->n, i);
   } else if (alltoall) { /* block s of out is block `rank` of rank s's buf */
     for (size_t i = 0; i < count * (size_t)c->n; ++i)
       wrong += get(out, bf16, i) != value((int)(i / count), (size_t)c->rank * count + i % count);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -87,6 +88,18 @@ class Communicator {
   Request allToAllV(const Buffer& send, const std::vector<size_t>& sendCounts,
                     const std::vector<size_t>& sendOffsets, const Buffer& recv,
                     const std::vector<size_t>& recvCounts, const std::vector<size_t>& recvOffsets);
+
+  // Point to point. Not collectives: only the two ranks take part, and they are in no order
+  // with the collectives (a send may complete while a collective posted before it still runs).
+  // Messages from one rank to another with one tag match in the order they were posted. Each
+  // operation is bounded by the communicator's timeout; a peer that is gone fails it.
+  static constexpr int kAnySource = -1;
+  // Sends buf to rank `peer` (not this rank); done once buf may be reused.
+  Request send(const Buffer& buf, int peer, uint32_t tag = 0);
+  // Receives into buf a message from rank `peer` (kAnySource: from any rank; Request::source()
+  // then says which) with this tag. The message must have buf's size: a shorter or longer one
+  // fails the receive with kMismatch naming both ranks.
+  Request recv(const Buffer& buf, int peer, uint32_t tag = 0);
 
   // Blocking forms of the above (as MPI_Allreduce to MPI_Iallreduce): return once the collective
   // completed on this rank, throwing its Error if it failed (bad arguments throw before anything

@@ -34,8 +34,12 @@ class Request {
   // completed the request and must not block or throw (an exception it throws is dropped; one
   // thrown when fn runs at once here reaches the caller).
   void onComplete(std::function<void()> fn);
-  // The per-communicator sequence number of this collective.
+  // The per-communicator sequence number of this collective (send and recv: of this
+  // communicator's point-to-point operations).
   uint64_t sequence() const;
+  // The sender of a completed recv (Communicator::kAnySource says which rank sent); -1 for
+  // anything else.
+  int source() const;
 
  private:
   std::shared_ptr<core::RequestState> state_;

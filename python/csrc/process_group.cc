@@ -113,16 +113,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::finish(
 void ProcessGroupSmddp::keepPosted(OpType opType, SmddpWork::Requests requests, Tensors outputs,
                                    Staging staging) {
   if (requests.empty()) return;
-  finish(opType, std::move(requests), std::move(outputs), std::move(staging), ::c10d::kUnsetTimeout);
-}
-
-void ProcessGroupSmddp::unsupported(const char* op) const {
-  TORCH_CHECK(
-      false, "smddp: ", op,
-      " is not supported yet by the smddp backend (supported: all_reduce, "
-      "all_reduce_coalesced, broadcast, all_gather, all_gather_coalesced, "
-      "all_gather_into_tensor, reduce, reduce_scatter, reduce_scatter_tensor, gather, scatter, "
-      "barrier)");
+  finish(opType, std::move(requests), std::move(outputs), std::move(staging),
+         ::c10d::kUnsetTimeout);
 }
 
 // ---- the 2.x Backend API ------------------------------------------------------------------------

@@ -97,11 +97,13 @@ class ProcessGroupSmddp : public compat::BackendBase {
   c10::intrusive_ptr<Work> alltoall(Tensors& outputs, Tensors& inputs,
                                     const ::c10d::AllToAllOptions& opts) override;
 
-  // Not implemented by the engine yet: each raises "smddp does not support <op> yet".
-  c10::intrusive_ptr<Work> send(Tensors&, int, int) override;
-  c10::intrusive_ptr<Work> recv(Tensors&, int, int) override;
-  c10::intrusive_ptr<Work> recvAnysource(Tensors&, int) override;
-  void monitoredBarrier(const ::c10d::BarrierOptions&, bool) override;
+  // ---- point to point (process_group_p2p.cc) ----
+  c10::intrusive_ptr<Work> send(Tensors& tensors, int dstRank, int tag) override;
+  c10::intrusive_ptr<Work> recv(Tensors& tensors, int srcRank, int tag) override;
+  // The Work's sourceRank() names the sender.
+  c10::intrusive_ptr<Work> recvAnysource(Tensors& tensors, int tag) override;
+  // Rank 0 hears from every rank, then releases them; a rank missing after the timeout is named.
+  void monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) override;
 
   // The engine numbers its collectives itself; torch's group sequence number is our issue count.
   void setSequenceNumberForGroup() override {}
@@ -142,7 +144,6 @@ class ProcessGroupSmddp : public compat::BackendBase {
   // finish (the caller then rethrows).
   void keepPosted(::c10d::OpType opType, SmddpWork::Requests requests, Tensors outputs,
                   Staging staging);
-  [[noreturn]] void unsupported(const char* op) const;
 
   // The communicator; a RuntimeError (not a crash) once shutdown() released it.
   Communicator& comm() const;

@@ -246,19 +246,4 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::barrier(const ::c10d::Barrie
   return finish(OpType::BARRIER, one(std::move(request)), {}, Staging(), opts.timeout);
 }
 
-// ---- collectives the engine does not offer yet -------------------------------------------------
-
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::send(Tensors&, int, int) {
-  unsupported("send");
-}
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::recv(Tensors&, int, int) {
-  unsupported("recv");
-}
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::recvAnysource(Tensors&, int) {
-  unsupported("recv (any source)");
-}
-void ProcessGroupSmddp::monitoredBarrier(const ::c10d::BarrierOptions&, bool) {
-  unsupported("monitored_barrier");
-}
-
 }  // namespace smddp::torch_shim

@@ -206,6 +206,12 @@ bool SmddpWork::isCompleted() {
   return finishIfDoneLocked();
 }
 
+int SmddpWork::sourceRank() const {
+  TORCH_CHECK(requests_.size() == 1 && requests_[0].source() >= 0,
+              "smddp: sourceRank() is only known for a completed recv");
+  return requests_[0].source();
+}
+
 bool SmddpWork::isSuccess() const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (completed_) return !exception_;

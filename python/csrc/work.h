@@ -63,6 +63,8 @@ class SmddpWork : public ::c10d::Work {
   ~SmddpWork() override;
 
   bool isCompleted() override;
+  // The sender of a completed recv (recv from any source); torch reads it after wait().
+  int sourceRank() const override;
   bool isSuccess() const override;
   std::exception_ptr exception() const override;
   std::vector<at::Tensor> result() override { return outputs_; }

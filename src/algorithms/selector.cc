@@ -61,6 +61,8 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
       return topology.arena ? "arena" : "pairwise";
     case K::kBarrier:
     case K::kControl:
+    case K::kSend:
+    case K::kRecv:
       break;
   }
   return topology.arena ? "arena" : "dissemination";
@@ -70,8 +72,10 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
 
 const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topology& topology,
                                  const AlgorithmOverrides& overrides) {
-  if (kind == CollectiveKind::kControl) {
-    throw Error(ErrorCode::kInternal, "smddp: no algorithm is selected for control messages");
+  if (kind == CollectiveKind::kControl || kind == CollectiveKind::kSend ||
+      kind == CollectiveKind::kRecv) {
+    throw Error(ErrorCode::kInternal, std::string("smddp: no algorithm is selected for ") +
+                                          toString(kind) + " (not a collective)");
   }
   // A name lookup: the communicator derives its choice once per run of identical calls.
   const auto it = overrides.find(kind);

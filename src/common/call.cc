@@ -17,6 +17,8 @@ const char* toString(CollectiveKind kind) {
     case CollectiveKind::kScatter: return "scatter";
     case CollectiveKind::kAllToAll: return "all_to_all";
     case CollectiveKind::kAllToAllV: return "all_to_allv";
+    case CollectiveKind::kSend: return "send";
+    case CollectiveKind::kRecv: return "recv";
     case CollectiveKind::kControl: return "control";
   }
   // clang-format on

@@ -29,7 +29,9 @@ enum class CollectiveKind : uint8_t {
   kScatter = 8,
   kAllToAll = 9,    // equal blocks: count elements from every rank to every rank
   kAllToAllV = 10,  // uneven: per-rank counts that only the two ranks of a pair agree on
-  kControl = 15,    // bootstrap and out-of-band checks
+  kSend = 11,       // point-to-point (core/point_to_point.h): not collectives, no algorithm
+  kRecv = 12,
+  kControl = 15,  // bootstrap and out-of-band checks
 };
 const char* toString(CollectiveKind kind);
 

@@ -61,8 +61,11 @@ std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<Store> store,
   auto transport = transport::createOfiTransport(*store, prefix, rank, size, config,
                                                  options.provider.value_or(""), settings.timeout);
   auto arena = createArena(*store, prefix, *transport, config, options, settings);
+  // send / recv have an endpoint of their own (core/point_to_point.h).
+  auto p2p = transport::createOfiTransport(*store, prefix + "/p2p", rank, size, config,
+                                           options.provider.value_or(""), settings.timeout);
   return std::make_shared<Communicator>(std::make_unique<core::CommunicatorImpl>(
-      std::move(transport), settings, store, prefix, std::move(arena)));
+      std::move(transport), settings, store, prefix, std::move(arena), std::move(p2p)));
 }
 
 Communicator::Communicator(std::unique_ptr<core::CommunicatorImpl> impl) : impl_(std::move(impl)) {}
@@ -123,6 +126,14 @@ Request Communicator::allToAllV(const Buffer& send, const std::vector<size_t>& s
   return impl_->post(
       core::checkAllToAllV(at, core::piecesOf(at, "send", send, sendCounts, sendOffsets),
                            core::piecesOf(at, "recv", recv, recvCounts, recvOffsets)));
+}
+
+Request Communicator::send(const Buffer& buf, int peer, uint32_t tag) {
+  return impl_->postPointToPoint(core::checkSend({rank(), size()}, buf, peer), peer, tag);
+}
+
+Request Communicator::recv(const Buffer& buf, int peer, uint32_t tag) {
+  return impl_->postPointToPoint(core::checkRecv({rank(), size()}, buf, peer), peer, tag);
 }
 
 void Communicator::allReduceBlocking(const Buffer& send, const Buffer& recv, ReduceOp op) {

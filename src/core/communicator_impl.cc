@@ -52,13 +52,15 @@ Settings resolveSettings(const Options& options, const Config& config) {
 CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transport,
                                    const Settings& settings, std::shared_ptr<Store> store,
                                    const std::string& prefix,
-                                   std::unique_ptr<algo::arena::Arena> arena)
+                                   std::unique_ptr<algo::arena::Arena> arena,
+                                   std::unique_ptr<transport::Transport> p2pTransport)
     : transport_(std::move(transport)),
       arena_(std::move(arena)),
       settings_(settings),
       rank_(transport_->rank()),
       size_(transport_->size()),
       timeoutMs_(settings.timeout.count()) {
+  if (p2pTransport) p2p_ = std::make_unique<PointToPoint>(std::move(p2pTransport));
   std::set<std::string> hosts;
   for (const auto& p : transport_->peers()) hosts.insert(p.host);
   topology_.ranks = size_;
@@ -97,6 +99,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
+  p2p_.reset();  // fails what is still in flight, then closes its endpoint
   engine_->stop();
   engine_.reset();
   settleDeferredCheck();
@@ -279,8 +282,19 @@ std::string CommunicatorImpl::brokenReason() const {
   return brokenReason_;
 }
 
+Request CommunicatorImpl::postPointToPoint(const algo::CollectiveArgs& args, int peer,
+                                           uint32_t tag) {
+  if (!p2p_) {
+    throw Error(ErrorCode::kUnsupported, "smddp: rank " + std::to_string(rank_) + ": " +
+                                             toString(args.kind) +
+                                             ": this communicator has no point-to-point transport");
+  }
+  return p2p_->post(args, peer, tag, timeout());
+}
+
 void CommunicatorImpl::abort() {
   aborted_.store(true);
+  if (p2p_) p2p_->abort();
   markBroken("smddp: rank " + std::to_string(rank_) + ": communicator aborted by the application");
   // A running collective sees aborted_ in its next idle poll and fails; its completion wakes
   // its waiters.

@@ -16,6 +16,7 @@
 #include "algorithms/registry.h"
 #include "common/config.h"
 #include "core/engine.h"
+#include "core/point_to_point.h"
 #include "smddp/communicator.h"
 #include "transport/transport.h"
 #include "watch/collective_watch.h"
@@ -46,9 +47,11 @@ class CommunicatorImpl {
  public:
   // store and prefix (optional) carry the progress beacons (watch/progress_beacon.h); arena
   // (optional) enables the shared-memory algorithms (every rank on one host).
+  // p2pTransport (optional) carries send and recv (point_to_point.h): a second endpoint.
   CommunicatorImpl(std::unique_ptr<transport::Transport> transport, const Settings& settings,
                    std::shared_ptr<Store> store = nullptr, const std::string& prefix = "",
-                   std::unique_ptr<algo::arena::Arena> arena = nullptr);
+                   std::unique_ptr<algo::arena::Arena> arena = nullptr,
+                   std::unique_ptr<transport::Transport> p2pTransport = nullptr);
   ~CommunicatorImpl();
 
   int rank() const { return rank_; }
@@ -67,6 +70,10 @@ class CommunicatorImpl {
   void runBlocking(algo::CollectiveArgs args);
   // Blocking collectives run on the caller's thread without a request so far (tests).
   uint64_t inlineRuns() const { return inlineRuns_.load(std::memory_order_relaxed); }
+
+  // A checked send or recv (args.kind kSend / kRecv) to or from `peer` (transport::kAnyPeer for
+  // a recv from any rank), bounded by timeout(). Error(kUnsupported) without a p2p transport.
+  Request postPointToPoint(const algo::CollectiveArgs& args, int peer, uint32_t tag);
 
   void abort();
   std::string brokenReason() const;
@@ -119,6 +126,7 @@ class CommunicatorImpl {
   std::unique_ptr<CollectiveWatch> watch_;
   algo::ExecSettings exec_;  // this communicator's knobs for every Exec (set once watch_ exists)
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<PointToPoint> p2p_;  // null: no send / recv
 };
 
 }  // namespace smddp::core

@@ -3,6 +3,7 @@
 #include "smddp/request.h"
 
 #include "core/communicator_impl.h"
+#include "core/point_to_point.h"
 #include "smddp/error.h"
 
 namespace smddp {
@@ -24,16 +25,36 @@ bool Request::test() {
 
 void Request::onComplete(std::function<void()> fn) { state_->addCallback(std::move(fn)); }
 
+int Request::source() const { return state_->source; }
+
 void Request::wait(std::chrono::milliseconds timeout) {
-  if (!state_->done() && !state_->engine->waitFor(*state_, timeout)) {
+  if (state_->done()) {
+    test();
+    return;
+  }
+  const bool done =
+      state_->p2p != nullptr
+          ? state_->p2p->waitUntil(*state_, std::chrono::steady_clock::now() + timeout)
+          : state_->engine->waitFor(*state_, timeout);
+  if (!done) {
     throw Error(ErrorCode::kTimeout, "smddp: wait on " + state_->desc.describe() +
                                          " gave up after " + std::to_string(timeout.count()) +
-                                         " ms; the collective is still running");
+                                         " ms; it is still running");
   }
   test();
 }
 
 void Request::wait() {
+  if (!state_->done() && state_->p2p != nullptr) {
+    // The operation fails at its own deadline (whoever drives sweeps it); the grace only guards
+    // against a bug turning into a silent hang.
+    const auto bound = state_->desc.timeout + std::chrono::seconds(5);
+    if (!state_->p2p->waitUntil(*state_, std::chrono::steady_clock::now() + bound)) {
+      throw Error(ErrorCode::kInternal, "smddp: " + state_->desc.describe() +
+                                            " did not complete within " +
+                                            std::to_string(bound.count()) + " ms");
+    }
+  }
   if (!state_->done()) {
     // Each collective ahead of this one is bounded by its own deadline; the bound below only
     // guards against an engine bug turning into a silent hang.

@@ -21,6 +21,7 @@
 namespace smddp::core {
 
 class Engine;
+class PointToPoint;
 
 class RequestState {
  public:
@@ -31,6 +32,10 @@ class RequestState {
   // completes every request before it is destroyed (Engine::stop), and a handle reaches it only
   // while its request is not done.
   Engine* engine = nullptr;
+  // Set for a send or a recv instead of `engine`: waits drive it (core/point_to_point.h).
+  PointToPoint* p2p = nullptr;
+  // A completed recv's sender (set before completion); -1 otherwise.
+  int source = -1;
   // Callers asleep in a wait on this request (changed under the engine's mutex, read by the
   // completer without it): see Engine::announce().
   std::atomic<int> sleepers{0};

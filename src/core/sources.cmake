@@ -7,6 +7,8 @@ smddp_layer(smddp_core
   core/request.cc
   core/request_state.cc
   core/validate.cc
-  core/validate_all_to_all.cc)
+  core/validate_all_to_all.cc
+  core/validate_point_to_point.cc
+  core/point_to_point.cc)
 target_link_libraries(smddp_core PUBLIC smddp_watch smddp_algorithms smddp_transport smddp_store
   smddp_reduce smddp_common)

@@ -45,6 +45,11 @@ algo::CollectiveArgs checkAllToAll(const CallSite& at, const Buffer& send, const
 algo::CollectiveArgs checkAllToAllV(const CallSite& at, const std::vector<Buffer>& sends,
                                     const std::vector<Buffer>& recvs);
 // The pieces of MPI_Alltoallv: elements [offsets[r], offsets[r] + counts[r]) of send / recv.
+// validate_point_to_point.cc: a send of buf to `peer` (another rank), a recv into buf from
+// `peer` or transport::kAnyPeer.
+algo::CollectiveArgs checkSend(const CallSite& at, const Buffer& buf, int peer);
+algo::CollectiveArgs checkRecv(const CallSite& at, const Buffer& buf, int peer);
+
 std::vector<Buffer> piecesOf(const CallSite& at, const char* name, const Buffer& whole,
                              const std::vector<size_t>& counts, const std::vector<size_t>& offsets);
 

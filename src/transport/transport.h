@@ -23,6 +23,9 @@ struct Config;
 namespace smddp::transport {
 
 enum class OpKind : uint8_t { kSend, kRecv };
+
+// A receive's peer that matches a message from any rank (MPI_ANY_SOURCE).
+constexpr int kAnyPeer = -1;
 enum class OpState : uint8_t { kIdle, kPending, kDone, kError };
 
 struct Op {
@@ -30,8 +33,12 @@ struct Op {
   alignas(16) unsigned char provider[64];
   OpKind kind = OpKind::kSend;
   OpState state = OpState::kIdle;
-  int peer = -1;
+  int peer = -1;  // a receive may name kAnyPeer
+  // A receive matches a message whose tag equals `tag` in every bit not set in `ignore`; once it
+  // is done, `tag` holds the matched message's whole tag (which says who sent it, when the
+  // sender put its rank there).
   uint64_t tag = 0;
+  uint64_t ignore = 0;
   void* buffer = nullptr;
   size_t bytes = 0;
   size_t received = 0;  // bytes actually received (recv ops)

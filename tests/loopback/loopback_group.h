@@ -22,13 +22,14 @@ inline std::vector<std::unique_ptr<Communicator>> makeLoopbackGroup(
     int n, const Options& options = Options(),
     std::shared_ptr<transport::LoopbackFabric>* fabricOut = nullptr) {
   auto fabric = transport::LoopbackFabric::create(n);
+  auto p2pFabric = transport::LoopbackFabric::create(n);  // send / recv: a second endpoint
   if (fabricOut != nullptr) *fabricOut = fabric;
   Config config = Config::fromMap({});
   const core::Settings settings = core::resolveSettings(options, config);
   std::vector<std::unique_ptr<Communicator>> comms;
   for (int r = 0; r < n; ++r) {
-    comms.push_back(std::make_unique<Communicator>(
-        std::make_unique<core::CommunicatorImpl>(fabric->endpoint(r), settings)));
+    comms.push_back(std::make_unique<Communicator>(std::make_unique<core::CommunicatorImpl>(
+        fabric->endpoint(r), settings, nullptr, "", nullptr, p2pFabric->endpoint(r))));
   }
   return comms;
 }

@@ -28,13 +28,6 @@ def errors(rank, world, init_method):
 
     pg = torch_smddp.backend_of()
     assert abs(pg.timeout_seconds - 30) < 1e-6, pg.timeout_seconds
-    t = torch.ones(4)
-    unsupported = {}
-    if world > 1:  # torch 2.x itself refuses a send to or a recv from this rank
-        unsupported["send"] = lambda: dist.send(t, dst=(rank + 1) % world)
-        unsupported["recv"] = lambda: dist.recv(t, src=(rank + 1) % world)
-    for op, fn in unsupported.items():
-        expect_error(rank, op, fn, "smddp", op)
     expect_error(rank, "BAND", lambda: dist.all_reduce(torch.ones(3, dtype=torch.int32),
                                                        op=dist.ReduceOp.BAND), "smddp")
     expect_error(rank, "int16", lambda: dist.all_reduce(torch.ones(3, dtype=torch.int16)),

@@ -96,7 +96,11 @@ class LoopbackTransport final : public Transport {
     for (auto it = recvs_.begin(); it != recvs_.end();) {
       Op& op = **it;
       auto msg = box.messages.begin();
-      while (msg != box.messages.end() && ((*msg)->source != op.peer || (*msg)->tag != op.tag)) ++msg;
+      auto matches = [&op](const Message* m) {
+        return (op.peer == kAnyPeer || m->source == op.peer) &&
+               ((m->tag ^ op.tag) & ~op.ignore) == 0;
+      };
+      while (msg != box.messages.end() && !matches(*msg)) ++msg;
       if (msg == box.messages.end()) {
         ++it;
         continue;
@@ -111,6 +115,7 @@ class LoopbackTransport final : public Transport {
       } else {
         if (m->bytes > 0) std::memcpy(op.buffer, m->data, m->bytes);
         op.received = m->bytes;
+        op.tag = m->tag;
         op.state = OpState::kDone;
         m->status.store(1, std::memory_order_release);
       }

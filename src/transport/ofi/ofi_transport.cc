@@ -49,7 +49,7 @@ OfiTransport::OfiTransport(std::unique_ptr<Endpoint> endpoint, ProviderProfile p
       liveness_(peers_, rank) {}
 
 std::string OfiTransport::describe(const Op& op) const {
-  std::string who = "rank " + std::to_string(op.peer);
+  std::string who = op.peer == kAnyPeer ? "any rank" : "rank " + std::to_string(op.peer);
   if (op.peer >= 0 && op.peer < size_) {
     who += " (" + peers_[op.peer].host + ", pid " + std::to_string(peers_[op.peer].pid) + ")";
   }
@@ -59,7 +59,8 @@ std::string OfiTransport::describe(const Op& op) const {
 }
 
 void OfiTransport::post(Op& op) {
-  if (op.peer < 0 || op.peer >= size_) {
+  const bool anyPeer = op.peer == kAnyPeer && op.kind == OpKind::kRecv;
+  if (!anyPeer && (op.peer < 0 || op.peer >= size_)) {
     throw Error(ErrorCode::kInvalidArgument,
                 describe(op) + ": peer out of range 0.." + std::to_string(size_ - 1));
   }
@@ -83,7 +84,7 @@ void OfiTransport::post(Op& op) {
 // 0: posted (or done at once); -FI_EAGAIN: try later; other errors finish the op with kError.
 ssize_t OfiTransport::tryPost(Op& op) {
   fid_ep* ep = endpoint_->ep.get();
-  fi_addr_t addr = addrs_[op.peer];
+  const fi_addr_t addr = op.peer == kAnyPeer ? FI_ADDR_UNSPEC : addrs_[op.peer];
   ssize_t rc;
   bool injected = false;
   if (op.kind == OpKind::kSend && op.bytes <= injectSize_) {
@@ -93,7 +94,7 @@ ssize_t OfiTransport::tryPost(Op& op) {
   } else if (op.kind == OpKind::kSend) {
     rc = fi_tsend(ep, bufferOf(op), op.bytes, nullptr, addr, op.tag, contextOf(op));
   } else {
-    rc = fi_trecv(ep, bufferOf(op), op.bytes, nullptr, addr, op.tag, 0, contextOf(op));
+    rc = fi_trecv(ep, bufferOf(op), op.bytes, nullptr, addr, op.tag, op.ignore, contextOf(op));
   }
   if (rc < 0 && postWouldBlock(profile_, static_cast<int>(-rc))) rc = -FI_EAGAIN;
   if (rc == 0 && injected) {
@@ -144,7 +145,10 @@ int OfiTransport::pollCq() {
     }
     for (ssize_t i = 0; i < n; ++i) {
       Op* op = opOf(entries[i].op_context);
-      if (op->kind == OpKind::kRecv) op->received = entries[i].len;
+      if (op->kind == OpKind::kRecv) {
+        op->received = entries[i].len;
+        op->tag = entries[i].tag;
+      }
       op->state = OpState::kDone;
     }
     finished += static_cast<int>(n);

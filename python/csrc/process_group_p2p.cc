@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// ProcessGroupSmddp's point-to-point: send, recv, recv from any source (the Work's sourceRank
+// says who sent), and monitored_barrier built on them. Each is one engine send or recv of the
+// (staged) tensor; tags are torch's (0 .. 2^31 - 1), matched in order per (peer, tag).
+#include <c10/util/Exception.h>
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "process_group.h"
+#include "smddp/error.h"
+#include "tensor_map.h"
+
+namespace smddp::torch_shim {
+
+using ::c10d::OpType;
+
+namespace {
+
+// monitored_barrier's messages: a tag no torch call can use (torch's tags are non-negative ints).
+constexpr uint32_t kMonitorTag = 0xFFFF0001u;
+
+uint32_t checkTag(int tag, const char* what) {
+  TORCH_CHECK(tag >= 0, "smddp: ", what, ": the tag must be >= 0, got ", tag);
+  return static_cast<uint32_t>(tag);
+}
+
+}  // namespace
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::send(Tensors& tensors, int dstRank, int tag) {
+  const char* what = "send";
+  checkSingle(tensors, what);
+  const uint32_t t = checkTag(tag, what);
+  Communicator& c = comm();
+  Staging staging;
+  at::Tensor in = staging.stage(tensors[0], /*copyIn=*/true, /*copyBack=*/false);
+  staging.keepAlive(tensors[0]);
+  SmddpWork::Requests requests;
+  requests.push_back(c.send(toBuffer(in, what), dstRank, t));
+  return finish(OpType::SEND, std::move(requests), {}, std::move(staging), ::c10d::kUnsetTimeout);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::recv(Tensors& tensors, int srcRank, int tag) {
+  const char* what = "recv";
+  checkSingle(tensors, what);
+  const uint32_t t = checkTag(tag, what);
+  Communicator& c = comm();
+  Staging staging;
+  at::Tensor out = staging.stage(tensors[0], /*copyIn=*/false, /*copyBack=*/true);
+  SmddpWork::Requests requests;
+  requests.push_back(c.recv(toBuffer(out, what), srcRank, t));
+  return finish(OpType::RECV, std::move(requests), tensors, std::move(staging),
+                ::c10d::kUnsetTimeout);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::recvAnysource(Tensors& tensors, int tag) {
+  const char* what = "recv (any source)";
+  checkSingle(tensors, what);
+  const uint32_t t = checkTag(tag, what);
+  Communicator& c = comm();
+  Staging staging;
+  at::Tensor out = staging.stage(tensors[0], /*copyIn=*/false, /*copyBack=*/true);
+  SmddpWork::Requests requests;
+  requests.push_back(c.recv(toBuffer(out, what), Communicator::kAnySource, t));
+  return finish(OpType::RECVANYSOURCE, std::move(requests), tensors, std::move(staging),
+                ::c10d::kUnsetTimeout);
+}
+
+// As gloo's: every rank reports to rank 0, which waits for each (bounded by the timeout) and
+// releases them all; a rank that does not report in time is named (all of them with
+// waitAllRanks). The other ranks wait for rank 0's release under the same bound.
+void ProcessGroupSmddp::monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) {
+  const auto bound = compat::effectiveTimeout(opts.timeout, timeout());
+  const auto deadline = std::chrono::steady_clock::now() + bound;
+  Communicator& c = comm();
+  uint8_t token = 0;
+  const Buffer buf(&token, 1, DataType::kUInt8);
+  auto left = [&deadline] {
+    return std::max(std::chrono::milliseconds(1),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        deadline - std::chrono::steady_clock::now()));
+  };
+  if (rank_ != 0) {
+    c.send(buf, 0, kMonitorTag).wait(left());
+    try {
+      c.recv(buf, 0, kMonitorTag).wait(left());
+    } catch (const Error& e) {
+      TORCH_CHECK(false, "smddp: rank ", rank_,
+                  ": monitored_barrier: rank 0 did not release it in ", bound.count(),
+                  " ms: ", e.what());
+    }
+    return;
+  }
+  std::vector<Request> arrivals;
+  for (int r = 1; r < size_; ++r) arrivals.push_back(c.recv(buf, r, kMonitorTag));
+  std::vector<int> missing;
+  for (int r = 1; r < size_; ++r) {
+    try {
+      arrivals[static_cast<size_t>(r - 1)].wait(left());
+    } catch (const Error&) {
+      missing.push_back(r);
+      if (!waitAllRanks) break;
+    }
+  }
+  if (!missing.empty()) {
+    std::string ranks;
+    for (int r : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    TORCH_CHECK(false, "smddp: rank 0: monitored_barrier: rank", missing.size() > 1 ? "s " : " ",
+                ranks, missing.size() > 1 ? " " : " ", "failed to pass monitoredBarrier in ",
+                bound.count(), " ms");
+  }
+  std::vector<Request> releases;
+  for (int r = 1; r < size_; ++r) releases.push_back(c.send(buf, r, kMonitorTag));
+  for (auto& rel : releases) rel.wait(left());
+}
+
+}  // namespace smddp::torch_shim

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: Apache-2.0
+// PointToPoint (point_to_point.h): posting, the sweep that finishes operations (completion, size
+// check, deadline, dead peer), waiting by driving, and the progress thread.
+#include "core/point_to_point.h"
+
+#include <iterator>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "common/logging.h"
+#include "smddp/error.h"
+#include "smddp/helper_thread.h"
+
+namespace smddp::core {
+namespace {
+
+using transport::OpKind;
+
+constexpr int kRankShift = 32;
+constexpr uint64_t kRankMask = ((uint64_t{1} << 20) - 1) << kRankShift;
+
+// A waiter's idle polls: spin first (a reply is often a microsecond away), then yield, then sleep.
+void backOff(int idlePolls) {
+  if (idlePolls < 256) return;
+  if (idlePolls < 512) {
+    std::this_thread::yield();
+    return;
+  }
+  std::this_thread::sleep_for(std::chrono::microseconds(20));
+}
+
+}  // namespace
+
+PointToPoint::PointToPoint(std::unique_ptr<transport::Transport> transport)
+    : transport_(std::move(transport)), rank_(transport_->rank()) {
+  thread_ = startHelperThread("smddp-p2p", [this] { threadMain(); });
+}
+
+PointToPoint::~PointToPoint() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  work_.notify_all();
+  thread_.join();
+  abort();
+}
+
+std::string PointToPoint::where(int peer) const {
+  if (peer == transport::kAnyPeer) return "any rank";
+  std::string s = "rank " + std::to_string(peer);
+  const auto& peers = transport_->peers();
+  if (static_cast<size_t>(peer) < peers.size() && !peers[static_cast<size_t>(peer)].host.empty()) {
+    s += " (" + peers[static_cast<size_t>(peer)].host + ")";
+  }
+  return s;
+}
+
+Request PointToPoint::post(const algo::CollectiveArgs& args, int peer, uint32_t tag,
+                           std::chrono::milliseconds timeout) {
+  auto state = std::make_shared<RequestState>();
+  state->args = args;
+  state->desc.call() = args.call();
+  state->desc.timeout = timeout;
+  state->p2p = this;
+  const bool send = args.kind == CollectiveKind::kSend;
+  std::vector<Finished> finished;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    state->desc.seq = nextSeq_++;
+    if (aborted_.load()) {
+      throw Error(ErrorCode::kAborted, "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
+                                           "): " + state->desc.describe() +
+                                           " not posted: the communicator was aborted");
+    }
+    Pending& p = inflight_.emplace_back();
+    p.op.kind = send ? OpKind::kSend : OpKind::kRecv;
+    p.op.peer = peer;
+    const int sender = send ? rank_ : peer;
+    p.op.tag = tag | (sender < 0 ? 0 : static_cast<uint64_t>(sender) << kRankShift);
+    p.op.ignore = sender < 0 ? kRankMask : 0;
+    p.op.buffer = send ? const_cast<void*>(args.send) : args.recv;
+    p.op.bytes = args.bytes();
+    p.request = state;
+    p.timeout = timeout;
+    p.deadline = Clock::now() + timeout;
+    p.tag = tag;
+    try {
+      transport_->post(p.op);
+    } catch (...) {
+      inflight_.pop_back();
+      throw;
+    }
+    driveLocked(finished);  // an operation that failed at once is reported now
+  }
+  work_.notify_one();
+  completeAll(finished);
+  return Request(state);
+}
+
+bool PointToPoint::driveLocked(std::vector<Finished>& out) {
+  if (inflight_.empty()) return false;
+  transport_->progress();
+  const int dead = transport_->deadPeer();
+  const auto now = Clock::now();
+  const size_t before = out.size();
+  for (auto it = inflight_.begin(); it != inflight_.end();) {
+    Pending& p = *it;
+    if (p.request == nullptr) {  // one the transport could not withdraw (below), reported
+      it = p.op.finished() ? inflight_.erase(it) : std::next(it);
+      continue;
+    }
+    const bool gone = !p.op.finished() && dead >= 0 && p.op.peer == dead;
+    const bool expired = !p.op.finished() && now >= p.deadline;
+    if (!p.op.finished() && !gone && !expired) {
+      ++it;
+      continue;
+    }
+    if (!p.op.finished() && !transport_->cancel(p.op)) {
+      // The transport could not withdraw it and may still write the buffer: keep the Pending
+      // (its Op stays valid) and refuse everything from now on.
+      aborted_.store(true);
+      out.push_back({p.request, failure(p, gone ? Why::kGone : Why::kExpired)});
+      p.request = nullptr;
+      p.deadline = Clock::time_point::max();
+      ++it;
+      continue;
+    }
+    std::exception_ptr error;
+    if (p.op.done()) {
+      error = received(p);
+    } else if (gone) {
+      error = failure(p, Why::kGone);
+    } else if (expired && p.op.error.find("cancelled") != std::string::npos) {
+      error = failure(p, Why::kExpired);
+    } else {
+      error = failure(p, Why::kFailed);
+    }
+    out.push_back({std::move(p.request), error});
+    it = inflight_.erase(it);
+  }
+  return out.size() > before;
+}
+
+std::exception_ptr PointToPoint::received(const Pending& p) const {
+  if (p.op.kind == OpKind::kSend) return nullptr;
+  const int sender = static_cast<int>((p.op.tag & kRankMask) >> kRankShift);
+  p.request->source = sender;
+  if (p.op.received == p.op.bytes) return nullptr;
+  return std::make_exception_ptr(Error(
+      ErrorCode::kMismatch, prefix(p) + ": " + where(sender) + " sent " +
+                                std::to_string(p.op.received) +
+                                " bytes where this receive expects " + std::to_string(p.op.bytes) +
+                                ": the send and the recv differ in size"));
+}
+
+std::exception_ptr PointToPoint::failure(const Pending& p, Why why) const {
+  const bool send = p.op.kind == OpKind::kSend;
+  const std::string peer = where(p.op.peer);
+  std::string what;
+  ErrorCode code = ErrorCode::kTransport;
+  if (why == Why::kGone ||
+      (why == Why::kFailed && p.op.peer >= 0 && transport_->deadPeer() == p.op.peer)) {
+    code = ErrorCode::kPeerFailure;
+    what = "peer " + peer + " is gone (process exited or connection lost)";
+  } else if (why == Why::kExpired) {
+    code = ErrorCode::kTimeout;
+    what = "timed out after " + std::to_string(p.timeout.count()) + " ms: " +
+           (send ? peer + " posted no matching recv (this tag, from this rank)"
+                 : peer + " sent no matching message (this tag, to this rank)");
+  } else if (p.op.error.find("truncated") != std::string::npos) {
+    code = ErrorCode::kMismatch;
+    what = "the message from " + peer + " is larger than this receive (" +
+           std::to_string(p.op.bytes) + " bytes): the send and the recv differ in size";
+  } else {
+    what = "failed on " + transport_->name() + ": " + p.op.error;
+  }
+  return std::make_exception_ptr(Error(code, prefix(p) + ": " + what));
+}
+
+// "smddp: rank 0 (host): recv #3 (float32 x 10 = 40 B) from rank 1 (host), tag 7"
+std::string PointToPoint::prefix(const Pending& p) const {
+  const bool send = p.op.kind == OpKind::kSend;
+  return "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
+         "): " + p.request->desc.describe() + (send ? " to " : " from ") + where(p.op.peer) +
+         ", tag " + std::to_string(p.tag);
+}
+
+void PointToPoint::completeAll(std::vector<Finished>& finished) {
+  for (Finished& f : finished) {
+    if (f.request) f.request->complete(f.error);
+  }
+  finished.clear();
+}
+
+bool PointToPoint::waitUntil(RequestState& request, Clock::time_point deadline) {
+  int idlePolls = 0;
+  std::vector<Finished> finished;
+  while (!request.done()) {
+    bool progressed = false;
+    {
+      std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+      if (lock.owns_lock()) progressed = driveLocked(finished);
+    }
+    completeAll(finished);
+    if (request.done()) break;
+    if (Clock::now() >= deadline) return false;
+    idlePolls = progressed ? 0 : idlePolls + 1;
+    backOff(idlePolls);
+  }
+  return true;
+}
+
+void PointToPoint::abort() {
+  std::vector<Finished> finished;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    aborted_.store(true);
+    for (auto it = inflight_.begin(); it != inflight_.end();) {
+      Pending& p = *it;
+      const bool withdrawn = p.op.finished() || transport_->cancel(p.op);
+      if (p.request) {
+        // Before the request moves out. One that completed meanwhile keeps its outcome.
+        std::exception_ptr error = p.op.done() ? received(p) : aborted(p);
+        finished.push_back({std::move(p.request), error});
+      }
+      // One the transport could not withdraw stays (it may still write the buffer).
+      it = withdrawn ? inflight_.erase(it) : std::next(it);
+    }
+  }
+  completeAll(finished);
+}
+
+std::exception_ptr PointToPoint::aborted(const Pending& p) const {
+  return std::make_exception_ptr(
+      Error(ErrorCode::kAborted, prefix(p) + ": aborted before it completed"));
+}
+
+// Polls while anything is in flight, backing off from 50 us to 1 ms while nothing finishes (a
+// waiter drives its own operation; this thread only keeps the others moving).
+void PointToPoint::threadMain() {
+  constexpr auto kMinSleep = std::chrono::microseconds(50);
+  constexpr auto kMaxSleep = std::chrono::microseconds(1000);
+  auto sleep = kMinSleep;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    if (inflight_.empty()) {
+      work_.wait(lock, [this] { return stopping_ || !inflight_.empty(); });
+      sleep = kMinSleep;
+      continue;
+    }
+    std::vector<Finished> finished;
+    bool any = false;
+    try {
+      any = driveLocked(finished);
+    } catch (const std::exception& e) {
+      SMDDP_WARN(rank_, "point-to-point progress: " << e.what());
+    }
+    lock.unlock();
+    completeAll(finished);
+    sleep = any ? kMinSleep : std::min(sleep * 2, kMaxSleep);
+    std::this_thread::sleep_for(sleep);
+    lock.lock();
+  }
+}
+
+}  // namespace smddp::core
