@@ -160,9 +160,9 @@ static int parseArgs(int argc, char** argv, Args* a) {
         a->sizes[a->nsizes++] = (size_t)strtoull(t, NULL, 10);
     } else return -1;
   }
-  const char* known[] = {"all_reduce",     "broadcast",  "all_gather",
-                         "reduce_scatter", "all_to_all", "barrier"};
-  for (int k = 0; k < 6; ++k)
+  const char* known[] = {"all_reduce", "broadcast", "all_gather", "reduce_scatter",
+                         "all_to_all", "sendrecv",  "barrier"};
+  for (int k = 0; k < 7; ++k)
     if (!strcmp(a->coll, known[k])) return a->iters > 0 && a->nsizes > 0 ? 0 : -1;
   return -1;
 }
@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
     if (c.rank == 0)
       fprintf(stderr,
               "usage: mpi_coll_perf -c "
-              "all_reduce|broadcast|all_gather|reduce_scatter|all_to_all|barrier "
+              "all_reduce|broadcast|all_gather|reduce_scatter|all_to_all|sendrecv|barrier "
               "-d float32|bfloat16 -s size,size,... [-n iters] [-w warmup]\n");
     MPI_Finalize();
     return 2;

@@ -60,7 +60,6 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
       rank_(transport_->rank()),
       size_(transport_->size()),
       timeoutMs_(settings.timeout.count()) {
-  if (p2pTransport) p2p_ = std::make_unique<PointToPoint>(std::move(p2pTransport));
   std::set<std::string> hosts;
   for (const auto& p : transport_->peers()) hosts.insert(p.host);
   topology_.ranks = size_;
@@ -88,6 +87,10 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   exec_.timeout = settings_.timeout;
   exec_.segmentBytes = settings_.segmentBytes;
   exec_.spinUs = settings_.spinUs;
+  if (p2pTransport) {
+    p2p_ = std::make_unique<PointToPoint>(std::move(p2pTransport),
+                                          std::chrono::microseconds(settings_.spinUs));
+  }
   exec_.abortFlag = &aborted_;
   exec_.monitor = watch_->monitor();
   exec_.arena = arena_.get();

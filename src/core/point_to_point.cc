@@ -20,10 +20,11 @@ using transport::OpKind;
 constexpr int kRankShift = 32;
 constexpr uint64_t kRankMask = ((uint64_t{1} << 20) - 1) << kRankShift;
 
-// A waiter's idle polls: spin first (a reply is often a microsecond away), then yield, then sleep.
-void backOff(int idlePolls) {
-  if (idlePolls < 256) return;
-  if (idlePolls < 512) {
+// A waiter idle for `idle` so far: spins for the host's spin budget (a reply is often a
+// microsecond away; none when ranks outnumber cores), then yields for 2 ms, then sleeps.
+void backOff(std::chrono::steady_clock::duration idle, std::chrono::microseconds spin) {
+  if (idle < spin) return;
+  if (idle < spin + std::chrono::milliseconds(2)) {
     std::this_thread::yield();
     return;
   }
@@ -32,8 +33,9 @@ void backOff(int idlePolls) {
 
 }  // namespace
 
-PointToPoint::PointToPoint(std::unique_ptr<transport::Transport> transport)
-    : transport_(std::move(transport)), rank_(transport_->rank()) {
+PointToPoint::PointToPoint(std::unique_ptr<transport::Transport> transport,
+                           std::chrono::microseconds spin)
+    : transport_(std::move(transport)), rank_(transport_->rank()), spin_(spin) {
   thread_ = startHelperThread("smddp-p2p", [this] { threadMain(); });
 }
 
@@ -66,6 +68,7 @@ Request PointToPoint::post(const algo::CollectiveArgs& args, int peer, uint32_t 
   state->p2p = this;
   const bool send = args.kind == CollectiveKind::kSend;
   std::vector<Finished> finished;
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     state->desc.seq = nextSeq_++;
@@ -93,8 +96,9 @@ Request PointToPoint::post(const algo::CollectiveArgs& args, int peer, uint32_t 
       throw;
     }
     driveLocked(finished);  // an operation that failed at once is reported now
+    wake = threadIdle_;
   }
-  work_.notify_one();
+  if (wake) work_.notify_one();  // else the thread is polling already: no system call
   completeAll(finished);
   return Request(state);
 }
@@ -195,8 +199,8 @@ void PointToPoint::completeAll(std::vector<Finished>& finished) {
 }
 
 bool PointToPoint::waitUntil(RequestState& request, Clock::time_point deadline) {
-  int idlePolls = 0;
   std::vector<Finished> finished;
+  auto idleSince = Clock::now();
   while (!request.done()) {
     bool progressed = false;
     {
@@ -205,9 +209,10 @@ bool PointToPoint::waitUntil(RequestState& request, Clock::time_point deadline) 
     }
     completeAll(finished);
     if (request.done()) break;
-    if (Clock::now() >= deadline) return false;
-    idlePolls = progressed ? 0 : idlePolls + 1;
-    backOff(idlePolls);
+    const auto now = Clock::now();
+    if (now >= deadline) return false;
+    if (progressed) idleSince = now;
+    backOff(now - idleSince, spin_);
   }
   return true;
 }
@@ -246,7 +251,9 @@ void PointToPoint::threadMain() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
     if (inflight_.empty()) {
+      threadIdle_ = true;
       work_.wait(lock, [this] { return stopping_ || !inflight_.empty(); });
+      threadIdle_ = false;
       sleep = kMinSleep;
       continue;
     }

@@ -37,7 +37,8 @@ class PointToPoint {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit PointToPoint(std::unique_ptr<transport::Transport> transport);
+  // spin: how long a waiter polls before it yields (the host's spin budget, SMDDP_SPIN_US).
+  PointToPoint(std::unique_ptr<transport::Transport> transport, std::chrono::microseconds spin);
   // Fails what is still in flight (kAborted) and stops the progress thread.
   ~PointToPoint();
   PointToPoint(const PointToPoint&) = delete;
@@ -89,7 +90,9 @@ class PointToPoint {
   std::list<Pending> inflight_;  // stable addresses: the transport holds &Pending::op
   uint64_t nextSeq_ = 0;
   std::atomic<bool> aborted_{false};
+  const std::chrono::microseconds spin_;
   bool stopping_ = false;
+  bool threadIdle_ = false;  // the thread sleeps on work_ (posts then wake it)
   std::thread thread_;
 };
 
