@@ -86,7 +86,7 @@ run_main() {
 
 # The legacy tier: what torch 1.13 offers (collectives, DDP, errors, exits, crashes); the tests
 # of 2.x-only features skip themselves there, saying so. The crash-exit job runs 10 times there
-# (50 on torch 2.x: the exit path is smddp's, not torch's).
+# (20 on torch 2.x: the exit path is smddp's, not torch's).
 LEGACY_TESTS=(test_registration.py test_collectives.py test_ddp.py test_errors.py test_faults.py
               test_groups.py test_exit.py test_crash.py)
 
