@@ -21,7 +21,12 @@
 //   all_reduce: arena_direct up to 16 KiB (one synchronisation, every rank reduces everything),
 //     arena_split above (reduction split n ways, two synchronisations per chunk);
 //   broadcast: arena_eager up to topology.eagerBytes (SMDDP_ARENA_EAGER_BYTES), arena above;
-//   all_gather, barrier, reduce_scatter, reduce, gather, scatter, all_to_all: arena.
+//   all_gather, barrier, reduce_scatter, reduce, gather, scatter, all_to_allv: arena;
+//   all_to_all: arena for blocks below 64 KiB, pairwise above: libfabric's shm moves a large
+//     message with one copy (process_vm_readv) where the arena takes two. Measured with
+//     alltoall_perf, 2 ranks, -z 1, two interleaved runs on a 2-core VM: 128 KiB blocks 31-43 us
+//     pairwise against 43-56 us arena, 512 KiB 96-133 against 116-214, 2 MiB 333-478 against
+//     399-842, 8 MiB 2.9-3.2 ms against 3.4-3.9 ms; 32 KiB blocks were a toss-up (6-17 us).
 // topology.hosts is not used yet: it is where a hierarchical all_reduce will be chosen.
 #include "algorithms/registry.h"
 #include "smddp/error.h"
@@ -33,6 +38,7 @@ constexpr size_t kAllReduceSmallBytes = 64 * 1024;
 constexpr size_t kBroadcastSmallBytes = 64 * 1024;
 constexpr size_t kAllGatherSmallTotalBytes = 64 * 1024;
 constexpr size_t kArenaDirectBytes = 16 * 1024;
+constexpr size_t kAllToAllArenaBlockBytes = 64 * 1024;
 
 // The default algorithm's name.
 const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topology) {
@@ -57,7 +63,8 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
     case K::kScatter:
       return topology.arena ? "arena" : "linear";
     case K::kAllToAll:
-    case K::kAllToAllV:
+      return topology.arena && bytes < kAllToAllArenaBlockBytes ? "arena" : "pairwise";
+    case K::kAllToAllV:  // its sizes are per rank: no size to choose by
       return topology.arena ? "arena" : "pairwise";
     case K::kBarrier:
     case K::kControl:

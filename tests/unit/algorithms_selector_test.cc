@@ -101,9 +101,14 @@ TEST(Selector, AllToAllPairwiseOrArenaForBothForms) {
   for (K k : {K::kAllToAll, K::kAllToAllV}) {
     for (size_t bytes : {size_t{0}, size_t{8}, size_t{1} << 30}) {
       EXPECT_EQ(pick(k, bytes, 5), "pairwise") << toString(k);
-      EXPECT_STREQ(selectAlgorithm(k, bytes, Topology{5, 1, true}, none).name, "arena");
     }
   }
+  const Topology arena{5, 1, true};
+  EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 8, arena, none).name, "arena");
+  EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 64 * 1024 - 4, arena, none).name, "arena");
+  // Large blocks: one copy through libfabric's shm beats the arena's two.
+  EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 64 * 1024, arena, none).name, "pairwise");
+  EXPECT_STREQ(selectAlgorithm(K::kAllToAllV, size_t{1} << 30, arena, none).name, "arena");
   // One name sets both forms: they share their algorithms.
   const AlgorithmOverrides o = parseAlgorithmOverrides("alltoall:pairwise");
   EXPECT_EQ(o.at(K::kAllToAll), "pairwise");
