@@ -55,6 +55,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce(
   TORCH_CHECK(tensors[0].scalar_type() != at::kBool || op == ReduceOp::kMin ||
                   op == ReduceOp::kMax,
               "smddp: allreduce on torch.bool supports only MIN and MAX");
+  premultiply(tensors[0], opts.reduceOp, "allreduce");
   Communicator& c = comm();
   Staging staging;
   at::Tensor work = staging.stage(tensors[0], /*copyIn=*/true, /*copyBack=*/true);
@@ -73,6 +74,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce_coalesced(
     TORCH_CHECK(t.scalar_type() != at::kBool, "smddp: allreduce_coalesced does not take bool");
     sameType = sameType && t.scalar_type() == tensors[0].scalar_type();
   }
+  for (const auto& t : tensors) premultiply(t, opts.reduceOp, "allreduce_coalesced");
   Communicator& c = comm();
   Staging staging;
   SmddpWork::Requests requests;

@@ -34,12 +34,15 @@ void checkBoolOp(const at::Tensor& t, ReduceOp op, const char* what) {
               "smddp: ", what, " on torch.bool supports only MIN and MAX");
 }
 
-// Posts one engine reduce_scatter from `input` (staged in) into `output` (staged back).
+// Posts one engine reduce_scatter from `input` (premultiplied for PREMUL_SUM, staged in) into
+// `output` (staged back).
 Request post(Communicator& c, Staging& staging, const at::Tensor& output, const at::Tensor& input,
-             ReduceOp op, const char* what) {
+             const ::c10d::ReduceOp& rop, const char* what) {
+  const ReduceOp op = toReduceOp(rop, what);
   checkBoolOp(input, op, what);
-  at::Tensor send = staging.stage(input, /*copyIn=*/true, /*copyBack=*/false);
-  staging.keepAlive(input);
+  const at::Tensor in = premultiplied(input, rop, what);
+  at::Tensor send = staging.stage(in, /*copyIn=*/true, /*copyBack=*/false);
+  staging.keepAlive(in);
   at::Tensor recv = staging.stage(output, /*copyIn=*/false, /*copyBack=*/true);
   return c.reduceScatter(toBuffer(send, what), toBuffer(recv, what), op);
 }
@@ -60,8 +63,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce(Tensors& tensors,
   Staging staging;
   at::Tensor work = staging.stage(tensors[0], /*copyIn=*/true, /*copyBack=*/isRoot);
   const Buffer buffer = toBuffer(work, what);
+  // PREMUL_SUM sends a scaled copy: a non-root's tensor stays as it was.
+  const at::Tensor scaled = premultiplied(work, opts.reduceOp, what);
+  staging.keepAlive(scaled);
   SmddpWork::Requests requests;
-  requests.push_back(c.reduce(buffer, buffer, op, static_cast<int>(opts.rootRank)));
+  requests.push_back(c.reduce(toBuffer(scaled, what), buffer, op, static_cast<int>(opts.rootRank)));
   return finish(OpType::REDUCE, std::move(requests), tensors, std::move(staging), opts.timeout);
 }
 
@@ -82,7 +88,6 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce_scatter(
                 output.scalar_type(), ") and number of elements (", output.numel(), "), got ",
                 in.scalar_type(), " with ", in.numel());
   }
-  const ReduceOp op = toReduceOp(opts.reduceOp, what);
   // The inputs side by side in rank order: one engine reduce_scatter.
   std::vector<at::Tensor> flat;
   for (const auto& in : ins) flat.push_back(in.reshape(-1));
@@ -93,7 +98,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce_scatter(
   }
   Communicator& c = comm();
   Staging staging;
-  Request request = post(c, staging, output, input, op, what);
+  Request request = post(c, staging, output, input, opts.reduceOp, what);
   SmddpWork::Requests requests;
   requests.push_back(std::move(request));
   return finish(OpType::REDUCE_SCATTER, std::move(requests), outputs, std::move(staging),
@@ -107,11 +112,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::SMDDP_SINGLE(reduce_scatter_
   checkTensor(input, what);
   checkTensor(output, what);
   checkPair(output, input, size_, what);
-  const ReduceOp op = toReduceOp(opts.reduceOp, what);
   Communicator& c = comm();
   Staging staging;
   SmddpWork::Requests requests;
-  requests.push_back(post(c, staging, output, input, op, what));
+  requests.push_back(post(c, staging, output, input, opts.reduceOp, what));
   return finish(OpType::_REDUCE_SCATTER_BASE, std::move(requests), {output}, std::move(staging),
                 opts.timeout);
 }
@@ -127,13 +131,13 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::SMDDP_SINGLE(reduce_scatter_
     checkTensor(outputs[i], what);
     checkPair(outputs[i], inputs[i], size_, what, static_cast<int64_t>(i));
   }
-  const ReduceOp op = toReduceOp(opts.reduceOp, what);
+  toReduceOp(opts.reduceOp, what);  // a bad op raises before anything is posted
   Communicator& c = comm();
   Staging staging;
   SmddpWork::Requests requests;
   try {
     for (size_t i = 0; i < inputs.size(); ++i) {  // one engine reduce_scatter per pair, in order
-      requests.push_back(post(c, staging, outputs[i], inputs[i], op, what));
+      requests.push_back(post(c, staging, outputs[i], inputs[i], opts.reduceOp, what));
     }
   } catch (...) {
     keepPosted(compat::kReduceScatterTensorCoalescedOp, std::move(requests), outputs,

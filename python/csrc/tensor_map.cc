@@ -34,14 +34,41 @@ ReduceOp toReduceOp(const ::c10d::ReduceOp& op, const char* what) {
     case ::c10d::ReduceOp::MIN: return ReduceOp::kMin;
     case ::c10d::ReduceOp::MAX: return ReduceOp::kMax;
     case ::c10d::ReduceOp::AVG: return ReduceOp::kAvg;
-    case compat::kPremulSum:
-      TORCH_CHECK(false, "smddp: ", what,
-                  " with ReduceOp.PREMUL_SUM is not supported yet by the smddp backend");
+    case compat::kPremulSum:  // the callers premultiply (premultiplied / premultiply)
+      return ReduceOp::kSum;
     default:
       TORCH_CHECK(false, "smddp: ", what, " with ReduceOp ", static_cast<int>(op.op_),
                   " (BAND/BOR/BXOR) is not supported by the smddp backend; "
                   "supported: SUM, PRODUCT, MIN, MAX, AVG");
   }
+}
+
+namespace {
+
+at::Tensor premulFactorOf(const at::Tensor& input, const ::c10d::ReduceOp& op, const char* what) {
+  TORCH_CHECK(at::isFloatingType(input.scalar_type()), "smddp: ", what,
+              " with ReduceOp.PREMUL_SUM needs a floating-point tensor, got ", input.scalar_type());
+  at::Tensor factor = compat::premulFactor(op);
+  TORCH_CHECK(factor.defined(), "smddp: ", what, ": ReduceOp.PREMUL_SUM without a factor");
+  TORCH_CHECK(factor.device().is_cpu(), "smddp: ", what,
+              ": the PREMUL_SUM factor must be a CPU tensor, got ", factor.device());
+  return factor;
+}
+
+}  // namespace
+
+at::Tensor premultiplied(const at::Tensor& input, const ::c10d::ReduceOp& op, const char* what) {
+  if (op.op_ != compat::kPremulSum) return input;
+  const at::Tensor factor = premulFactorOf(input, op, what);
+  at::NoGradGuard noGrad;
+  return at::mul(input, factor).to(input.scalar_type()).contiguous();
+}
+
+void premultiply(const at::Tensor& tensor, const ::c10d::ReduceOp& op, const char* what) {
+  if (op.op_ != compat::kPremulSum) return;
+  const at::Tensor factor = premulFactorOf(tensor, op, what);
+  at::NoGradGuard noGrad;
+  tensor.mul_(factor);
 }
 
 void checkTensor(const at::Tensor& tensor, const char* what) {

@@ -89,9 +89,20 @@ inline constexpr auto kReduceScatterTensorCoalescedOp = ::c10d::OpType::UNKNOWN;
 #endif
 inline constexpr bool kSingleNames = SMDDP_TORCH_SINGLE_NAMES != 0;
 
-// PREMUL_SUM exists in both (1.13 introduced it for NCCL); neither the engine nor this shim
-// implements it yet, so both map it to the same "not supported" error.
+// PREMUL_SUM (1.13 introduced it for NCCL): SUM of factor x input, the factor a double or a
+// one-element tensor (per rank). 1.13 keeps tensor factors in a list, 2.x one tensor.
 inline constexpr auto kPremulSum = ::c10d::ReduceOp::PREMUL_SUM;
+// The factor of a PREMUL_SUM op as a 0-dim tensor; undefined when the op carries none.
+inline at::Tensor premulFactor(const ::c10d::ReduceOp& op) {
+  auto* s = dynamic_cast<::c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
+  if (s == nullptr) return at::Tensor();
+#if SMDDP_TORCH_BACKEND_API
+  if (s->tensor_factor.defined()) return s->tensor_factor.reshape({});
+#else
+  if (!s->tensor_factors.empty()) return s->tensor_factors[0].reshape({});
+#endif
+  return at::scalar_tensor(s->double_factor, at::kDouble);
+}
 
 inline std::string torchVersion() {
   return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +

@@ -240,6 +240,42 @@ def check_reduce_scatter(rank, world):
     check(rank, "reduce_scatter strided untouched", base[:, 0], torch.zeros(4))
 
 
+def check_premul_sum(rank, world):
+    """ReduceOp.PREMUL_SUM: SUM of factor x input, the factor a number or a per-rank tensor,
+    through all_reduce (plain and coalesced), reduce (a non-root's input stays) and
+    reduce_scatter_tensor; integer tensors are refused."""
+    premul = dist._make_nccl_premul_sum
+    for dtype in (torch.float32, torch.float64, torch.bfloat16):
+        n = 6
+        want = expected(world, n, torch.float64, "SUM") * 2
+        t = value(rank, n, dtype)
+        dist.all_reduce(t, op=premul(2.0))
+        check(rank, f"all_reduce PREMUL_SUM 2.0 {dtype}", t, want.to(dtype))
+        t = value(rank, n, dtype)
+        dist.all_reduce(t, op=premul(torch.tensor([rank + 1.0], dtype=torch.float64)))
+        per_rank = sum((r + 1) * value(r, n, torch.float64) for r in range(world))
+        check(rank, f"all_reduce PREMUL_SUM per-rank factor {dtype}", t, per_rank.to(dtype))
+        root = world - 1
+        t = value(rank, n, dtype)
+        dist.reduce(t, dst=root, op=premul(0.5))
+        check(rank, f"reduce PREMUL_SUM {dtype}", t,
+              (want / 4).to(dtype) if rank == root else value(rank, n, dtype))
+        full = value(rank, n * world, dtype)
+        out = torch.zeros(n, dtype=dtype)
+        dist.reduce_scatter_tensor(out, full, op=premul(2.0))
+        check(rank, f"reduce_scatter_tensor PREMUL_SUM {dtype}", out,
+              (expected(world, n * world, torch.float64, "SUM")[rank * n:(rank + 1) * n] * 2)
+              .to(dtype))
+        check(rank, "reduce_scatter_tensor PREMUL_SUM input untouched", full,
+              value(rank, n * world, dtype))
+    try:
+        dist.all_reduce(torch.ones(3, dtype=torch.int32), op=premul(2.0))
+    except RuntimeError as e:
+        assert "PREMUL_SUM needs a floating-point tensor" in str(e), str(e)
+    else:
+        raise AssertionError(f"rank {rank}: PREMUL_SUM on int32 did not raise")
+
+
 def piece(src, dst, n, dtype):
     """What rank src sends rank dst in the all_to_all checks: exact in every dtype."""
     return (torch.arange(n, dtype=torch.float64) % 5 + 10 * src + dst).to(dtype)
@@ -321,6 +357,7 @@ def suite(rank, world, init_method):
     check_gather_scatter(rank, world)
     check_reduce_scatter(rank, world)
     check_all_to_all(rank, world)
+    check_premul_sum(rank, world)
     check_dropped_work(rank, world)
     dist.barrier()
     dist.barrier(async_op=True).wait()
