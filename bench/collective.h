@@ -49,6 +49,8 @@ struct CollectiveSpec {
   bool outputInInput = false;
   // False when the collective has no in place form (all_to_all): the in place columns read N/A.
   bool hasInPlace = true;
+  // Only the root's output is defined (reduce, gather): the other ranks' are not checked.
+  bool outputOnRootOnly = false;
 };
 
 const CollectiveSpec& allReduceSpec();
@@ -58,5 +60,8 @@ const CollectiveSpec& barrierSpec();
 const CollectiveSpec& reduceScatterSpec();
 const CollectiveSpec& allToAllSpec();
 const CollectiveSpec& sendRecvSpec();
+const CollectiveSpec& reduceSpec();   // rooted.cc
+const CollectiveSpec& gatherSpec();   // rooted.cc
+const CollectiveSpec& scatterSpec();  // rooted.cc
 
 }  // namespace smddp::bench

@@ -16,7 +16,8 @@ add_library(smddp_bench_common STATIC
   barrier.cc
   reduce_scatter.cc
   all_to_all.cc
-  sendrecv.cc)
+  sendrecv.cc
+  rooted.cc)
 # bench/ is a quote-only include directory: it holds the `compare` script, which a plain -I would
 # let shadow the standard <compare> header.
 target_include_directories(smddp_bench_common
@@ -31,7 +32,7 @@ endif()
 if(TARGET smddp_core)
   foreach(pair all_reduce:allReduceSpec broadcast:broadcastSpec all_gather:allGatherSpec
                barrier:barrierSpec reduce_scatter:reduceScatterSpec alltoall:allToAllSpec
-               sendrecv:sendRecvSpec)
+               sendrecv:sendRecvSpec reduce:reduceSpec gather:gatherSpec scatter:scatterSpec)
     string(REPLACE ":" ";" parts ${pair})
     list(GET parts 0 coll)
     list(GET parts 1 spec)

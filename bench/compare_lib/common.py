@@ -11,9 +11,11 @@ import socket
 import statistics
 
 COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all", "sendrecv",
-               "barrier")
+               "reduce", "gather", "scatter", "barrier")
 # Collectives whose count is per rank (size / (world * elemsize)): the row is the whole buffer.
-PER_RANK = ("all_gather", "reduce_scatter", "all_to_all")
+PER_RANK = ("all_gather", "reduce_scatter", "all_to_all", "gather", "scatter")
+# Collectives with a root (always rank 0 here).
+ROOTED = ("broadcast", "reduce", "gather", "scatter")
 BACKENDS = ("smddp", "gloo", "mpi", "engine")
 ELEM_SIZE = {"float32": 4, "bfloat16": 2}
 
@@ -95,7 +97,7 @@ def busbw_factor(collective, world):
         return 2.0 * (world - 1) / world
     if collective in PER_RANK:
         return (world - 1) / world
-    if collective in ("broadcast", "sendrecv"):
+    if collective in ("broadcast", "sendrecv", "reduce"):
         return 1.0
     return 0.0
 

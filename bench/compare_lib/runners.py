@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 
-from .common import bind_argv, element_count, perf_tool, usable_cores
+from .common import ROOTED, bind_argv, element_count, perf_tool, usable_cores
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -155,8 +155,9 @@ class MpiRunner:
 
 class EngineRunner:
     """smddp's engine-level perf tools; the group matching torch's call is taken: in place for
-    all_reduce and broadcast, out of place for all_gather (torch's list form), reduce_scatter,
-    all_to_all and sendrecv (which have no other) and barrier. Run blocking (-z 1: each call waited for before the next), as the torch workers and
+    all_reduce, broadcast and reduce, out of place for all_gather (torch's list form),
+    reduce_scatter, gather, scatter, all_to_all and sendrecv (which have no other) and barrier;
+    rooted collectives from rank 0. Run blocking (-z 1: each call waited for before the next), as the torch workers and
     MPI's blocking collectives call; the tools' default posts all iterations first (nccl-tests)."""
 
     def __init__(self, bench_dir, world, provider, factor, timeout):
@@ -170,7 +171,7 @@ class EngineRunner:
         argv = [exe, "-b", str(sizes[0]), "-e", str(sizes[-1]), "-f", str(self.factor),
                 "-n", str(iters), "-w", str(warmup), "-c", "1", "-d", dtype,
                 "-np", str(self.world), "-P", self.provider, "-z", "1", "-B", "2", "-J", path]
-        if coll == "broadcast":
+        if coll in ROOTED:
             argv += ["-r", "0"]
         try:
             _run(argv, self.timeout, f"engine {coll} {dtype} world {self.world}")
@@ -178,7 +179,7 @@ class EngineRunner:
                 doc = json.load(f)
         finally:
             os.unlink(path)
-        group = "in_place" if coll in ("all_reduce", "broadcast") else "out_of_place"
+        group = "in_place" if coll in ("all_reduce", "broadcast", "reduce") else "out_of_place"
         rows = []
         for r in doc["results"]:
             if r["size"] not in sizes:

@@ -35,12 +35,13 @@ class Case:
         self.coll, self.count, self.dtype, self.rank, self.world = coll, count, dtype, rank, world
         # reduce_scatter's and all_to_all's inputs hold world blocks of count; reduce_scatter's
         # output is one block, all_to_all's world blocks.
-        blocks = world if coll in ("reduce_scatter", "all_to_all") else 1
+        blocks = world if coll in ("reduce_scatter", "all_to_all", "scatter") else 1
         self.buf = torch.zeros(count * blocks, dtype=dtype)
         # Only all_gather has outputs of its own (64 MiB x world would be wasted on the others).
         self.outs = ([torch.zeros(count, dtype=dtype) for _ in range(world)]
-                     if coll == "all_gather" else [])
-        out = {"reduce_scatter": count, "all_to_all": count * world, "sendrecv": count}.get(coll, 0)
+                     if coll == "all_gather" or (coll == "gather" and rank == 0) else [])
+        out = {"reduce_scatter": count, "all_to_all": count * world, "sendrecv": count,
+               "scatter": count}.get(coll, 0)
         self.out = torch.zeros(out, dtype=dtype)
 
     def call(self):
@@ -54,6 +55,13 @@ class Case:
             dist.reduce_scatter_tensor(self.out, self.buf)
         elif self.coll == "all_to_all":
             dist.all_to_all_single(self.out, self.buf)
+        elif self.coll == "reduce":
+            dist.reduce(self.buf, dst=0)
+        elif self.coll == "gather":
+            dist.gather(self.buf, self.outs if self.rank == 0 else None, dst=0)
+        elif self.coll == "scatter":
+            dist.scatter(self.out, list(self.buf.chunk(self.world)) if self.rank == 0 else None,
+                         src=0)
         elif self.coll == "sendrecv":  # to the next rank, from the previous one
             r = dist.irecv(self.out, (self.rank - 1) % self.world)
             dist.isend(self.buf, (self.rank + 1) % self.world).wait()
@@ -78,6 +86,15 @@ class Case:
             got, want = self.buf, pattern(0, self.count, self.dtype)
         elif self.coll == "sendrecv":
             got, want = self.out, pattern((self.rank - 1) % self.world, self.count, self.dtype)
+        elif self.coll in ("reduce", "gather") and self.rank != 0:
+            return 0  # only the root's output is defined
+        elif self.coll == "gather":
+            got = torch.cat(self.outs)
+            want = torch.cat([pattern(r, self.count, self.dtype) for r in range(self.world)])
+        elif self.coll == "scatter":
+            lo = self.rank * self.count
+            got = self.out
+            want = pattern(0, self.buf.numel(), self.dtype)[lo:lo + self.count]
         elif self.coll == "all_to_all":  # block s of out is block `rank` of rank s's buf
             n, lo = self.buf.numel(), self.rank * self.count
             got = self.out

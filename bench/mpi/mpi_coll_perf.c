@@ -3,9 +3,10 @@
  * per run, over the sizes given with -s; rank 0 prints one JSON line per size.
  *
  * Conventions match the smddp perf tools so the rows line up: a row's size is the whole buffer
- * (for all_gather the whole receive buffer, for reduce_scatter and all_to_all the whole send
- * buffer: count per rank = size / (n * elemsize)); all_reduce
- * and broadcast run in place (as torch.distributed does); sendrecv sends buf to rank + 1 and
+ * (for all_gather and gather the whole receive buffer, for reduce_scatter, all_to_all and
+ * scatter the whole send buffer: count per rank = size / (n * elemsize)); all_reduce,
+ * broadcast and reduce run in place (as torch.distributed does), rooted ones at rank 0 (only the
+ * root's output of reduce and gather is checked); sendrecv sends buf to rank + 1 and
  * receives out from rank - 1 (MPI_Sendrecv); the time is the max over ranks of the
  * mean of `iters` barrier-aligned calls; the check is a separate call on closed-form data
  * (value(rank, i) = (rank + i) % 8 + 1, exact in bfloat16 for sums of up to 32 ranks).
@@ -79,6 +80,12 @@ static void runOnce(const Ctx* c, const char* coll, void* buf, void* out, int co
     MPI_Reduce_scatter_block(buf, out, count, c->type, c->sum, MPI_COMM_WORLD);
   } else if (!strcmp(coll, "all_to_all")) {
     MPI_Alltoall(buf, count, c->type, out, count, c->type, MPI_COMM_WORLD);
+  } else if (!strcmp(coll, "reduce")) { /* to rank 0, in place there */
+    MPI_Reduce(c->rank == 0 ? MPI_IN_PLACE : buf, buf, count, c->type, c->sum, 0, MPI_COMM_WORLD);
+  } else if (!strcmp(coll, "gather")) {
+    MPI_Gather(buf, count, c->type, out, count, c->type, 0, MPI_COMM_WORLD);
+  } else if (!strcmp(coll, "scatter")) {
+    MPI_Scatter(buf, count, c->type, out, count, c->type, 0, MPI_COMM_WORLD);
   } else if (!strcmp(coll, "sendrecv")) { /* to rank + 1, from rank - 1 */
     MPI_Sendrecv(buf, count, c->type, (c->rank + 1) % c->n, 0, out, count, c->type,
                  (c->rank + c->n - 1) % c->n, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -92,14 +99,23 @@ static long long check(const Ctx* c, const char* coll, void* buf, void* out, siz
   if (!strcmp(coll, "barrier")) return 0;
   const int scatter = !strcmp(coll, "reduce_scatter");
   const int alltoall = !strcmp(coll, "all_to_all");
-  const size_t inputs = scatter || alltoall ? count * (size_t)c->n : count;
+  const int rooted = !strcmp(coll, "reduce") || !strcmp(coll, "gather");
+  const size_t inputs =
+      scatter || alltoall || !strcmp(coll, "scatter") ? count * (size_t)c->n : count;
   for (size_t i = 0; i < inputs; ++i) {
     const int broadcastReceiver = !strcmp(coll, "broadcast") && c->rank != 0;
     put(buf, bf16, i, broadcastReceiver ? -1.0 : value(c->rank, i));
   }
   runOnce(c, coll, buf, out, (int)count);
   long long wrong = 0;
-  if (!strcmp(coll, "all_gather")) {
+  if (rooted && c->rank != 0) return 0; /* only the root's output is defined */
+  if (!strcmp(coll, "gather")) {
+    for (size_t i = 0; i < count * (size_t)c->n; ++i)
+      wrong += get(out, bf16, i) != value((int)(i / count), i % count);
+  } else if (!strcmp(coll, "scatter")) {
+    for (size_t i = 0; i < count; ++i)
+      wrong += get(out, bf16, i) != value(0, (size_t)c->rank * count + i);
+  } else if (!strcmp(coll, "all_gather")) {
     for (size_t i = 0; i < count * (size_t)c->n; ++i)
       wrong += get(out, bf16, i) != value((int)(i / count), i % count);
   } else if (!strcmp(coll, "sendrecv")) {
@@ -127,7 +143,8 @@ static long long check(const Ctx* c, const char* coll, void* buf, void* out, siz
 
 static void measure(const Ctx* c, const Args* a, size_t size, void* buf, void* out) {
   const int perRank = !strcmp(a->coll, "all_gather") || !strcmp(a->coll, "reduce_scatter") ||
-                      !strcmp(a->coll, "all_to_all");
+                      !strcmp(a->coll, "all_to_all") || !strcmp(a->coll, "gather") ||
+                      !strcmp(a->coll, "scatter");
   const size_t count = size / (c->elem * (perRank ? (size_t)c->n : 1));
   memset(buf, 0, size); /* reductions time on zeros: repeated sums never overflow */
   for (int i = 0; i < a->warmup; ++i) runOnce(c, a->coll, buf, out, (int)count);
@@ -160,9 +177,9 @@ static int parseArgs(int argc, char** argv, Args* a) {
         a->sizes[a->nsizes++] = (size_t)strtoull(t, NULL, 10);
     } else return -1;
   }
-  const char* known[] = {"all_reduce", "broadcast", "all_gather", "reduce_scatter",
-                         "all_to_all", "sendrecv",  "barrier"};
-  for (int k = 0; k < 7; ++k)
+  const char* known[] = {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all",
+                         "sendrecv",   "reduce",    "gather",     "scatter",        "barrier"};
+  for (int k = 0; k < 10; ++k)
     if (!strcmp(a->coll, known[k])) return a->iters > 0 && a->nsizes > 0 ? 0 : -1;
   return -1;
 }
@@ -177,7 +194,8 @@ int main(int argc, char** argv) {
     if (c.rank == 0)
       fprintf(stderr,
               "usage: mpi_coll_perf -c "
-              "all_reduce|broadcast|all_gather|reduce_scatter|all_to_all|sendrecv|barrier "
+              "all_reduce|broadcast|all_gather|reduce_scatter|all_to_all|sendrecv|reduce|gather|"
+              "scatter|barrier "
               "-d float32|bfloat16 -s size,size,... [-n iters] [-w warmup]\n");
     MPI_Finalize();
     return 2;

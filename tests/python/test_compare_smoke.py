@@ -17,7 +17,8 @@ SCRIPT = os.path.join(REPO, "bench", "compare")
 
 def _engine_built():
     names = ("all_reduce_perf", "broadcast_perf", "all_gather_perf", "reduce_scatter_perf",
-             "alltoall_perf", "sendrecv_perf", "barrier_perf")
+             "alltoall_perf", "sendrecv_perf", "reduce_perf", "gather_perf", "scatter_perf",
+             "barrier_perf")
     return any(all(os.access(os.path.join(d, n), os.X_OK) for n in names)
                for d in glob.glob(os.path.join(REPO, "build*", "bench")))
 
@@ -50,7 +51,7 @@ def test_compare_quick(tmp_path):
     # every (collective, float32) cell of torch smddp ran; gloo bfloat16 is reported, not dropped
     colls = {c["collective"] for c in by["smddp"] if c["status"] == "ok"}
     assert colls == {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_to_all",
-                     "sendrecv", "barrier"}
+                     "sendrecv", "reduce", "gather", "scatter", "barrier"}
     gloo_bf16 = [c for c in by["gloo"] if c["dtype"] == "bfloat16"]
     assert gloo_bf16 and all(c["status"] in ("ok", "n/a") for c in gloo_bf16)
     assert "memcpy_gbps" in doc["limits"]["memory"]

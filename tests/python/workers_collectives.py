@@ -252,7 +252,8 @@ def check_premul_sum(rank, world):
         dist.all_reduce(t, op=premul(2.0))
         check(rank, f"all_reduce PREMUL_SUM 2.0 {dtype}", t, want.to(dtype))
         t = value(rank, n, dtype)
-        dist.all_reduce(t, op=premul(torch.tensor([rank + 1.0], dtype=torch.float64)))
+        factor = torch.tensor([rank + 1.0], dtype=torch.float64)
+        dist.all_reduce(t, op=premul(factor if torch.__version__ >= "2" else [factor]))  # 1.13: a list
         per_rank = sum((r + 1) * value(r, n, torch.float64) for r in range(world))
         check(rank, f"all_reduce PREMUL_SUM per-rank factor {dtype}", t, per_rank.to(dtype))
         root = world - 1

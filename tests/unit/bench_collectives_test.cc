@@ -75,6 +75,43 @@ TEST(BenchCollectives, AllToAllCountsAndExpectedValues) {
   }
 }
 
+TEST(BenchCollectives, RootedCollectivesCountsAndExpectedValues) {
+  EXPECT_EQ(gatherSpec().countFor(100, 4, 3), 8u);  // per rank; the row is the whole output
+  EXPECT_EQ(gatherSpec().recvCount(8, 3), 24u);
+  EXPECT_EQ(scatterSpec().sendCount(8, 3), 24u);
+  EXPECT_EQ(reduceSpec().countFor(100, 4, 3), 25u);
+  EXPECT_TRUE(reduceSpec().outputOnRootOnly && gatherSpec().outputOnRootOnly);
+  EXPECT_FALSE(scatterSpec().outputOnRootOnly);
+  EXPECT_TRUE(scatterSpec().outputInInput);
+  EXPECT_DOUBLE_EQ(reduceSpec().busBwFactor(4), 1.0);
+  EXPECT_DOUBLE_EQ(gatherSpec().busBwFactor(4), 0.75);
+  CaseParams p;
+  p.nranks = 3;
+  p.count = 4;
+  p.root = 1;
+  p.op = ReduceOp::kSum;
+  for (int rank = 0; rank < 3; ++rank) {
+    p.rank = rank;
+    for (size_t i = 0; i < 12; ++i) {  // gather: block s of the root's output is rank s's input
+      CaseParams source = p;
+      source.rank = static_cast<int>(i / 4);
+      EXPECT_EQ(gatherSpec().expected(p, i), gatherSpec().input(source, i % 4)) << i;
+    }
+    for (size_t i = 0; i < 4; ++i) {  // scatter: block `rank` of the root's input
+      CaseParams root = p;
+      root.rank = 1;
+      EXPECT_EQ(scatterSpec().expected(p, i), scatterSpec().input(root, 4 * rank + i)) << i;
+      double sum = 0;
+      for (int r = 0; r < 3; ++r) {
+        CaseParams q = p;
+        q.rank = r;
+        sum += reduceSpec().input(q, i);
+      }
+      EXPECT_EQ(reduceSpec().expected(p, i), sum) << i;
+    }
+  }
+}
+
 TEST(BenchCollectives, CountsRoundDown) {
   EXPECT_EQ(allReduceSpec().countFor(10, 4, 3), 2u);
   EXPECT_EQ(allReduceSpec().recvCount(2, 3), 2u);

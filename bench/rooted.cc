@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// The rooted collectives' perf tools (each row runs every root in turn unless -r names one):
+//   reduce_perf: recv on root = op over every rank's send (count elements). Row size = count x
+//     elemsize; busbw = algbw (the root receives the whole result's worth once, as nccl-tests).
+//   gather_perf: recv on root = every rank's send (count each) in rank order. Row size = the whole
+//     receive buffer; busbw = algbw x (n-1)/n.
+//   scatter_perf: recv on rank r = block r of root's send. Row size = the whole send buffer;
+//     busbw = algbw x (n-1)/n.
+// reduce and gather write the root's output only: the other ranks' outputs are not checked
+// (outputOnRootOnly), their guards are.
+#include "collective.h"
+#include "verify.h"
+
+namespace smddp::bench {
+namespace {
+
+size_t perRankCount(size_t bytes, size_t elemSize, int n) {
+  return bytes / (static_cast<size_t>(n) * elemSize);
+}
+size_t wholeCount(size_t count, int n) { return count * static_cast<size_t>(n); }
+size_t sameCount(size_t count, int) { return count; }
+size_t blockOffset(size_t count, int, int rank) { return count * static_cast<size_t>(rank); }
+size_t noOffset(size_t, int, int) { return 0; }
+size_t fullCount(size_t bytes, size_t elemSize, int) { return bytes / elemSize; }
+double one(int) { return 1.0; }
+double allButOne(int n) { return static_cast<double>(n - 1) / n; }
+
+namespace reduce {
+double input(const CaseParams& p, size_t i) {
+  return reductionInput(p.dtype, p.op, p.nranks, p.rank, i);
+}
+double expected(const CaseParams& p, size_t i) {
+  return reductionExpected(p.dtype, p.op, p.nranks, i);
+}
+Request run(Communicator& comm, const CaseParams& p, const void* send, void* recv, size_t count) {
+  return comm.reduce(Buffer(send, count, p.dtype), Buffer(recv, count, p.dtype), p.op, p.root);
+}
+void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void* recv,
+                 size_t count) {
+  comm.reduceBlocking(Buffer(send, count, p.dtype), Buffer(recv, count, p.dtype), p.op, p.root);
+}
+}  // namespace reduce
+
+namespace gather {
+double input(const CaseParams& p, size_t i) { return dataInput(p.rank, i); }
+double expected(const CaseParams& p, size_t i) {
+  return dataInput(static_cast<int>(i / p.count), i % p.count);
+}
+Request run(Communicator& comm, const CaseParams& p, const void* send, void* recv, size_t count) {
+  return comm.gather(Buffer(send, count, p.dtype),
+                     Buffer(recv, wholeCount(count, p.nranks), p.dtype), p.root);
+}
+void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void* recv,
+                 size_t count) {
+  comm.gatherBlocking(Buffer(send, count, p.dtype),
+                      Buffer(recv, wholeCount(count, p.nranks), p.dtype), p.root);
+}
+}  // namespace gather
+
+namespace scatter {
+// Every rank fills its send; only the root's is read.
+double input(const CaseParams& p, size_t i) { return dataInput(p.rank, i); }
+double expected(const CaseParams& p, size_t i) {
+  return dataInput(p.root, p.count * static_cast<size_t>(p.rank) + i);
+}
+Request run(Communicator& comm, const CaseParams& p, const void* send, void* recv, size_t count) {
+  return comm.scatter(Buffer(send, wholeCount(count, p.nranks), p.dtype),
+                      Buffer(recv, count, p.dtype), p.root);
+}
+void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void* recv,
+                 size_t count) {
+  comm.scatterBlocking(Buffer(send, wholeCount(count, p.nranks), p.dtype),
+                       Buffer(recv, count, p.dtype), p.root);
+}
+}  // namespace scatter
+
+}  // namespace
+
+const CollectiveSpec& reduceSpec() {
+  static const CollectiveSpec spec{"reduce",
+                                   true,
+                                   true,
+                                   true,
+                                   fullCount,
+                                   sameCount,
+                                   sameCount,
+                                   noOffset,
+                                   one,
+                                   reduce::input,
+                                   reduce::expected,
+                                   reduce::run,
+                                   reduce::runBlocking,
+                                   /*outputInInput=*/false,
+                                   /*hasInPlace=*/true,
+                                   /*outputOnRootOnly=*/true};
+  return spec;
+}
+
+const CollectiveSpec& gatherSpec() {
+  static const CollectiveSpec spec{"gather",
+                                   false,
+                                   true,
+                                   true,
+                                   perRankCount,
+                                   sameCount,
+                                   wholeCount,
+                                   blockOffset,
+                                   allButOne,
+                                   gather::input,
+                                   gather::expected,
+                                   gather::run,
+                                   gather::runBlocking,
+                                   /*outputInInput=*/false,
+                                   /*hasInPlace=*/true,
+                                   /*outputOnRootOnly=*/true};
+  return spec;
+}
+
+const CollectiveSpec& scatterSpec() {
+  static const CollectiveSpec spec{"scatter",
+                                   false,
+                                   true,
+                                   true,
+                                   perRankCount,
+                                   wholeCount,
+                                   sameCount,
+                                   blockOffset,
+                                   allButOne,
+                                   scatter::input,
+                                   scatter::expected,
+                                   scatter::run,
+                                   scatter::runBlocking,
+                                   /*outputInInput=*/true,
+                                   /*hasInPlace=*/true,
+                                   /*outputOnRootOnly=*/false};
+  return spec;
+}
+
+}  // namespace smddp::bench
