@@ -145,6 +145,10 @@ class ProcessGroupSmddp : public compat::BackendBase {
   void keepPosted(::c10d::OpType opType, SmddpWork::Requests requests, Tensors outputs,
                   Staging staging);
 
+  // recv and recvAnysource: one engine recv into tensors[0] (process_group_p2p.cc).
+  c10::intrusive_ptr<Work> receive(Tensors& tensors, int srcRank, int tag, ::c10d::OpType opType,
+                                   const char* what);
+
   // The communicator; a RuntimeError (not a crash) once shutdown() released it.
   Communicator& comm() const;
   std::shared_ptr<Communicator> comm_;

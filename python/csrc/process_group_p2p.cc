@@ -42,8 +42,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::send(Tensors& tensors, int d
   return finish(OpType::SEND, std::move(requests), {}, std::move(staging), ::c10d::kUnsetTimeout);
 }
 
-c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::recv(Tensors& tensors, int srcRank, int tag) {
-  const char* what = "recv";
+// One engine recv into the (staged) tensor from srcRank, or from any rank.
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::receive(Tensors& tensors, int srcRank, int tag,
+                                                            OpType opType, const char* what) {
   checkSingle(tensors, what);
   const uint32_t t = checkTag(tag, what);
   Communicator& c = comm();
@@ -51,21 +52,16 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::recv(Tensors& tensors, int s
   at::Tensor out = staging.stage(tensors[0], /*copyIn=*/false, /*copyBack=*/true);
   SmddpWork::Requests requests;
   requests.push_back(c.recv(toBuffer(out, what), srcRank, t));
-  return finish(OpType::RECV, std::move(requests), tensors, std::move(staging),
-                ::c10d::kUnsetTimeout);
+  return finish(opType, std::move(requests), tensors, std::move(staging), ::c10d::kUnsetTimeout);
+}
+
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::recv(Tensors& tensors, int srcRank, int tag) {
+  return receive(tensors, srcRank, tag, OpType::RECV, "recv");
 }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::recvAnysource(Tensors& tensors, int tag) {
-  const char* what = "recv (any source)";
-  checkSingle(tensors, what);
-  const uint32_t t = checkTag(tag, what);
-  Communicator& c = comm();
-  Staging staging;
-  at::Tensor out = staging.stage(tensors[0], /*copyIn=*/false, /*copyBack=*/true);
-  SmddpWork::Requests requests;
-  requests.push_back(c.recv(toBuffer(out, what), Communicator::kAnySource, t));
-  return finish(OpType::RECVANYSOURCE, std::move(requests), tensors, std::move(staging),
-                ::c10d::kUnsetTimeout);
+  return receive(tensors, Communicator::kAnySource, tag, OpType::RECVANYSOURCE,
+                 "recv (any source)");
 }
 
 // As gloo's: every rank reports to rank 0, which waits for each (bounded by the timeout) and

@@ -63,7 +63,8 @@ std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<Store> store,
   auto arena = createArena(*store, prefix, *transport, config, options, settings);
   // send / recv have an endpoint of their own (core/point_to_point.h).
   auto p2p = transport::createOfiTransport(*store, prefix + "/p2p", rank, size, config,
-                                           options.provider.value_or(""), settings.timeout);
+                                           options.provider.value_or(""), settings.timeout,
+                                           /*sourceInTags=*/true);
   return std::make_shared<Communicator>(std::make_unique<core::CommunicatorImpl>(
       std::move(transport), settings, store, prefix, std::move(arena), std::move(p2p)));
 }

@@ -6,8 +6,9 @@
 // whoever waits, plus a progress thread while anything is in flight (a sender's large message
 // may need its progress although nobody on that rank waits).
 //
-// Tags: bits 0-31 the user's tag, bits 32-51 the sender's rank; a receive from any rank ignores
-// the rank bits and reads the sender from the matched tag. Messages between one pair with one
+// Tags: bits 0-31 the user's tag, bits 32-51 the sender's rank. Receives match by tag alone (the
+// endpoint has no directed receive): a receive from one rank names its rank bits, one from any
+// rank ignores them and reads the sender from the matched tag. Messages between one pair with one
 // tag match in the order they were posted (the transports keep per-peer order).
 // Invariants: every operation is bounded by the timeout it was posted with; a peer found gone
 // fails the operations that involve it (kPeerFailure); a message of another size than the

@@ -106,9 +106,12 @@ class Transport {
 // opens fabric/domain/endpoint, publishes this rank's address in the store under
 // "<prefix>/addr/<r>" and inserts every peer's; the whole bootstrap is bounded by `timeout` (the
 // communicator's resolved bound). Throws Error with the provider's error string on failure.
+// sourceInTags: every message's tag names its sender, so receives match by tag alone (no
+// directed receive: point_to_point.h).
 std::unique_ptr<Transport> createOfiTransport(Store& store, const std::string& prefix, int rank,
                                               int size, const Config& config,
                                               const std::string& providerOverride,
-                                              std::chrono::milliseconds timeout);
+                                              std::chrono::milliseconds timeout,
+                                              bool sourceInTags = false);
 
 }  // namespace smddp::transport

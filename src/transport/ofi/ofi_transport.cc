@@ -84,7 +84,10 @@ void OfiTransport::post(Op& op) {
 // 0: posted (or done at once); -FI_EAGAIN: try later; other errors finish the op with kError.
 ssize_t OfiTransport::tryPost(Op& op) {
   fid_ep* ep = endpoint_->ep.get();
-  const fi_addr_t addr = op.peer == kAnyPeer ? FI_ADDR_UNSPEC : addrs_[op.peer];
+  // Without directed receive a receive matches by tag alone (the tags carry the sender).
+  const bool anySource =
+      op.peer == kAnyPeer || (op.kind == OpKind::kRecv && !profile_.directedRecv);
+  const fi_addr_t addr = anySource ? FI_ADDR_UNSPEC : addrs_[op.peer];
   ssize_t rc;
   bool injected = false;
   if (op.kind == OpKind::kSend && op.bytes <= injectSize_) {
