@@ -63,8 +63,7 @@ std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<Store> store,
   auto arena = createArena(*store, prefix, *transport, config, options, settings);
   // send / recv have an endpoint of their own (core/point_to_point.h).
   auto p2p = transport::createOfiTransport(*store, prefix + "/p2p", rank, size, config,
-                                           options.provider.value_or(""), settings.timeout,
-                                           /*sourceInTags=*/true);
+                                           options.provider.value_or(""), settings.timeout);
   return std::make_shared<Communicator>(std::make_unique<core::CommunicatorImpl>(
       std::move(transport), settings, store, prefix, std::move(arena), std::move(p2p)));
 }

@@ -17,9 +17,6 @@ namespace {
 
 using transport::OpKind;
 
-constexpr int kRankShift = 32;
-constexpr uint64_t kRankMask = ((uint64_t{1} << 20) - 1) << kRankShift;
-
 // A waiter idle for `idle` so far: spins for the host's spin budget (a reply is often a
 // microsecond away; none when ranks outnumber cores), then yields for 2 ms, then sleeps.
 void backOff(std::chrono::steady_clock::duration idle, std::chrono::microseconds spin) {
@@ -80,9 +77,7 @@ Request PointToPoint::post(const algo::CollectiveArgs& args, int peer, uint32_t 
     Pending& p = inflight_.emplace_back();
     p.op.kind = send ? OpKind::kSend : OpKind::kRecv;
     p.op.peer = peer;
-    const int sender = send ? rank_ : peer;
-    p.op.tag = tag | (sender < 0 ? 0 : static_cast<uint64_t>(sender) << kRankShift);
-    p.op.ignore = sender < 0 ? kRankMask : 0;
+    p.op.tag = tag;
     p.op.buffer = send ? const_cast<void*>(args.send) : args.recv;
     p.op.bytes = args.bytes();
     p.request = state;
@@ -149,7 +144,7 @@ bool PointToPoint::driveLocked(std::vector<Finished>& out) {
 
 std::exception_ptr PointToPoint::received(const Pending& p) const {
   if (p.op.kind == OpKind::kSend) return nullptr;
-  const int sender = static_cast<int>((p.op.tag & kRankMask) >> kRankShift);
+  const int sender = p.op.source;
   p.request->source = sender;
   if (p.op.received == p.op.bytes) return nullptr;
   return std::make_exception_ptr(Error(

@@ -6,10 +6,9 @@
 // whoever waits, plus a progress thread while anything is in flight (a sender's large message
 // may need its progress although nobody on that rank waits).
 //
-// Tags: bits 0-31 the user's tag, bits 32-51 the sender's rank. Receives match by tag alone (the
-// endpoint has no directed receive): a receive from one rank names its rank bits, one from any
-// rank ignores them and reads the sender from the matched tag. Messages between one pair with one
-// tag match in the order they were posted (the transports keep per-peer order).
+// Tags are the user's (32 bits); a receive names its peer or takes any rank's message with its
+// tag, and learns the sender from the transport. Messages between one pair with one tag match in
+// the order they were posted (the transports keep per-peer order).
 // Invariants: every operation is bounded by the timeout it was posted with; a peer found gone
 // fails the operations that involve it (kPeerFailure); a message of another size than the
 // receive fails it (kMismatch when shorter, the transport's truncation error when longer);

@@ -34,11 +34,9 @@ struct Op {
   OpKind kind = OpKind::kSend;
   OpState state = OpState::kIdle;
   int peer = -1;  // a receive may name kAnyPeer
-  // A receive matches a message whose tag equals `tag` in every bit not set in `ignore`; once it
-  // is done, `tag` holds the matched message's whole tag (which says who sent it, when the
-  // sender put its rank there).
+  // A receive matches a message with exactly this tag from `peer` (any rank for kAnyPeer).
   uint64_t tag = 0;
-  uint64_t ignore = 0;
+  int source = -1;  // a done receive: the rank that sent the message
   void* buffer = nullptr;
   size_t bytes = 0;
   size_t received = 0;  // bytes actually received (recv ops)
@@ -106,12 +104,9 @@ class Transport {
 // opens fabric/domain/endpoint, publishes this rank's address in the store under
 // "<prefix>/addr/<r>" and inserts every peer's; the whole bootstrap is bounded by `timeout` (the
 // communicator's resolved bound). Throws Error with the provider's error string on failure.
-// sourceInTags: every message's tag names its sender, so receives match by tag alone (no
-// directed receive: point_to_point.h).
 std::unique_ptr<Transport> createOfiTransport(Store& store, const std::string& prefix, int rank,
                                               int size, const Config& config,
                                               const std::string& providerOverride,
-                                              std::chrono::milliseconds timeout,
-                                              bool sourceInTags = false);
+                                              std::chrono::milliseconds timeout);
 
 }  // namespace smddp::transport

@@ -28,11 +28,12 @@ inline const int kEnvSet =
 inline constexpr int kRanks = 3;
 
 inline std::shared_ptr<Communicator> join(std::shared_ptr<Store> s, const std::string& provider,
-                                          int rank, std::chrono::milliseconds timeout) {
+                                          int rank, std::chrono::milliseconds timeout,
+                                          int size = kRanks) {
   Options opts;
   opts.provider = provider;
   opts.timeout = timeout;
-  return Communicator::create(std::move(s), rank, kRanks, opts);
+  return Communicator::create(std::move(s), rank, size, opts);
 }
 
 inline double secondsSince(Clock::time_point t) {

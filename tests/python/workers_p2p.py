@@ -5,6 +5,7 @@ source, the object forms, and monitored_barrier, against closed-form values.
 Values: what rank s sends rank d is piece(s, d, n) = (i % 7) + 10 s + d, exact in every dtype.
 Invariant: every failure names the rank, the operation and the first wrong index.
 """
+import inspect
 import time
 from datetime import timedelta
 
@@ -67,11 +68,6 @@ def check_batch(rank, world):
 
 
 def check_any_source(rank, world):
-    # Known issue: with 3 ranks through torch, rank 0's any-source recv sometimes times out
-    # although both messages were sent (1 run in 3-5 here; the engine's own 3-rank any-source
-    # test over shm and tcp passes). Checked with 2 ranks until that is found.
-    if world > 2:
-        return
     if rank == 0:
         seen = set()
         for _ in range(world - 1):
@@ -94,6 +90,12 @@ def check_objects(rank, world):
         assert got == [{"to": rank, "text": "x" * rank}, rank * 1.5], f"rank {rank}: {got}"
 
 
+def torch_allows_monitored_barrier():
+    """torch up to 2.11 at least refuses monitored_barrier on any backend but gloo, in Python,
+    before the backend is asked; later versions accept any backend with CPU support."""
+    return "only implemented for GLOO" not in inspect.getsource(dist.monitored_barrier)
+
+
 def suite(rank, world, init_method):
     dist.init_process_group("smddp", init_method=init_method, rank=rank, world_size=world,
                             timeout=timedelta(seconds=60))
@@ -101,8 +103,9 @@ def suite(rank, world, init_method):
     check_batch(rank, world)
     check_any_source(rank, world)
     check_objects(rank, world)
-    dist.monitored_barrier(timeout=timedelta(seconds=30))
-    dist.monitored_barrier(timeout=timedelta(seconds=30), wait_all_ranks=True)
+    if torch_allows_monitored_barrier():
+        dist.monitored_barrier(timeout=timedelta(seconds=30))
+        dist.monitored_barrier(timeout=timedelta(seconds=30), wait_all_ranks=True)
     dist.barrier()
     dist.destroy_process_group()
 

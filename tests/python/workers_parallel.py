@@ -63,13 +63,20 @@ def tensor_parallel(rank, world, init_method):
     dist.destroy_process_group()
 
 
+def cpu_mesh(world):
+    """A 1-D mesh on CPU: fully_shard's default mesh is on the accelerator when there is one."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    return init_device_mesh("cpu", (world,))
+
+
 def checkpoint_save(rank, world, init_method, path):
     import torch.distributed.checkpoint as dcp
     from torch.distributed.fsdp import fully_shard
 
     init(rank, world, init_method)
     model = mlp(seed=1)
-    fully_shard(model)
+    fully_shard(model, mesh=cpu_mesh(world))
     dcp.save({"model": model.state_dict()}, checkpoint_id=path)
     dist.barrier()
     dist.destroy_process_group()
@@ -82,7 +89,7 @@ def checkpoint_load(rank, world, init_method, path):
     init(rank, world, init_method)
     saved = mlp(seed=1)  # what the 4 saving ranks held, unsharded
     model = mlp(seed=2)  # other values, resharded over this world
-    fully_shard(model)
+    fully_shard(model, mesh=cpu_mesh(world))
     state = {"model": model.state_dict()}
     dcp.load(state, checkpoint_id=path)
     model.load_state_dict(state["model"])

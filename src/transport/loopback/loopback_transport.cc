@@ -33,6 +33,7 @@ class LoopbackTransport final : public Transport {
 
   void post(Op& op) override {
     op.state = OpState::kPending;
+    op.source = -1;
     if (op.kind == OpKind::kRecv) {
       recvs_.push_back(&op);
       return;
@@ -97,8 +98,7 @@ class LoopbackTransport final : public Transport {
       Op& op = **it;
       auto msg = box.messages.begin();
       auto matches = [&op](const Message* m) {
-        return (op.peer == kAnyPeer || m->source == op.peer) &&
-               ((m->tag ^ op.tag) & ~op.ignore) == 0;
+        return (op.peer == kAnyPeer || m->source == op.peer) && m->tag == op.tag;
       };
       while (msg != box.messages.end() && !matches(*msg)) ++msg;
       if (msg == box.messages.end()) {
@@ -115,7 +115,7 @@ class LoopbackTransport final : public Transport {
       } else {
         if (m->bytes > 0) std::memcpy(op.buffer, m->data, m->bytes);
         op.received = m->bytes;
-        op.tag = m->tag;
+        op.source = m->source;
         op.state = OpState::kDone;
         m->status.store(1, std::memory_order_release);
       }

@@ -112,8 +112,7 @@ std::vector<fi_addr_t> exchangeAddresses(Store& store, const std::string& prefix
 std::unique_ptr<Transport> createOfiTransport(Store& store, const std::string& prefix, int rank,
                                               int size, const Config& config,
                                               const std::string& providerOverride,
-                                              std::chrono::milliseconds timeout,
-                                              bool sourceInTags) {
+                                              std::chrono::milliseconds timeout) {
   if (size < 1 || rank < 0 || rank >= size) {
     throw Error(ErrorCode::kInvalidArgument, "createOfiTransport: rank " + std::to_string(rank) +
                                                  " out of range for size " + std::to_string(size));
@@ -124,7 +123,6 @@ std::unique_ptr<Transport> createOfiTransport(Store& store, const std::string& p
 
   ofi::ProviderProfile profile =
       ofi::profileFor(ofi::chooseProvider(config, providerOverride, sameHost));
-  profile.directedRecv = !sourceInTags;
   std::string bind = ofi::bindAddress(profile, config, sameHost);
   std::unique_ptr<ofi::Endpoint> ep = ofi::openEndpoint(profile, bind, rank, size);
   SMDDP_INFO(rank, "Selected provider is " << profile.name << ", fabric "

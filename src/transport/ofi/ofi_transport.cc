@@ -66,6 +66,7 @@ void OfiTransport::post(Op& op) {
   }
   op.state = OpState::kPending;
   op.received = 0;
+  op.source = -1;
   op.error.clear();
   std::deque<Op*>& queue = op.kind == OpKind::kSend ? retrySends_ : retryRecvs_;
   if (!queue.empty()) {  // never overtake an earlier queued post of the same kind
@@ -84,20 +85,20 @@ void OfiTransport::post(Op& op) {
 // 0: posted (or done at once); -FI_EAGAIN: try later; other errors finish the op with kError.
 ssize_t OfiTransport::tryPost(Op& op) {
   fid_ep* ep = endpoint_->ep.get();
-  // Without directed receive a receive matches by tag alone (the tags carry the sender).
-  const bool anySource =
-      op.peer == kAnyPeer || (op.kind == OpKind::kRecv && !profile_.directedRecv);
-  const fi_addr_t addr = anySource ? FI_ADDR_UNSPEC : addrs_[op.peer];
+  const fi_addr_t addr = op.peer == kAnyPeer ? FI_ADDR_UNSPEC : addrs_[op.peer];
   ssize_t rc;
   bool injected = false;
   if (op.kind == OpKind::kSend && op.bytes <= injectSize_) {
     // Small sends are copied out at once and produce no completion.
-    rc = fi_tinject(ep, bufferOf(op), op.bytes, addr, op.tag);
+    rc = fi_tinjectdata(ep, bufferOf(op), op.bytes, rank_, addr, op.tag);
     injected = true;
   } else if (op.kind == OpKind::kSend) {
-    rc = fi_tsend(ep, bufferOf(op), op.bytes, nullptr, addr, op.tag, contextOf(op));
+    rc = fi_tsenddata(ep, bufferOf(op), op.bytes, nullptr, rank_, addr, op.tag, contextOf(op));
   } else {
-    rc = fi_trecv(ep, bufferOf(op), op.bytes, nullptr, addr, op.tag, op.ignore, contextOf(op));
+    // Exact tags only: shm 1.17 matches a receive against an already-arrived message with the
+    // ignore mask of whichever receive last used that slot, so a nonzero mask (anywhere on the
+    // endpoint) can lose or mismatch messages. kAnyPeer is FI_ADDR_UNSPEC instead.
+    rc = fi_trecv(ep, bufferOf(op), op.bytes, nullptr, addr, op.tag, 0, contextOf(op));
   }
   if (rc < 0 && postWouldBlock(profile_, static_cast<int>(-rc))) rc = -FI_EAGAIN;
   if (rc == 0 && injected) {
@@ -150,7 +151,8 @@ int OfiTransport::pollCq() {
       Op* op = opOf(entries[i].op_context);
       if (op->kind == OpKind::kRecv) {
         op->received = entries[i].len;
-        op->tag = entries[i].tag;
+        op->source = (entries[i].flags & FI_REMOTE_CQ_DATA) != 0 ? static_cast<int>(entries[i].data)
+                                                                 : op->peer;
       }
       op->state = OpState::kDone;
     }

@@ -87,8 +87,9 @@ std::string chooseProvider(const Config& config, const std::string& providerOver
 InfoPtr makeHints(const ProviderProfile& profile) {
   InfoPtr hints(libfabric().allocinfo());
   if (!hints) throw Error(ErrorCode::kTransport, "fi_allocinfo failed (out of memory)");
-  hints->caps = FI_TAGGED | (profile.directedRecv ? FI_DIRECTED_RECV : 0);
+  hints->caps = FI_TAGGED | FI_DIRECTED_RECV;  // receives name their source peer
   hints->mode = FI_CONTEXT | FI_CONTEXT2;      // each Op lends its fi_context2
+  hints->domain_attr->cq_data_size = 4;        // every message carries its sender's rank
   hints->ep_attr->type = FI_EP_RDM;
   hints->domain_attr->threading = FI_THREAD_DOMAIN;  // one thread drives a transport
   hints->domain_attr->av_type = FI_AV_TABLE;

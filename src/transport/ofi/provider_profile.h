@@ -22,11 +22,6 @@ struct ProviderProfile {
   bool bindsIp = false;   // the endpoint binds an IP address (tcp): pass node + FI_SOURCE
   bool peerDeathVisible = false;  // the provider reports a dead peer as a CQ error on our ops
   bool hostMemoryOnly = false;    // every peer is reached through this host's memory (shm)
-  // Receives name their source to the provider (FI_DIRECTED_RECV). Off for a transport whose
-  // tags carry the sender (point to point): every receive then matches by tag alone, so no
-  // receive takes the provider's any-source path (with directed receive on, tcp;ofi_rxm 1.17
-  // was seen here to leave an any-source receive unmatched while its message had arrived).
-  bool directedRecv = true;
 };
 
 // The profile for a provider name ("tcp" is accepted for "tcp;ofi_rxm"). Unknown names get a
@@ -38,8 +33,9 @@ ProviderProfile profileFor(const std::string& name);
 std::string chooseProvider(const Config& config, const std::string& providerOverride,
                            bool sameHost);
 
-// Hints for fi_getinfo: RDM, tagged (with directed receive per the profile), FI_AV_TABLE,
-// FI_THREAD_DOMAIN, per-message fi_context2, and the profile's mr_mode.
+// Hints for fi_getinfo: RDM, tagged with directed receive, 4 bytes of remote CQ data (the
+// sender's rank), FI_AV_TABLE, FI_THREAD_DOMAIN, per-message fi_context2, and the profile's
+// mr_mode.
 InfoPtr makeHints(const ProviderProfile& profile);
 
 // shm: a unique endpoint name. tcp: the IP address it binds to ("" = libfabric's choice), per
