@@ -3,18 +3,11 @@
 // the row size is the whole receive buffer, count is per rank (size / (n * elemsize), rounded
 // down), and busbw = algbw * (n-1)/n: each rank receives the n-1 blocks it does not own.
 #include "collective.h"
+#include "shapes.h"
 #include "verify.h"
 
 namespace smddp::bench {
 namespace {
-
-size_t countFor(size_t bytes, size_t elemSize, int n) {
-  return bytes / (static_cast<size_t>(n) * elemSize);
-}
-size_t sendCount(size_t count, int) { return count; }
-size_t recvCount(size_t count, int n) { return count * static_cast<size_t>(n); }
-size_t rankOffset(size_t count, int, int rank) { return count * static_cast<size_t>(rank); }
-double busBwFactor(int n) { return static_cast<double>(n - 1) / n; }
 
 double input(const CaseParams& p, size_t i) { return dataInput(p.rank, i); }
 double expected(const CaseParams& p, size_t i) {
@@ -35,9 +28,18 @@ void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void
 }  // namespace
 
 const CollectiveSpec& allGatherSpec() {
-  static const CollectiveSpec spec{"all_gather", false,     false,     true,
-                                   countFor,     sendCount, recvCount, rankOffset,
-                                   busBwFactor,  input,     expected,  run,
+  static const CollectiveSpec spec{"all_gather",
+                                   false,
+                                   false,
+                                   true,
+                                   shape::blockOfRow,
+                                   shape::oneBlock,
+                                   shape::allBlocks,
+                                   shape::atRankBlock,
+                                   shape::factorAllButOne,
+                                   input,
+                                   expected,
+                                   run,
                                    runBlocking};
   return spec;
 }

@@ -2,15 +2,11 @@
 // all_reduce_perf: recv = op over every rank's send. busbw = algbw * 2(n-1)/n, the bytes each rank
 // must send (and receive) in an optimal reduce-scatter + all-gather, over the message size.
 #include "collective.h"
+#include "shapes.h"
 #include "verify.h"
 
 namespace smddp::bench {
 namespace {
-
-size_t countFor(size_t bytes, size_t elemSize, int) { return bytes / elemSize; }
-size_t sameCount(size_t count, int) { return count; }
-size_t noOffset(size_t, int, int) { return 0; }
-double busBwFactor(int n) { return 2.0 * (n - 1) / n; }
 
 double input(const CaseParams& p, size_t i) {
   return reductionInput(p.dtype, p.op, p.nranks, p.rank, i);
@@ -31,8 +27,18 @@ void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void
 }  // namespace
 
 const CollectiveSpec& allReduceSpec() {
-  static const CollectiveSpec spec{"all_reduce", true,     false,       true,  countFor, sameCount,
-                                   sameCount,    noOffset, busBwFactor, input, expected, run,
+  static const CollectiveSpec spec{"all_reduce",
+                                   true,
+                                   false,
+                                   true,
+                                   shape::wholeRow,
+                                   shape::oneBlock,
+                                   shape::oneBlock,
+                                   shape::atStart,
+                                   shape::factorAllReduce,
+                                   input,
+                                   expected,
+                                   run,
                                    runBlocking};
   return spec;
 }

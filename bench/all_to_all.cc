@@ -5,17 +5,11 @@
 // receives the n-1 blocks that are not its own. The engine has no in place form: that group of
 // columns reads N/A.
 #include "collective.h"
+#include "shapes.h"
 #include "verify.h"
 
 namespace smddp::bench {
 namespace {
-
-size_t countFor(size_t bytes, size_t elemSize, int n) {
-  return bytes / (static_cast<size_t>(n) * elemSize);
-}
-size_t wholeCount(size_t count, int n) { return count * static_cast<size_t>(n); }
-size_t rankOffset(size_t count, int, int rank) { return count * static_cast<size_t>(rank); }
-double busBwFactor(int n) { return static_cast<double>(n - 1) / n; }
 
 // Element i of a rank's send is dataInput(rank, i); recv block s holds block `rank` of rank s's.
 double input(const CaseParams& p, size_t i) { return dataInput(p.rank, i); }
@@ -42,11 +36,11 @@ const CollectiveSpec& allToAllSpec() {
                                    false,
                                    false,
                                    true,
-                                   countFor,
-                                   wholeCount,
-                                   wholeCount,
-                                   rankOffset,
-                                   busBwFactor,
+                                   shape::blockOfRow,
+                                   shape::allBlocks,
+                                   shape::allBlocks,
+                                   shape::atRankBlock,
+                                   shape::factorAllButOne,
                                    input,
                                    expected,
                                    run,

@@ -2,15 +2,11 @@
 // broadcast_perf: recv on every rank = send of root. busbw = algbw: every rank but the root must
 // receive the whole message once, whatever the algorithm.
 #include "collective.h"
+#include "shapes.h"
 #include "verify.h"
 
 namespace smddp::bench {
 namespace {
-
-size_t countFor(size_t bytes, size_t elemSize, int) { return bytes / elemSize; }
-size_t sameCount(size_t count, int) { return count; }
-size_t noOffset(size_t, int, int) { return 0; }
-double busBwFactor(int) { return 1.0; }
 
 // Every rank fills its own pattern, so a non-root that keeps its input (in place) is caught.
 double input(const CaseParams& p, size_t i) { return dataInput(p.rank, i); }
@@ -28,8 +24,18 @@ void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void
 }  // namespace
 
 const CollectiveSpec& broadcastSpec() {
-  static const CollectiveSpec spec{"broadcast", false,    true,        true,  countFor, sameCount,
-                                   sameCount,   noOffset, busBwFactor, input, expected, run,
+  static const CollectiveSpec spec{"broadcast",
+                                   false,
+                                   true,
+                                   true,
+                                   shape::wholeRow,
+                                   shape::oneBlock,
+                                   shape::oneBlock,
+                                   shape::atStart,
+                                   shape::factorOne,
+                                   input,
+                                   expected,
+                                   run,
                                    runBlocking};
   return spec;
 }

@@ -4,18 +4,11 @@
 // (size / (n * elemsize), rounded down), in place means recv is this rank's block of send, and
 // busbw = algbw * (n-1)/n: each rank sends and reduces the n-1 blocks it does not own.
 #include "collective.h"
+#include "shapes.h"
 #include "verify.h"
 
 namespace smddp::bench {
 namespace {
-
-size_t countFor(size_t bytes, size_t elemSize, int n) {
-  return bytes / (static_cast<size_t>(n) * elemSize);
-}
-size_t sendCount(size_t count, int n) { return count * static_cast<size_t>(n); }
-size_t recvCount(size_t count, int) { return count; }
-size_t rankOffset(size_t count, int, int rank) { return count * static_cast<size_t>(rank); }
-double busBwFactor(int n) { return static_cast<double>(n - 1) / n; }
 
 // The inputs of all_reduce over the whole send buffer; this rank's output element i is the
 // all_reduce result at rank * count + i.
@@ -44,11 +37,11 @@ const CollectiveSpec& reduceScatterSpec() {
                                    true,
                                    false,
                                    true,
-                                   countFor,
-                                   sendCount,
-                                   recvCount,
-                                   rankOffset,
-                                   busBwFactor,
+                                   shape::blockOfRow,
+                                   shape::allBlocks,
+                                   shape::oneBlock,
+                                   shape::atRankBlock,
+                                   shape::factorAllButOne,
                                    input,
                                    expected,
                                    run,

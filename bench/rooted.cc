@@ -9,21 +9,11 @@
 // reduce and gather write the root's output only: the other ranks' outputs are not checked
 // (outputOnRootOnly), their guards are.
 #include "collective.h"
+#include "shapes.h"
 #include "verify.h"
 
 namespace smddp::bench {
 namespace {
-
-size_t perRankCount(size_t bytes, size_t elemSize, int n) {
-  return bytes / (static_cast<size_t>(n) * elemSize);
-}
-size_t wholeCount(size_t count, int n) { return count * static_cast<size_t>(n); }
-size_t sameCount(size_t count, int) { return count; }
-size_t blockOffset(size_t count, int, int rank) { return count * static_cast<size_t>(rank); }
-size_t noOffset(size_t, int, int) { return 0; }
-size_t fullCount(size_t bytes, size_t elemSize, int) { return bytes / elemSize; }
-double one(int) { return 1.0; }
-double allButOne(int n) { return static_cast<double>(n - 1) / n; }
 
 namespace reduce {
 double input(const CaseParams& p, size_t i) {
@@ -48,12 +38,12 @@ double expected(const CaseParams& p, size_t i) {
 }
 Request run(Communicator& comm, const CaseParams& p, const void* send, void* recv, size_t count) {
   return comm.gather(Buffer(send, count, p.dtype),
-                     Buffer(recv, wholeCount(count, p.nranks), p.dtype), p.root);
+                     Buffer(recv, shape::allBlocks(count, p.nranks), p.dtype), p.root);
 }
 void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void* recv,
                  size_t count) {
   comm.gatherBlocking(Buffer(send, count, p.dtype),
-                      Buffer(recv, wholeCount(count, p.nranks), p.dtype), p.root);
+                      Buffer(recv, shape::allBlocks(count, p.nranks), p.dtype), p.root);
 }
 }  // namespace gather
 
@@ -64,12 +54,12 @@ double expected(const CaseParams& p, size_t i) {
   return dataInput(p.root, p.count * static_cast<size_t>(p.rank) + i);
 }
 Request run(Communicator& comm, const CaseParams& p, const void* send, void* recv, size_t count) {
-  return comm.scatter(Buffer(send, wholeCount(count, p.nranks), p.dtype),
+  return comm.scatter(Buffer(send, shape::allBlocks(count, p.nranks), p.dtype),
                       Buffer(recv, count, p.dtype), p.root);
 }
 void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void* recv,
                  size_t count) {
-  comm.scatterBlocking(Buffer(send, wholeCount(count, p.nranks), p.dtype),
+  comm.scatterBlocking(Buffer(send, shape::allBlocks(count, p.nranks), p.dtype),
                        Buffer(recv, count, p.dtype), p.root);
 }
 }  // namespace scatter
@@ -81,11 +71,11 @@ const CollectiveSpec& reduceSpec() {
                                    true,
                                    true,
                                    true,
-                                   fullCount,
-                                   sameCount,
-                                   sameCount,
-                                   noOffset,
-                                   one,
+                                   shape::wholeRow,
+                                   shape::oneBlock,
+                                   shape::oneBlock,
+                                   shape::atStart,
+                                   shape::factorOne,
                                    reduce::input,
                                    reduce::expected,
                                    reduce::run,
@@ -101,11 +91,11 @@ const CollectiveSpec& gatherSpec() {
                                    false,
                                    true,
                                    true,
-                                   perRankCount,
-                                   sameCount,
-                                   wholeCount,
-                                   blockOffset,
-                                   allButOne,
+                                   shape::blockOfRow,
+                                   shape::oneBlock,
+                                   shape::allBlocks,
+                                   shape::atRankBlock,
+                                   shape::factorAllButOne,
                                    gather::input,
                                    gather::expected,
                                    gather::run,
@@ -121,11 +111,11 @@ const CollectiveSpec& scatterSpec() {
                                    false,
                                    true,
                                    true,
-                                   perRankCount,
-                                   wholeCount,
-                                   sameCount,
-                                   blockOffset,
-                                   allButOne,
+                                   shape::blockOfRow,
+                                   shape::allBlocks,
+                                   shape::oneBlock,
+                                   shape::atRankBlock,
+                                   shape::factorAllButOne,
                                    scatter::input,
                                    scatter::expected,
                                    scatter::run,

@@ -4,15 +4,11 @@
 // busbw = algbw (each rank's link carries the message once). No in place form: N/A. With one
 // rank there is nobody to send to: the row is a barrier.
 #include "collective.h"
+#include "shapes.h"
 #include "verify.h"
 
 namespace smddp::bench {
 namespace {
-
-size_t countFor(size_t bytes, size_t elemSize, int) { return bytes / elemSize; }
-size_t sameCount(size_t count, int) { return count; }
-size_t noOffset(size_t, int, int) { return 0; }
-double busBwFactor(int) { return 1.0; }
 
 double input(const CaseParams& p, size_t i) { return dataInput(p.rank, i); }
 double expected(const CaseParams& p, size_t i) {
@@ -43,11 +39,11 @@ const CollectiveSpec& sendRecvSpec() {
                                    false,
                                    false,
                                    true,
-                                   countFor,
-                                   sameCount,
-                                   sameCount,
-                                   noOffset,
-                                   busBwFactor,
+                                   shape::wholeRow,
+                                   shape::oneBlock,
+                                   shape::oneBlock,
+                                   shape::atStart,
+                                   shape::factorOne,
                                    input,
                                    expected,
                                    run,

@@ -256,8 +256,8 @@ void Exec::checkFailure(const Op& op) const {
   }
   if (!op.failed()) return;
   const bool send = op.kind == OpKind::kSend;
-  const int dead = transport_.deadPeer();
-  const ErrorCode code = dead == op.peer ? ErrorCode::kPeerFailure : ErrorCode::kTransport;
+  const ErrorCode code =
+      transport_.peerGone(op.peer) ? ErrorCode::kPeerFailure : ErrorCode::kTransport;
   throw Error(code, "smddp: " + where(-1) + ": " + (send ? "send to " : "receive from ") +
                         where(op.peer) + " of " + formatBytes(op.bytes) + " (message " +
                         std::to_string(tag::msgOf(op.tag)) + ") failed on " + transport_.name() +

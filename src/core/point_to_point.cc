@@ -101,7 +101,6 @@ Request PointToPoint::post(const algo::CollectiveArgs& args, int peer, uint32_t 
 bool PointToPoint::driveLocked(std::vector<Finished>& out) {
   if (inflight_.empty()) return false;
   transport_->progress();
-  const int dead = transport_->deadPeer();
   const auto now = Clock::now();
   const size_t before = out.size();
   for (auto it = inflight_.begin(); it != inflight_.end();) {
@@ -110,7 +109,7 @@ bool PointToPoint::driveLocked(std::vector<Finished>& out) {
       it = p.op.finished() ? inflight_.erase(it) : std::next(it);
       continue;
     }
-    const bool gone = !p.op.finished() && dead >= 0 && p.op.peer == dead;
+    const bool gone = !p.op.finished() && transport_->peerGone(p.op.peer);
     const bool expired = !p.op.finished() && now >= p.deadline;
     if (!p.op.finished() && !gone && !expired) {
       ++it;
@@ -159,8 +158,7 @@ std::exception_ptr PointToPoint::failure(const Pending& p, Why why) const {
   const std::string peer = where(p.op.peer);
   std::string what;
   ErrorCode code = ErrorCode::kTransport;
-  if (why == Why::kGone ||
-      (why == Why::kFailed && p.op.peer >= 0 && transport_->deadPeer() == p.op.peer)) {
+  if (why == Why::kGone || (why == Why::kFailed && transport_->peerGone(p.op.peer))) {
     code = ErrorCode::kPeerFailure;
     what = "peer " + peer + " is gone (process exited or connection lost)";
   } else if (why == Why::kExpired) {

@@ -91,8 +91,10 @@ class Transport {
     for (Op* op : ops) ok = cancel(*op) && ok;
     return ok;
   }
-  // A peer we know is gone (connection reset, process exit), or -1. Cleared by nothing.
+  // The first peer we know is gone (connection reset, process exit), or -1. Cleared by nothing.
   virtual int deadPeer() const { return -1; }
+  // Whether `peer` is known to be gone (every peer found gone, not only the first).
+  virtual bool peerGone(int peer) const { return peer >= 0 && peer == deadPeer(); }
   // True when every peer is reached through this host's memory (libfabric's shm provider): the
   // shared-memory arena may then carry the collectives instead. False for network providers,
   // chosen for a reason even on one host, and for the loopback transport, whose tests exercise

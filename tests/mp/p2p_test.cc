@@ -169,6 +169,42 @@ TEST_P(MpP2p, APeerKilledDuringARecvIsNamedWithinSeconds) {
   EXPECT_EQ(report, "rank 2 killed by signal 9");
 }
 
+// Every peer found gone is known, not only the first: after rank 1 died, rank 2 dies while rank
+// 0 waits in a recv from it, which must fail as fast as the first.
+TEST_P(MpP2p, ASecondPeerKilledIsNamedToo) {
+  const std::string report = test::forkRanks(kRanks, 90s, [&](int rank) {
+    auto s = makeFileStore(dir_);
+    auto c = join(s, GetParam(), rank, 60s);
+    c->barrier().wait();
+    if (rank == 1) ::raise(SIGKILL);
+    if (rank == 2) {
+      s->get("die", 60s);
+      ::raise(SIGKILL);
+    }
+    float x = 0;
+    auto t0 = Clock::now();
+    int code = 5;
+    try {
+      c->recv(Buffer(&x, 1, DataType::kFloat32), 1, 0).wait();
+    } catch (const Error& e) {
+      code =
+          expectFailure(rank, e, {ErrorCode::kPeerFailure}, {"recv #0", "from rank 1 ("}, t0, 20.0);
+    }
+    s->set("die", "1");
+    if (code != 0) return code;
+    t0 = Clock::now();
+    code = 6;
+    try {
+      c->recv(Buffer(&x, 1, DataType::kFloat32), 2, 0).wait();
+    } catch (const Error& e) {
+      code =
+          expectFailure(rank, e, {ErrorCode::kPeerFailure}, {"recv #1", "from rank 2 ("}, t0, 20.0);
+    }
+    return code;
+  });
+  EXPECT_EQ(report, "rank 1 killed by signal 9; rank 2 killed by signal 9");
+}
+
 TEST_P(MpP2p, SizesThatDifferAreAMismatchNamingBothRanks) {
   const std::string report = test::forkRanks(kRanks, 90s, [&](int rank) {
     auto s = makeFileStore(dir_);

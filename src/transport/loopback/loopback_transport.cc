@@ -30,6 +30,7 @@ class LoopbackTransport final : public Transport {
   int size() const override { return fabric_->size(); }
   const std::vector<PeerInfo>& peers() const override { return peers_; }
   int deadPeer() const override { return fabric_->deadRank(); }
+  bool peerGone(int peer) const override { return fabric_->isDead(peer); }
 
   void post(Op& op) override {
     op.state = OpState::kPending;
@@ -155,8 +156,12 @@ class LoopbackTransport final : public Transport {
 
 }  // namespace
 
-LoopbackFabric::LoopbackFabric(int size) {
-  for (int i = 0; i < size; ++i) inboxes_.push_back(std::make_unique<Inbox>());
+LoopbackFabric::LoopbackFabric(int size)
+    : killed_(std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size))) {
+  for (int i = 0; i < size; ++i) {
+    inboxes_.push_back(std::make_unique<Inbox>());
+    killed_[static_cast<size_t>(i)].store(false, std::memory_order_relaxed);
+  }
 }
 
 std::shared_ptr<LoopbackFabric> LoopbackFabric::create(int size) {
@@ -168,6 +173,7 @@ std::unique_ptr<Transport> LoopbackFabric::endpoint(int rank) {
 }
 
 void LoopbackFabric::kill(int rank) {
+  killed_[static_cast<size_t>(rank)].store(true, std::memory_order_release);
   int expected = -1;
   dead_.compare_exchange_strong(expected, rank, std::memory_order_acq_rel);
 }

@@ -25,9 +25,14 @@ class LoopbackFabric : public std::enable_shared_from_this<LoopbackFabric> {
   std::unique_ptr<Transport> endpoint(int rank);
   int size() const { return static_cast<int>(inboxes_.size()); }
 
-  // Marks a rank dead (fault tests): every endpoint then reports it through deadPeer().
+  // Marks a rank dead (fault tests): every endpoint then reports it through deadPeer() (the
+  // first killed) and peerGone().
   void kill(int rank);
   int deadRank() const { return dead_.load(std::memory_order_acquire); }
+  bool isDead(int rank) const {
+    return rank >= 0 && rank < size() &&
+           killed_[static_cast<size_t>(rank)].load(std::memory_order_acquire);
+  }
 
   // A send in flight, stored inside the sender's Op::provider area.
   struct Message {
@@ -47,6 +52,7 @@ class LoopbackFabric : public std::enable_shared_from_this<LoopbackFabric> {
   explicit LoopbackFabric(int size);
   std::vector<std::unique_ptr<Inbox>> inboxes_;
   std::atomic<int> dead_{-1};
+  std::unique_ptr<std::atomic<bool>[]> killed_;
 };
 
 }  // namespace smddp::transport

@@ -46,6 +46,7 @@ OfiTransport::OfiTransport(std::unique_ptr<Endpoint> endpoint, ProviderProfile p
       peers_(std::move(peers)),
       addrs_(std::move(addrs)),
       injectSize_(endpoint_->info->tx_attr->inject_size),
+      gone_(static_cast<size_t>(size), false),
       liveness_(peers_, rank) {}
 
 std::string OfiTransport::describe(const Op& op) const {
@@ -205,8 +206,9 @@ void OfiTransport::finishWithError(Op& op, const fi_cq_err_entry& entry) {
 }
 
 void OfiTransport::notePeerGone(int peer, const std::string& why) {
-  if (deadPeer_ >= 0 || peer < 0) return;
-  deadPeer_ = peer;
+  if (peer < 0 || peer >= size_ || gone_[static_cast<size_t>(peer)]) return;
+  gone_[static_cast<size_t>(peer)] = true;
+  if (deadPeer_ < 0) deadPeer_ = peer;
   SMDDP_WARN(rank_, "peer rank " << peer << " (" << peers_[peer].host << ") is gone: " << why);
 }
 

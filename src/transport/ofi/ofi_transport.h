@@ -40,6 +40,9 @@ class OfiTransport : public Transport {
   bool cancel(Op& op) override;
   bool cancel(const std::vector<Op*>& ops) override;
   int deadPeer() const override { return deadPeer_; }
+  bool peerGone(int peer) const override {
+    return peer >= 0 && peer < size_ && gone_[static_cast<size_t>(peer)];
+  }
 
  private:
   static constexpr int kCqBatch = 16;
@@ -63,7 +66,8 @@ class OfiTransport : public Transport {
   std::deque<Op*> retrySends_;
   std::deque<Op*> retryRecvs_;
   int finishedOutsideProgress_ = 0;  // ops finished inside post()/cancel(), reported by progress()
-  int deadPeer_ = -1;
+  int deadPeer_ = -1;                // the first peer found gone
+  std::vector<bool> gone_;           // every peer found gone
   PeerLiveness liveness_;
 };
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <string>
 
@@ -49,7 +50,12 @@ int PeerLiveness::check() {
   if (now < next_) return -1;
   next_ = now + kInterval;
   for (size_t i = 0; i < watched_.size(); ++i) {
-    if (!exists(pids_[i]) || isZombie(pids_[i])) return watched_[i];
+    if (exists(pids_[i]) && !isZombie(pids_[i])) continue;
+    const int dead = watched_[i];
+    watched_.erase(watched_.begin() + static_cast<std::ptrdiff_t>(i));
+    pids_.erase(pids_.begin() + static_cast<std::ptrdiff_t>(i));
+    next_ = now;  // the others are checked at the next call
+    return dead;
   }
   return -1;
 }

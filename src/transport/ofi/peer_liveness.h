@@ -16,7 +16,8 @@ namespace smddp::transport::ofi {
 class PeerLiveness {
  public:
   PeerLiveness(const std::vector<PeerInfo>& peers, int rank);
-  // Returns a watched peer found dead, or -1. Checks at most every kInterval (cheap to call often).
+  // Returns a watched peer found dead, or -1; each dead peer once (it is no longer watched), so
+  // later calls find the others. Checks at most every kInterval (cheap to call often).
   int check();
 
  private:
