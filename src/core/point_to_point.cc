@@ -91,9 +91,9 @@ Request PointToPoint::post(const algo::CollectiveArgs& args, int peer, uint32_t 
       throw;
     }
     driveLocked(finished);  // an operation that failed at once is reported now
-    wake = threadIdle_;
+    wake = threadAsleep_;
   }
-  if (wake) work_.notify_one();  // else the thread is polling already: no system call
+  if (wake) work_.notify_one();  // else the thread looks by itself soon: no system call
   completeAll(finished);
   return Request(state);
 }
@@ -194,6 +194,11 @@ void PointToPoint::completeAll(std::vector<Finished>& finished) {
 bool PointToPoint::waitUntil(RequestState& request, Clock::time_point deadline) {
   std::vector<Finished> finished;
   auto idleSince = Clock::now();
+  waiters_.fetch_add(1, std::memory_order_relaxed);
+  struct Leave {
+    std::atomic<int>& n;
+    ~Leave() { n.fetch_sub(1, std::memory_order_relaxed); }
+  } leave{waiters_};
   while (!request.done()) {
     bool progressed = false;
     {
@@ -236,18 +241,33 @@ std::exception_ptr PointToPoint::aborted(const Pending& p) const {
 }
 
 // Polls while anything is in flight, backing off from 50 us to 1 ms while nothing finishes (a
-// waiter drives its own operation; this thread only keeps the others moving).
+// waiter drives every operation in flight, so the thread stands by while one waits). With nothing
+// in flight it looks every millisecond for a while, so that a busy sender or receiver never pays
+// for waking it (a system call, and a thread scheduled onto a core another rank spins on), and
+// sleeps until woken once nothing was posted for kNap.
 void PointToPoint::threadMain() {
   constexpr auto kMinSleep = std::chrono::microseconds(50);
   constexpr auto kMaxSleep = std::chrono::microseconds(1000);
+  constexpr auto kNap = std::chrono::milliseconds(200);
   auto sleep = kMinSleep;
+  auto idleSince = Clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
     if (inflight_.empty()) {
-      threadIdle_ = true;
+      if (Clock::now() - idleSince < kNap) {
+        work_.wait_for(lock, kMaxSleep);
+        continue;
+      }
+      threadAsleep_ = true;
       work_.wait(lock, [this] { return stopping_ || !inflight_.empty(); });
-      threadIdle_ = false;
+      threadAsleep_ = false;
       sleep = kMinSleep;
+      idleSince = Clock::now();
+      continue;
+    }
+    idleSince = Clock::now();
+    if (waiters_.load(std::memory_order_relaxed) > 0) {  // a waiter drives everything in flight
+      work_.wait_for(lock, kMaxSleep);
       continue;
     }
     std::vector<Finished> finished;

@@ -92,7 +92,10 @@ class PointToPoint {
   std::atomic<bool> aborted_{false};
   const std::chrono::microseconds spin_;
   bool stopping_ = false;
-  bool threadIdle_ = false;  // the thread sleeps on work_ (posts then wake it)
+  // The thread sleeps on work_ without a bound (nothing posted for a while): a post wakes it.
+  // Otherwise it looks again within a millisecond by itself, and posts make no system call.
+  bool threadAsleep_ = false;
+  std::atomic<int> waiters_{0};  // threads inside waitUntil (they drive; the thread need not)
   std::thread thread_;
 };
 
