@@ -26,7 +26,7 @@ step() { printf '== [%2d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 PACKAGES=(build-essential cmake pkg-config libfabric-dev libfabric-bin libgtest-dev libgmock-dev
           libbenchmark-dev pybind11-dev python3-pytest python3-torch libtorch-dev python3-venv
           python3-pip openmpi-bin libopenmpi-dev python3-matplotlib iproute2 iptables
-          etcd-server etcd-client python3-etcd)
+          etcd-server etcd-client python3-etcd ccache)
 
 install_packages() {
   local missing=()
@@ -41,9 +41,18 @@ install_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
 
+# ccache: the two torch_smddp builds (.venv, .venv113) compile the same engine sources; paths
+# relative to the checkout (CCACHE_BASEDIR) let the second reuse the first's objects.
+LAUNCHER=()
+
 build() {
+  if command -v ccache >/dev/null; then  # after install_packages: a fresh machine has it now
+    export CCACHE_BASEDIR=$ROOT
+    LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    export CMAKE_ARGS="${CMAKE_ARGS:-} ${LAUNCHER[*]}"
+  fi
   step "configuring and building in $BUILD_DIR"
-  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${LAUNCHER[@]}" >/dev/null
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
