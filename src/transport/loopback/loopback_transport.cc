@@ -157,11 +157,8 @@ class LoopbackTransport final : public Transport {
 }  // namespace
 
 LoopbackFabric::LoopbackFabric(int size)
-    : killed_(std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size))) {
-  for (int i = 0; i < size; ++i) {
-    inboxes_.push_back(std::make_unique<Inbox>());
-    killed_[static_cast<size_t>(i)].store(false, std::memory_order_relaxed);
-  }
+    : killed_(std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(size))) {  // all false
+  for (int i = 0; i < size; ++i) inboxes_.push_back(std::make_unique<Inbox>());
 }
 
 std::shared_ptr<LoopbackFabric> LoopbackFabric::create(int size) {
