@@ -2,7 +2,9 @@
 // PeerLiveness: kill(pid, 0) plus /proc/<pid>/stat (a zombie answers kill, but has exited).
 #include "transport/ofi/peer_liveness.h"
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +18,16 @@ namespace smddp::transport::ofi {
 namespace {
 
 bool exists(int pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+
+// A pidfd for pid (readable once the process exited), or -1.
+int openPidfd(int pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void)pid;
+  return -1;
+#endif
+}
 
 // Exited but not yet reaped by its parent: state Z (zombie) or X (dead) in /proc/<pid>/stat.
 bool isZombie(int pid) {
@@ -40,8 +52,23 @@ PeerLiveness::PeerLiveness(const std::vector<PeerInfo>& peers, int rank) {
     if (!exists(peers[r].pid)) continue;  // another pid namespace: cannot watch
     watched_.push_back(static_cast<int>(r));
     pids_.push_back(peers[r].pid);
+    pidfds_.push_back(openPidfd(peers[r].pid));
   }
   next_ = std::chrono::steady_clock::now() + kInterval;
+}
+
+PeerLiveness::~PeerLiveness() {
+  for (int fd : pidfds_) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+void PeerLiveness::forget(size_t i) {
+  if (pidfds_[i] >= 0) ::close(pidfds_[i]);
+  const auto at = static_cast<std::ptrdiff_t>(i);
+  watched_.erase(watched_.begin() + at);
+  pids_.erase(pids_.begin() + at);
+  pidfds_.erase(pidfds_.begin() + at);
 }
 
 int PeerLiveness::check() {
@@ -49,13 +76,17 @@ int PeerLiveness::check() {
   auto now = std::chrono::steady_clock::now();
   if (now < next_) return -1;
   next_ = now + kInterval;
+  std::vector<pollfd> fds(pidfds_.size());
+  for (size_t i = 0; i < fds.size(); ++i) fds[i] = {pidfds_[i], POLLIN, 0};  // fd -1: ignored
+  const bool polled = ::poll(fds.data(), fds.size(), 0) >= 0;
   for (size_t i = 0; i < watched_.size(); ++i) {
-    if (exists(pids_[i]) && !isZombie(pids_[i])) continue;
-    const int dead = watched_[i];
-    watched_.erase(watched_.begin() + static_cast<std::ptrdiff_t>(i));
-    pids_.erase(pids_.begin() + static_cast<std::ptrdiff_t>(i));
+    const bool dead = pidfds_[i] >= 0 ? polled && (fds[i].revents & (POLLIN | POLLHUP)) != 0
+                                      : !exists(pids_[i]) || isZombie(pids_[i]);
+    if (!dead) continue;
+    const int rank = watched_[i];
+    forget(i);
     next_ = now;  // the others are checked at the next call
-    return dead;
+    return rank;
   }
   return -1;
 }
