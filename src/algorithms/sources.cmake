@@ -19,6 +19,7 @@ smddp_layer(smddp_algorithms
   algorithms/barrier_dissemination.cc
   algorithms/arena/arena.cc
   algorithms/arena/segment.cc
+  algorithms/arena/mailbox.cc
   algorithms/arena/all_reduce.cc
   algorithms/arena/collectives.cc
   algorithms/arena/eager_ring.cc

@@ -137,6 +137,9 @@ Config Config::fromMap(const std::map<std::string, std::string>& given) {
   if (c.arenaEagerBytes < 0 || c.arenaEagerBytes > 65536) {
     bad("SMDDP_ARENA_EAGER_BYTES", std::to_string(c.arenaEagerBytes), "between 0 and 64K");
   }
+  if (c.arenaMailBytes < 0 || c.arenaMailBytes > 65536) {
+    bad("SMDDP_ARENA_MAIL_BYTES", std::to_string(c.arenaMailBytes), "between 0 and 64K");
+  }
   if (c.spinUs < -1) bad("SMDDP_SPIN_US", std::to_string(c.spinUs), "a count >= 0, or -1 (auto)");
   return c;
 }

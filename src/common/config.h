@@ -18,61 +18,65 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
 
 // X(member, NAME, type, default, doc). Types: Int (int64), Bytes (int64 with K/M/G suffixes),
 // String, Level (NONE|WARN|INFO|TRACE).
-#define SMDDP_CONFIG_VARS(X)                                                                      \
-  X(timeoutMs, "SMDDP_TIMEOUT_MS", Int, 300000,                                                   \
-    "Bound on every collective and bootstrap wait, in milliseconds. A collective not finished "   \
-    "by then fails on this rank with an error naming the peers not heard from.")                  \
-  X(provider, "SMDDP_PROVIDER", String, "auto",                                                   \
-    "libfabric provider: efa, shm, tcp (tcp;ofi_rxm) or auto. auto takes FI_PROVIDER when set, "  \
-    "else efa when present, else shm when every rank is on one host, else tcp.")                  \
-  X(fabricAddr, "SMDDP_FABRIC_ADDR", String, "",                                                  \
-    "Local IP address the tcp provider binds to. Default: 127.0.0.1 when every rank is on one "   \
-    "host, else libfabric's choice (FI_TCP_IFACE).")                                              \
-  X(algorithms, "SMDDP_ALGO", String, "",                                                         \
-    "Algorithm override per collective, e.g. allreduce:ring;broadcast:chain;allgather:bruck. "    \
-    "Names are listed by SMDDP_DEBUG=INFO; an unknown or unusable name is an error.")             \
-  X(segmentBytes, "SMDDP_SEGMENT_BYTES", Bytes, 1048576,                                          \
-    "Pipelining segment size of the bandwidth algorithms (ring, chain), in bytes (K/M/G "         \
-    "suffixes accepted).")                                                                        \
-  X(arena, "SMDDP_ARENA", Int, 1,                                                                 \
-    "1: when every rank of a communicator is on one host and the provider is shm, collectives "   \
-    "run through a shared-memory arena mapped by all of them (no messages). 0: everything goes "  \
-    "through libfabric. Formerly SMDDP_SHM, still read when this is unset.")                      \
-  X(arenaSlotBytes, "SMDDP_ARENA_SLOT_BYTES", Bytes, 1048576,                                     \
-    "Size of each of the two data slots every rank has in the shared-memory arena: broadcast "    \
-    "pipelines a whole slot per chunk, all_gather and the split all_reduce half a slot (both "    \
-    "also capped by SMDDP_SEGMENT_BYTES). Formerly SMDDP_SHM_SLOT_BYTES.")                        \
-  X(arenaEagerBytes, "SMDDP_ARENA_EAGER_BYTES", Bytes, 4096,                                      \
-    "Broadcasts up to this size (at most 64K) go through the arena's eager ring: 64 entries per " \
-    "rank, so a root may run up to 64 broadcasts ahead of its slowest peer. 0: every broadcast "  \
-    "uses the slots. Formerly SMDDP_SHM_EAGER_BYTES.")                                            \
-  X(spinUs, "SMDDP_SPIN_US", Int, -1,                                                             \
-    "How long a waiting rank busy-polls before it starts yielding the core, in microseconds. "    \
-    "-1 (auto): 20, or 0 when this host runs more ranks than it has cores.")                      \
-  X(debug, "SMDDP_DEBUG", Level, "WARN",                                                          \
-    "Log level: NONE, WARN, INFO (version, provider, layout, algorithm choices) or TRACE.")       \
-  X(store, "SMDDP_STORE", String, "",                                                             \
-    "Rendezvous for the perf tools and C++ tests: file:/shared/dir or tcp:host:port (the rank "   \
-    "0 process serves it). torch jobs use torch's store instead.")                                \
-  X(rank, "SMDDP_RANK", Int, -1,                                                                  \
-    "This process's rank for the perf tools; OMPI_COMM_WORLD_RANK or PMI_RANK are read when "     \
-    "unset.")                                                                                     \
-  X(worldSize, "SMDDP_WORLD_SIZE", Int, -1,                                                       \
-    "Number of ranks for the perf tools; OMPI_COMM_WORLD_SIZE or PMI_SIZE are read when unset.")  \
-  X(beaconMs, "SMDDP_BEACON_MS", Int, 500,                                                        \
-    "Period of the progress beacon, in milliseconds: each rank publishes its heartbeat and the "  \
-    "collectives it called and completed in the store, reads failures of its peers, and while "   \
-    "a collective is stuck reads its peers' beacons. 0 turns beacons off (no liveness, failure "  \
-    "propagation or mismatch naming beyond the transport's own).")                                \
-  X(heartbeatTimeoutMs, "SMDDP_HEARTBEAT_TIMEOUT_MS", Int, 30000,                                 \
-    "A peer whose beacon heartbeat has not moved for this long while we wait for a collective "   \
-    "is declared dead, and the collective fails naming it.")                                      \
-  X(checkMismatch, "SMDDP_CHECK_MISMATCH", Int, 1,                                                \
-    "1: a hash of each collective's signature goes into the message tags, so ranks that called "  \
-    "different collectives never exchange data, and the beacons name both sides (kMismatch). "    \
-    "0: off.")                                                                                    \
-  X(dumpOnTimeout, "SMDDP_DUMP_ON_TIMEOUT", String, "",                                           \
-    "When set to a path, a collective that fails by timeout, peer failure or mismatch writes "    \
+#define SMDDP_CONFIG_VARS(X)                                                                       \
+  X(timeoutMs, "SMDDP_TIMEOUT_MS", Int, 300000,                                                    \
+    "Bound on every collective and bootstrap wait, in milliseconds. A collective not finished "    \
+    "by then fails on this rank with an error naming the peers not heard from.")                   \
+  X(provider, "SMDDP_PROVIDER", String, "auto",                                                    \
+    "libfabric provider: efa, shm, tcp (tcp;ofi_rxm) or auto. auto takes FI_PROVIDER when set, "   \
+    "else efa when present, else shm when every rank is on one host, else tcp.")                   \
+  X(fabricAddr, "SMDDP_FABRIC_ADDR", String, "",                                                   \
+    "Local IP address the tcp provider binds to. Default: 127.0.0.1 when every rank is on one "    \
+    "host, else libfabric's choice (FI_TCP_IFACE).")                                               \
+  X(algorithms, "SMDDP_ALGO", String, "",                                                          \
+    "Algorithm override per collective, e.g. allreduce:ring;broadcast:chain;allgather:bruck. "     \
+    "Names are listed by SMDDP_DEBUG=INFO; an unknown or unusable name is an error.")              \
+  X(segmentBytes, "SMDDP_SEGMENT_BYTES", Bytes, 1048576,                                           \
+    "Pipelining segment size of the bandwidth algorithms (ring, chain), in bytes (K/M/G "          \
+    "suffixes accepted).")                                                                         \
+  X(arena, "SMDDP_ARENA", Int, 1,                                                                  \
+    "1: when every rank of a communicator is on one host and the provider is shm, collectives "    \
+    "run through a shared-memory arena mapped by all of them (no messages). 0: everything goes "   \
+    "through libfabric. Formerly SMDDP_SHM, still read when this is unset.")                       \
+  X(arenaSlotBytes, "SMDDP_ARENA_SLOT_BYTES", Bytes, 1048576,                                      \
+    "Size of each of the two data slots every rank has in the shared-memory arena: broadcast "     \
+    "pipelines a whole slot per chunk, all_gather and the split all_reduce half a slot (both "     \
+    "also capped by SMDDP_SEGMENT_BYTES). Formerly SMDDP_SHM_SLOT_BYTES.")                         \
+  X(arenaEagerBytes, "SMDDP_ARENA_EAGER_BYTES", Bytes, 4096,                                       \
+    "Broadcasts up to this size (at most 64K) go through the arena's eager ring: 64 entries per "  \
+    "rank, so a root may run up to 64 broadcasts ahead of its slowest peer. 0: every broadcast "   \
+    "uses the slots. Formerly SMDDP_SHM_EAGER_BYTES.")                                             \
+  X(arenaMailBytes, "SMDDP_ARENA_MAIL_BYTES", Bytes, 4096,                                         \
+    "send/recv messages up to this size (at most 64K) between the ranks of an arena travel "       \
+    "through its mailboxes (8 letters per ordered pair of ranks, up to 4M per rank in all, so "    \
+    "large groups get smaller letters); larger ones through libfabric. 0: all through libfabric.") \
+  X(spinUs, "SMDDP_SPIN_US", Int, -1,                                                              \
+    "How long a waiting rank busy-polls before it starts yielding the core, in microseconds. "     \
+    "-1 (auto): 20, or 0 when this host runs more ranks than it has cores.")                       \
+  X(debug, "SMDDP_DEBUG", Level, "WARN",                                                           \
+    "Log level: NONE, WARN, INFO (version, provider, layout, algorithm choices) or TRACE.")        \
+  X(store, "SMDDP_STORE", String, "",                                                              \
+    "Rendezvous for the perf tools and C++ tests: file:/shared/dir or tcp:host:port (the rank "    \
+    "0 process serves it). torch jobs use torch's store instead.")                                 \
+  X(rank, "SMDDP_RANK", Int, -1,                                                                   \
+    "This process's rank for the perf tools; OMPI_COMM_WORLD_RANK or PMI_RANK are read when "      \
+    "unset.")                                                                                      \
+  X(worldSize, "SMDDP_WORLD_SIZE", Int, -1,                                                        \
+    "Number of ranks for the perf tools; OMPI_COMM_WORLD_SIZE or PMI_SIZE are read when unset.")   \
+  X(beaconMs, "SMDDP_BEACON_MS", Int, 500,                                                         \
+    "Period of the progress beacon, in milliseconds: each rank publishes its heartbeat and the "   \
+    "collectives it called and completed in the store, reads failures of its peers, and while "    \
+    "a collective is stuck reads its peers' beacons. 0 turns beacons off (no liveness, failure "   \
+    "propagation or mismatch naming beyond the transport's own).")                                 \
+  X(heartbeatTimeoutMs, "SMDDP_HEARTBEAT_TIMEOUT_MS", Int, 30000,                                  \
+    "A peer whose beacon heartbeat has not moved for this long while we wait for a collective "    \
+    "is declared dead, and the collective fails naming it.")                                       \
+  X(checkMismatch, "SMDDP_CHECK_MISMATCH", Int, 1,                                                 \
+    "1: a hash of each collective's signature goes into the message tags, so ranks that called "   \
+    "different collectives never exchange data, and the beacons name both sides (kMismatch). "     \
+    "0: off.")                                                                                     \
+  X(dumpOnTimeout, "SMDDP_DUMP_ON_TIMEOUT", String, "",                                            \
+    "When set to a path, a collective that fails by timeout, peer failure or mismatch writes "     \
     "the flight recorder (last 256 collectives) and the peers' beacons to <path>.<rank>.")
 
 struct Config {
@@ -84,6 +88,7 @@ struct Config {
   int64_t arena;
   int64_t arenaSlotBytes;
   int64_t arenaEagerBytes;
+  int64_t arenaMailBytes;
   int64_t spinUs;
   LogLevel debug;
   std::string store;

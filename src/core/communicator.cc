@@ -27,7 +27,8 @@ std::unique_ptr<algo::arena::Arena> createArena(Store& store, const std::string&
   std::string why;
   auto segment = algo::arena::createSegment(
       store, prefix, transport.rank(), transport.size(), static_cast<size_t>(config.arenaSlotBytes),
-      static_cast<size_t>(config.arenaEagerBytes), settings.timeout, wanted, why);
+      static_cast<size_t>(config.arenaEagerBytes), static_cast<size_t>(config.arenaMailBytes),
+      settings.timeout, wanted, why);
   if (!segment) {
     if (wanted) {
       SMDDP_WARN(transport.rank(),

@@ -89,7 +89,8 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   exec_.spinUs = settings_.spinUs;
   if (p2pTransport) {
     p2p_ = std::make_unique<PointToPoint>(std::move(p2pTransport),
-                                          std::chrono::microseconds(settings_.spinUs));
+                                          std::chrono::microseconds(settings_.spinUs),
+                                          arena_ ? &arena_->segment() : nullptr);
   }
   exec_.abortFlag = &aborted_;
   exec_.monitor = watch_->monitor();

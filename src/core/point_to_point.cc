@@ -8,6 +8,8 @@
 #include <thread>
 #include <utility>
 
+#include "algorithms/arena/mailbox.h"
+#include "common/clock.h"
 #include "common/logging.h"
 #include "smddp/error.h"
 #include "smddp/helper_thread.h"
@@ -31,8 +33,12 @@ void backOff(std::chrono::steady_clock::duration idle, std::chrono::microseconds
 }  // namespace
 
 PointToPoint::PointToPoint(std::unique_ptr<transport::Transport> transport,
-                           std::chrono::microseconds spin)
+                           std::chrono::microseconds spin, algo::arena::Segment* arena)
     : transport_(std::move(transport)), rank_(transport_->rank()), spin_(spin) {
+  if (arena != nullptr && arena->mailPayload() > 0) {
+    mailbox_ = std::make_unique<algo::arena::Mailbox>(*arena);
+    queuedLetters_.assign(static_cast<size_t>(arena->size()), 0);
+  }
   thread_ = startHelperThread("smddp-p2p", [this] { threadMain(); });
 }
 
@@ -67,30 +73,43 @@ Request PointToPoint::post(const algo::CollectiveArgs& args, int peer, uint32_t 
   std::vector<Finished> finished;
   bool wake = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
     state->desc.seq = nextSeq_++;
     if (aborted_.load()) {
       throw Error(ErrorCode::kAborted, "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
                                            "): " + state->desc.describe() +
                                            " not posted: the communicator was aborted");
     }
-    Pending& p = inflight_.emplace_back();
-    p.op.kind = send ? OpKind::kSend : OpKind::kRecv;
-    p.op.peer = peer;
-    p.op.tag = tag;
-    p.op.buffer = send ? const_cast<void*>(args.send) : args.recv;
-    p.op.bytes = args.bytes();
-    p.request = state;
-    p.timeout = timeout;
-    p.deadline = Clock::now() + timeout;
-    p.tag = tag;
-    try {
-      transport_->post(p.op);
-    } catch (...) {
-      inflight_.pop_back();
-      throw;
+    Pending local;
+    local.op.kind = send ? OpKind::kSend : OpKind::kRecv;
+    local.op.peer = peer;
+    local.op.tag = tag;
+    local.op.buffer = send ? const_cast<void*>(args.send) : args.recv;
+    local.op.bytes = args.bytes();
+    local.request = state;
+    local.timeout = timeout;
+    local.deadline = coarseNow() + timeout + coarseLag();  // never early; no clock read
+    local.tag = tag;
+    // The latency path: a letter written at once, or a whole unexpected message taken, completes
+    // here without entering the list.
+    if (mailbox_ && (send ? sendNow(local) : takeNow(local))) {
+      const std::exception_ptr error = received(local);
+      lock.unlock();
+      state->complete(error);
+      return Request(state);
     }
-    driveLocked(finished);  // an operation that failed at once is reported now
+    Pending& p = inflight_.emplace_back(std::move(local));
+    if (mailbox_) {
+      send ? postLetterSend(p) : postLetterRecv(p);
+    } else {
+      try {
+        transport_->post(p.op);
+      } catch (...) {
+        inflight_.pop_back();
+        throw;
+      }
+    }
+    driveLocked(finished, coarseNow());  // an operation that failed at once is reported now
     wake = threadAsleep_;
   }
   if (wake) work_.notify_one();  // else the thread looks by itself soon: no system call
@@ -98,11 +117,21 @@ Request PointToPoint::post(const algo::CollectiveArgs& args, int peer, uint32_t 
   return Request(state);
 }
 
-bool PointToPoint::driveLocked(std::vector<Finished>& out) {
-  if (inflight_.empty()) return false;
-  transport_->progress();
-  const auto now = Clock::now();
+bool PointToPoint::driveLocked(std::vector<Finished>& out, Clock::time_point now) {
+  if (inflight_.empty() && !mailbox_) return false;
+  bool moved = false;
+  if (mailbox_) {
+    moved = readLetters();
+    if (queuedTotal_ > 0) moved = pushLetters() || moved;
+  }
+  // With mailboxes the transport carries only large messages; it is still polled every
+  // millisecond, which is also when it looks whether the peers are alive.
+  if (!mailbox_ || fabricBusy_ || now - lastPoll_ >= std::chrono::milliseconds(1)) {
+    transport_->progress();
+    lastPoll_ = now;
+  }
   const size_t before = out.size();
+  fabricBusy_ = false;
   for (auto it = inflight_.begin(); it != inflight_.end();) {
     Pending& p = *it;
     if (p.request == nullptr) {  // one the transport could not withdraw (below), reported
@@ -112,10 +141,11 @@ bool PointToPoint::driveLocked(std::vector<Finished>& out) {
     const bool gone = !p.op.finished() && transport_->peerGone(p.op.peer);
     const bool expired = !p.op.finished() && now >= p.deadline;
     if (!p.op.finished() && !gone && !expired) {
+      fabricBusy_ = fabricBusy_ || p.path == Path::kFabric;
       ++it;
       continue;
     }
-    if (!p.op.finished() && !transport_->cancel(p.op)) {
+    if (!p.op.finished() && !withdraw(p)) {
       // The transport could not withdraw it and may still write the buffer: keep the Pending
       // (its Op stays valid) and refuse everything from now on.
       aborted_.store(true);
@@ -130,7 +160,8 @@ bool PointToPoint::driveLocked(std::vector<Finished>& out) {
       error = received(p);
     } else if (gone) {
       error = failure(p, Why::kGone);
-    } else if (expired && p.op.error.find("cancelled") != std::string::npos) {
+    } else if (expired &&
+               (p.path != Path::kFabric || p.op.error.find("cancelled") != std::string::npos)) {
       error = failure(p, Why::kExpired);
     } else {
       error = failure(p, Why::kFailed);
@@ -138,7 +169,21 @@ bool PointToPoint::driveLocked(std::vector<Finished>& out) {
     out.push_back({std::move(p.request), error});
     it = inflight_.erase(it);
   }
-  return out.size() > before;
+  return moved || out.size() > before;
+}
+
+bool PointToPoint::withdraw(Pending& p) {
+  switch (p.path) {
+    case Path::kFabric:
+      return transport_->cancel(p.op);
+    case Path::kLetterOut:
+      --queuedLetters_[static_cast<size_t>(p.op.peer)];
+      --queuedTotal_;
+      return true;
+    case Path::kLetterIn:
+      return true;
+  }
+  return true;
 }
 
 std::exception_ptr PointToPoint::received(const Pending& p) const {
@@ -164,8 +209,11 @@ std::exception_ptr PointToPoint::failure(const Pending& p, Why why) const {
   } else if (why == Why::kExpired) {
     code = ErrorCode::kTimeout;
     what = "timed out after " + std::to_string(p.timeout.count()) + " ms: " +
-           (send ? peer + " posted no matching recv (this tag, from this rank)"
-                 : peer + " sent no matching message (this tag, to this rank)");
+           (p.path == Path::kLetterOut
+                ? peer + " took none of this rank's last messages (its mailbox is full): it " +
+                      "posted no matching recv"
+            : send ? peer + " posted no matching recv (this tag, from this rank)"
+                   : peer + " sent no matching message (this tag, to this rank)");
   } else if (p.op.error.find("truncated") != std::string::npos) {
     code = ErrorCode::kMismatch;
     what = "the message from " + peer + " is larger than this receive (" +
@@ -200,14 +248,14 @@ bool PointToPoint::waitUntil(RequestState& request, Clock::time_point deadline) 
     ~Leave() { n.fetch_sub(1, std::memory_order_relaxed); }
   } leave{waiters_};
   while (!request.done()) {
+    const auto now = Clock::now();
     bool progressed = false;
     {
       std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
-      if (lock.owns_lock()) progressed = driveLocked(finished);
+      if (lock.owns_lock()) progressed = driveLocked(finished, now);
     }
     completeAll(finished);
     if (request.done()) break;
-    const auto now = Clock::now();
     if (now >= deadline) return false;
     if (progressed) idleSince = now;
     backOff(now - idleSince, spin_);
@@ -222,7 +270,7 @@ void PointToPoint::abort() {
     aborted_.store(true);
     for (auto it = inflight_.begin(); it != inflight_.end();) {
       Pending& p = *it;
-      const bool withdrawn = p.op.finished() || transport_->cancel(p.op);
+      const bool withdrawn = p.op.finished() || withdraw(p);
       if (p.request) {
         // Before the request moves out. One that completed meanwhile keeps its outcome.
         std::exception_ptr error = p.op.done() ? received(p) : aborted(p);
@@ -244,25 +292,45 @@ std::exception_ptr PointToPoint::aborted(const Pending& p) const {
 // waiter drives every operation in flight, so the thread stands by while one waits). With nothing
 // in flight it looks every millisecond for a while, so that a busy sender or receiver never pays
 // for waking it (a system call, and a thread scheduled onto a core another rank spins on), and
-// sleeps until woken once nothing was posted for kNap.
+// sleeps until woken once nothing was posted for kNap; with mailboxes it wakes every kMailNap
+// to read them, so that a sender never waits long on a rank that posts no receive.
 void PointToPoint::threadMain() {
   constexpr auto kMinSleep = std::chrono::microseconds(50);
   constexpr auto kMaxSleep = std::chrono::microseconds(1000);
   constexpr auto kNap = std::chrono::milliseconds(200);
+  constexpr auto kMailNap = std::chrono::milliseconds(10);
   auto sleep = kMinSleep;
   auto idleSince = Clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
+  // driveLocked, with its outcome (what finished) to complete once the lock is released.
+  const auto drive = [this](std::vector<Finished>* finished = nullptr) {
+    std::vector<Finished> none;
+    try {
+      return driveLocked(finished != nullptr ? *finished : none, Clock::now());
+    } catch (const std::exception& e) {
+      SMDDP_WARN(rank_, "point-to-point progress: " << e.what());
+      return false;
+    }
+  };
   while (!stopping_) {
     if (inflight_.empty()) {
+      if (mailbox_ && drive()) idleSince = Clock::now();  // letters came: unexpected messages
       if (Clock::now() - idleSince < kNap) {
         work_.wait_for(lock, kMaxSleep);
         continue;
       }
       threadAsleep_ = true;
-      work_.wait(lock, [this] { return stopping_ || !inflight_.empty(); });
+      const auto ready = [this] { return stopping_ || !inflight_.empty(); };
+      if (mailbox_) {
+        work_.wait_for(lock, kMailNap, ready);  // senders wait for room in its mailboxes
+      } else {
+        work_.wait(lock, ready);
+      }
       threadAsleep_ = false;
-      sleep = kMinSleep;
-      idleSince = Clock::now();
+      if (!inflight_.empty()) {
+        sleep = kMinSleep;
+        idleSince = Clock::now();
+      }
       continue;
     }
     idleSince = Clock::now();
@@ -271,12 +339,7 @@ void PointToPoint::threadMain() {
       continue;
     }
     std::vector<Finished> finished;
-    bool any = false;
-    try {
-      any = driveLocked(finished);
-    } catch (const std::exception& e) {
-      SMDDP_WARN(rank_, "point-to-point progress: " << e.what());
-    }
+    const bool any = drive(&finished);
     lock.unlock();
     completeAll(finished);
     sleep = any ? kMinSleep : std::min(sleep * 2, kMaxSleep);

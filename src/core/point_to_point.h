@@ -9,6 +9,15 @@
 // Tags are the user's (32 bits); a receive names its peer or takes any rank's message with its
 // tag, and learns the sender from the transport. Messages between one pair with one tag match in
 // the order they were posted (the transports keep per-peer order).
+//
+// Within a host (the communicator has an arena with mailboxes: algorithms/arena/mailbox.h) every
+// message is announced by a letter in the receiver's mailbox, in post order per ordered pair, and
+// matched here against the posted receives (the first that fits, in post order) or kept as
+// unexpected; a message that fits a letter travels in it (a send is done once it is written),
+// a larger one follows through the transport, tagged with the letter's carry number (unique per
+// pair, so a receive that timed out can never take a later message's data). A send whose
+// receiver's mailbox is full waits here in post order; the receiver drains its mailboxes whenever
+// it drives, and its progress thread at least every 10 ms.
 // Invariants: every operation is bounded by the timeout it was posted with; a peer found gone
 // fails the operations that involve it (kPeerFailure); a message of another size than the
 // receive fails it (kMismatch when shorter, the transport's truncation error when longer);
@@ -19,6 +28,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -31,6 +41,11 @@
 #include "smddp/types.h"
 #include "transport/transport.h"
 
+namespace smddp::algo::arena {
+class Mailbox;
+class Segment;
+}  // namespace smddp::algo::arena
+
 namespace smddp::core {
 
 class PointToPoint {
@@ -38,7 +53,10 @@ class PointToPoint {
   using Clock = std::chrono::steady_clock;
 
   // spin: how long a waiter polls before it yields (the host's spin budget, SMDDP_SPIN_US).
-  PointToPoint(std::unique_ptr<transport::Transport> transport, std::chrono::microseconds spin);
+  // arena (optional, outliving this): the communicator's arena, whose mailboxes then carry the
+  // messages (none when it has no room for letters).
+  PointToPoint(std::unique_ptr<transport::Transport> transport, std::chrono::microseconds spin,
+               algo::arena::Segment* arena = nullptr);
   // Fails what is still in flight (kAborted) and stops the progress thread.
   ~PointToPoint();
   PointToPoint(const PointToPoint&) = delete;
@@ -54,8 +72,12 @@ class PointToPoint {
   void abort();
 
  private:
+  // How an operation travels: posted on the transport, or (with mailboxes) a send whose letter is
+  // not written yet or a receive that no letter matched yet.
+  enum class Path : uint8_t { kFabric, kLetterOut, kLetterIn };
   struct Pending {
     transport::Op op;
+    Path path = Path::kFabric;
     std::shared_ptr<RequestState> request;
     Clock::time_point deadline;
     std::chrono::milliseconds timeout;
@@ -66,11 +88,20 @@ class PointToPoint {
     std::exception_ptr error;
   };
 
+  // A letter read before any receive matched it: the message (whole) or its carry number.
+  struct Unexpected {
+    int from;
+    uint32_t tag;
+    uint32_t carry;
+    uint64_t bytes;
+    std::vector<unsigned char> data;
+  };
+
   enum class Why { kGone, kExpired, kFailed };
 
   // One round of progress and the sweep of what finished (mutex_ held); whatever finished is
   // moved to `out`, to be completed once the lock is released. Returns whether anything did.
-  bool driveLocked(std::vector<Finished>& out);
+  bool driveLocked(std::vector<Finished>& out, Clock::time_point now);
   // The outcome of a done operation: null, or kMismatch for a receive of another size (sets the
   // request's source).
   std::exception_ptr received(const Pending& p) const;
@@ -82,6 +113,21 @@ class PointToPoint {
   std::string where(int peer) const;  // "rank 1 (host)", "any rank"
   static void completeAll(std::vector<Finished>& finished);
   void threadMain();
+  // Withdraws an operation that did not finish; false when the transport could not.
+  bool withdraw(Pending& p);
+
+  // The mailbox path (point_to_point_mail.cc), mutex_ held.
+  bool sendNow(Pending& p);         // a send whose whole letter could be written at once (done)
+  bool takeNow(Pending& p);         // a receive that took a whole unexpected message (done)
+  void postLetterSend(Pending& p);  // writes its letter, or queues it behind earlier ones
+  void postLetterRecv(Pending& p);  // takes an unexpected message, or waits for a letter
+  bool writeLetter(Pending& p);     // false: the receiver's mailbox is full
+  bool pushLetters();               // queued letters, in post order; returns whether any went
+  bool readLetters();               // every mailbox; returns whether any letter was read
+  // A receive matched to a letter from `from` (data: a whole message; null when carried).
+  void deliver(Pending& p, int from, uint32_t carry, uint64_t bytes, const unsigned char* data);
+  // Posts the transport half of a carried message (tag: its carry number).
+  void postCarried(Pending& p, int peer, uint32_t carry);
 
   std::unique_ptr<transport::Transport> transport_;
   const int rank_;
@@ -96,6 +142,13 @@ class PointToPoint {
   // Otherwise it looks again within a millisecond by itself, and posts make no system call.
   bool threadAsleep_ = false;
   std::atomic<int> waiters_{0};  // threads inside waitUntil (they drive; the thread need not)
+  // The mailbox path (null without one) and its state, guarded by mutex_.
+  std::unique_ptr<algo::arena::Mailbox> mailbox_;
+  std::deque<Unexpected> unexpected_;
+  std::vector<int> queuedLetters_;  // per receiver: sends waiting for room in its mailbox
+  int queuedTotal_ = 0;
+  bool fabricBusy_ = true;  // something may be in flight on the transport
+  Clock::time_point lastPoll_{};
   std::thread thread_;
 };
 

@@ -9,6 +9,7 @@ smddp_layer(smddp_core
   core/validate.cc
   core/validate_all_to_all.cc
   core/validate_point_to_point.cc
-  core/point_to_point.cc)
+  core/point_to_point.cc
+  core/point_to_point_mail.cc)
 target_link_libraries(smddp_core PUBLIC smddp_watch smddp_algorithms smddp_transport smddp_store
   smddp_reduce smddp_common)

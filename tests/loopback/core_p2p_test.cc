@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// send and recv through the public API over the loopback transport: a ring exchange over worlds
-// 2..7 (every dtype, zero and odd counts, receives posted before and after the sends), order per
-// (peer, tag), any-source receives, sends and receives mixed with collectives in either order on
-// the two sides, and the errors: sizes that differ (both ways), a timeout naming the peer and
-// tag, bad arguments, abort. Values are closed forms of (sender, receiver, index).
+// send and recv through the public API over the loopback transport, each test on both paths:
+// messages through the transport only (kFabric), and through a shared arena's mailboxes with
+// letters of kLetter bytes, larger messages carried by the transport (kMail). A ring exchange over
+// worlds 2..7 (every dtype, zero and odd counts, receives posted before and after the sends),
+// order per (peer, tag) also across letters and carried messages, any-source receives, sends and
+// receives mixed with collectives in either order on the two sides, senders that fill a mailbox
+// before the receiver posts anything, and the errors: sizes that differ (both ways), a timeout
+// naming the peer and tag, bad arguments, abort. Values are closed forms of (sender, receiver,
+// index).
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <set>
+#include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "loopback_group.h"
@@ -30,11 +36,22 @@ int32_t value(int from, int to, size_t i) {
   return static_cast<int32_t>(from * 1000 + to * 100 + static_cast<int>(i % 97));
 }
 
-class CoreP2p : public ::testing::TestWithParam<int> {};
+constexpr size_t kFabric = 0;    // no mailboxes
+constexpr size_t kLetter = 256;  // mailboxes with letters of 256 bytes
+
+std::string pathName(size_t mail) { return mail == kFabric ? "Fabric" : "Mail"; }
+
+class CoreP2p : public ::testing::TestWithParam<std::tuple<int, size_t>> {
+ protected:
+  int ranks() const { return std::get<0>(GetParam()); }
+  std::vector<std::unique_ptr<Communicator>> group(const Options& options = Options()) const {
+    return makeLoopbackGroup(ranks(), options, nullptr, std::get<1>(GetParam()));
+  }
+};
 
 TEST_P(CoreP2p, RingExchangeEveryDtypeAndCountBothPostOrders) {
-  const int n = GetParam();
-  auto comms = makeLoopbackGroup(n);
+  const int n = ranks();
+  auto comms = group();
   runRanks(comms, [&](int rank, Communicator& c) {
     const int next = (rank + 1) % n, prev = (rank + n - 1) % n;
     for (size_t count : {size_t{0}, size_t{1}, size_t{13}, size_t{100003}}) {
@@ -61,8 +78,8 @@ TEST_P(CoreP2p, RingExchangeEveryDtypeAndCountBothPostOrders) {
 }
 
 TEST_P(CoreP2p, AnySourceReceivesEveryOtherRankAndNamesIt) {
-  const int n = GetParam();
-  auto comms = makeLoopbackGroup(n);
+  const int n = ranks();
+  auto comms = group();
   runRanks(comms, [&](int rank, Communicator& c) {
     const auto I = DataType::kInt32;
     if (rank == 0) {
@@ -95,10 +112,66 @@ TEST_P(CoreP2p, AnySourceReceivesEveryOtherRankAndNamesIt) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, CoreP2p, ::testing::Values(2, 3, 5, 7));
+// Letters and carried messages of one pair and tag, interleaved, sizes of every kind in turn:
+// each receive gets its own message (order holds across the two routes), any source included.
+TEST_P(CoreP2p, LettersAndCarriedMessagesKeepTheirOrder) {
+  const int n = ranks();
+  auto comms = group();
+  const size_t sizes[] = {0, 1, kLetter / 8, kLetter / 8 + 1, 5000, 2};  // int64 elements
+  constexpr int kRounds = 3;
+  runRanks(comms, [&](int rank, Communicator& c) {
+    const auto I = DataType::kInt64;
+    if (rank == 0) {
+      for (int from = 1; from < n; ++from) {
+        for (int k = 0; k < kRounds * 6; ++k) {
+          const size_t count = sizes[k % 6];
+          std::vector<int64_t> got(count, -1);
+          // Every other receive takes any source: the tag is the sender's own.
+          const int peer = k % 2 == 0 ? from : Communicator::kAnySource;
+          Request r = c.recv(Buffer(got.data(), count, I), peer, static_cast<uint32_t>(from));
+          r.wait();
+          ASSERT_EQ(r.source(), from);
+          for (size_t i = 0; i < count; ++i) {
+            ASSERT_EQ(got[i], 100000 * from + 1000 * k + static_cast<int64_t>(i))
+                << "message " << k << " from " << from << " element " << i;
+          }
+        }
+      }
+      return;
+    }
+    std::vector<std::vector<int64_t>> out;
+    std::vector<Request> sends;
+    for (int k = 0; k < kRounds * 6; ++k) {
+      auto& v = out.emplace_back(sizes[k % 6]);
+      for (size_t i = 0; i < v.size(); ++i)
+        v[i] = 100000 * rank + 1000 * k + static_cast<int64_t>(i);
+    }
+    for (auto& v : out) {
+      sends.push_back(c.send(Buffer(v.data(), v.size(), I), 0, static_cast<uint32_t>(rank)));
+    }
+    for (auto& r : sends) r.wait();
+  });
+}
 
-TEST(CoreP2pOrder, MessagesOfOnePairAndTagMatchInPostOrder) {
-  auto comms = makeLoopbackGroup(2);
+INSTANTIATE_TEST_SUITE_P(Ranks, CoreP2p,
+                         ::testing::Combine(::testing::Values(2, 3, 5, 7),
+                                            ::testing::Values(kFabric, kLetter)),
+                         [](const auto& info) {
+                           return std::to_string(std::get<0>(info.param)) + "ranks" +
+                                  pathName(std::get<1>(info.param));
+                         });
+
+class CoreP2pPath : public ::testing::TestWithParam<size_t> {
+ protected:
+  std::vector<std::unique_ptr<Communicator>> group(int n,
+                                                   const Options& options = Options()) const {
+    return makeLoopbackGroup(n, options, nullptr, GetParam());
+  }
+  bool mail() const { return GetParam() != kFabric; }
+};
+
+TEST_P(CoreP2pPath, MessagesOfOnePairAndTagMatchInPostOrder) {
+  auto comms = group(2);
   runRanks(comms, [&](int rank, Communicator& c) {
     const auto I = DataType::kInt64;
     constexpr int kEach = 20;
@@ -126,10 +199,10 @@ TEST(CoreP2pOrder, MessagesOfOnePairAndTagMatchInPostOrder) {
   });
 }
 
-TEST(CoreP2pOrder, SendRecvDoNotWaitBehindCollectives) {
+TEST_P(CoreP2pPath, SendRecvDoNotWaitBehindCollectives) {
   // Rank 0 posts an all_reduce, then sends; rank 1 receives first, then joins the all_reduce:
   // in the engine's issue order the send would wait for an all_reduce that waits for it.
-  auto comms = makeLoopbackGroup(2);
+  auto comms = group(2);
   runRanks(comms, [&](int rank, Communicator& c) {
     const auto F = DataType::kFloat32;
     std::vector<float> a(1000, static_cast<float>(rank + 1)), m(1000, 0.f);
@@ -149,8 +222,60 @@ TEST(CoreP2pOrder, SendRecvDoNotWaitBehindCollectives) {
   });
 }
 
-TEST(CoreP2pErrors, SizesThatDifferFailTheReceiveNamingBothRanks) {
-  auto comms = makeLoopbackGroup(2);
+// Rank 0 sends more small messages, each waited for, than a mailbox holds, then joins an
+// all_reduce; rank 1 joins the all_reduce first and receives afterwards. The sends must not wait
+// for receives that come only after the all_reduce (rank 1 drains its mailbox meanwhile).
+TEST_P(CoreP2pPath, SendsCompleteBeforeTheReceiverPostsAnything) {
+  if (!mail()) GTEST_SKIP() << "the loopback transport completes a send once it is received";
+  Options opts;
+  opts.timeout = 10s;
+  auto comms = group(2, opts);
+  constexpr int kMessages = 30;
+  runRanks(comms, [&](int rank, Communicator& c) {
+    const auto I = DataType::kInt32;
+    int32_t x = rank + 1;
+    if (rank == 0) {
+      for (int32_t k = 0; k < kMessages; ++k) c.send(Buffer(&k, 1, I), 1, 6).wait();
+      c.allReduce(Buffer(&x, 1, I), Buffer(&x, 1, I), ReduceOp::kSum).wait();
+    } else {
+      std::this_thread::sleep_for(50ms);
+      c.allReduce(Buffer(&x, 1, I), Buffer(&x, 1, I), ReduceOp::kSum).wait();
+      for (int32_t k = 0; k < kMessages; ++k) {
+        int32_t got = -1;
+        c.recv(Buffer(&got, 1, I), 0, 6).wait();
+        ASSERT_EQ(got, k);
+      }
+    }
+    EXPECT_EQ(x, 3);
+  });
+}
+
+// A receive that timed out leaves the communicator usable: the message sent late goes whole to
+// the next receive of its pair and tag (a large one: carried, with mailboxes).
+TEST_P(CoreP2pPath, ATimedOutReceiveLeavesTheLateMessageToTheNextReceive) {
+  Options opts;
+  opts.timeout = 300ms;
+  auto comms = group(2, opts);
+  runRanks(comms, [&](int rank, Communicator& c) {
+    const auto I = DataType::kInt32;
+    for (size_t count : {size_t{3}, size_t{1000}}) {
+      std::vector<int32_t> buf(count, -1);
+      if (rank == 1) {
+        expectError([&] { c.recv(Buffer(buf.data(), count, I), 0, 8).wait(); },
+                    ErrorCode::kTimeout);
+        c.recv(Buffer(buf.data(), count, I), 0, 8).wait();
+        for (size_t i = 0; i < count; ++i) ASSERT_EQ(buf[i], 5 * static_cast<int32_t>(i));
+      } else {
+        std::this_thread::sleep_for(400ms);  // after rank 1's first receive timed out
+        for (size_t i = 0; i < count; ++i) buf[i] = 5 * static_cast<int32_t>(i);
+        c.send(Buffer(buf.data(), count, I), 1, 8).wait();
+      }
+    }
+  });
+}
+
+TEST_P(CoreP2pPath, SizesThatDifferFailTheReceiveNamingBothRanks) {
+  auto comms = group(2);
   runRanks(comms, [&](int rank, Communicator& c) {
     const auto I = DataType::kInt32;
     std::vector<int32_t> buf(16, rank);
@@ -171,15 +296,21 @@ TEST(CoreP2pErrors, SizesThatDifferFailTheReceiveNamingBothRanks) {
         << msg;
     msg =
         expectError([&] { c.recv(Buffer(buf.data(), 10, I), 0, 2).wait(); }, ErrorCode::kMismatch);
-    EXPECT_NE(msg.find("larger than this receive (40 bytes)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(mail() ? "sent 64 bytes where this receive expects 40"
+                              : "larger than this receive (40 bytes)"),
+              std::string::npos)
+        << msg;
     EXPECT_NE(msg.find("tag 2"), std::string::npos) << msg;
+    if (mail()) {
+      EXPECT_EQ(buf[0], 1) << "a letter of another size was copied";
+    }
   });
 }
 
-TEST(CoreP2pErrors, AnUnmatchedReceiveTimesOutNamingPeerAndTag) {
+TEST_P(CoreP2pPath, AnUnmatchedReceiveTimesOutNamingPeerAndTag) {
   Options opts;
   opts.timeout = 300ms;
-  auto comms = makeLoopbackGroup(3, opts);
+  auto comms = group(3, opts);
   runRanks(comms, [&](int rank, Communicator& c) {
     if (rank != 2) return;
     float x = 0;
@@ -197,8 +328,8 @@ TEST(CoreP2pErrors, AnUnmatchedReceiveTimesOutNamingPeerAndTag) {
   });
 }
 
-TEST(CoreP2pErrors, BadArgumentsAndAbort) {
-  auto comms = makeLoopbackGroup(3);
+TEST_P(CoreP2pPath, BadArgumentsAndAbort) {
+  auto comms = group(3);
   runRanks(comms, [&](int rank, Communicator& c) {
     float x = 0;
     const auto F = DataType::kFloat32;
@@ -225,8 +356,8 @@ TEST(CoreP2pErrors, BadArgumentsAndAbort) {
   });
 }
 
-TEST(CoreP2pApi, CallbacksAndShortWaits) {
-  auto comms = makeLoopbackGroup(2);
+TEST_P(CoreP2pPath, CallbacksAndShortWaits) {
+  auto comms = group(2);
   runRanks(comms, [&](int rank, Communicator& c) {
     int32_t v = rank == 0 ? 77 : -1;
     if (rank == 1) {
@@ -245,6 +376,9 @@ TEST(CoreP2pApi, CallbacksAndShortWaits) {
     }
   });
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, CoreP2pPath, ::testing::Values(kFabric, kLetter),
+                         [](const auto& info) { return pathName(info.param); });
 
 }  // namespace
 }  // namespace smddp

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "algorithms/arena/arena.h"
+#include "algorithms/arena/segment.h"
 #include "core/communicator_impl.h"
 #include "smddp/communicator.h"
 #include "smddp/error.h"
@@ -18,18 +20,25 @@
 
 namespace smddp::testing {
 
+// mailBytes > 0: the ranks also share a heap arena whose mailboxes take send/recv messages of up
+// to mailBytes (larger ones go through the loopback fabric), as ranks of one host do.
 inline std::vector<std::unique_ptr<Communicator>> makeLoopbackGroup(
     int n, const Options& options = Options(),
-    std::shared_ptr<transport::LoopbackFabric>* fabricOut = nullptr) {
+    std::shared_ptr<transport::LoopbackFabric>* fabricOut = nullptr, size_t mailBytes = 0) {
   auto fabric = transport::LoopbackFabric::create(n);
   auto p2pFabric = transport::LoopbackFabric::create(n);  // send / recv: a second endpoint
   if (fabricOut != nullptr) *fabricOut = fabric;
   Config config = Config::fromMap({});
   const core::Settings settings = core::resolveSettings(options, config);
+  std::unique_ptr<algo::arena::HeapSegments> arenas;
+  if (mailBytes > 0 && n > 1) {
+    arenas = std::make_unique<algo::arena::HeapSegments>(n, 4096, 256, mailBytes);
+  }
   std::vector<std::unique_ptr<Communicator>> comms;
   for (int r = 0; r < n; ++r) {
+    auto arena = arenas ? std::make_unique<algo::arena::Arena>(arenas->view(r)) : nullptr;
     comms.push_back(std::make_unique<Communicator>(std::make_unique<core::CommunicatorImpl>(
-        fabric->endpoint(r), settings, nullptr, "", nullptr, p2pFabric->endpoint(r))));
+        fabric->endpoint(r), settings, nullptr, "", std::move(arena), p2pFabric->endpoint(r))));
   }
   return comms;
 }

@@ -47,7 +47,8 @@ struct Joined {
 std::vector<Joined> joinAll(
     int n, size_t slotBytes, const std::string& prefix,
     const std::function<bool(int)>& wanted = [](int) { return true; },
-    const std::function<size_t(int)>& eagerBytes = [](int) { return size_t{4096}; }) {
+    const std::function<size_t(int)>& eagerBytes = [](int) { return size_t{4096}; },
+    const std::function<size_t(int)>& mailBytes = [](int) { return size_t{4096}; }) {
   const std::string dir = test::makeTempDir("smddp-arena");
   auto store = makeFileStore(dir);
   std::vector<Joined> out(static_cast<size_t>(n));
@@ -56,8 +57,8 @@ std::vector<Joined> joinAll(
     threads.emplace_back([&, r] {
       Joined& j = out[static_cast<size_t>(r)];
       try {
-        j.arena = algo::arena::createSegment(*store, prefix, r, n, slotBytes, eagerBytes(r), 10s,
-                                             wanted(r), j.why);
+        j.arena = algo::arena::createSegment(*store, prefix, r, n, slotBytes, eagerBytes(r),
+                                             mailBytes(r), 10s, wanted(r), j.why);
       } catch (const std::exception& e) {
         j.error = e.what();
       }
@@ -83,6 +84,12 @@ TEST(Segment, EveryRankSeesEveryOthersWritesAndNothingIsLeftBehind) {
     auto& writer = *ranks[static_cast<size_t>(w)].arena;
     writer.posted(w).store(100 + static_cast<uint64_t>(w));
     writer.slot(w, 1)[4095] = static_cast<unsigned char>(7 + w);
+    for (int to = 0; to < kRanks; ++to) {  // a letter to every rank, the last byte that fits
+      ASSERT_EQ(writer.mailPayload(), 4096u);
+      writer.mailData(w, to, 9)[4095] = static_cast<unsigned char>(10 * w + to);
+      writer.mailHeader(w, to, 9).stamp.store(10);
+      writer.mailRead(w, to).store(static_cast<uint64_t>(20 + to));
+    }
   }
   for (int r = 0; r < kRanks; ++r) {
     auto& reader = *ranks[static_cast<size_t>(r)].arena;
@@ -90,6 +97,12 @@ TEST(Segment, EveryRankSeesEveryOthersWritesAndNothingIsLeftBehind) {
       EXPECT_EQ(reader.posted(w).load(), 100u + static_cast<uint64_t>(w)) << r << " reads " << w;
       EXPECT_EQ(reader.slot(w, 1)[4095], 7 + w) << r << " reads " << w;
       EXPECT_EQ(reader.consumed(w).load(), 0u);  // fresh memory starts at zero
+      for (int to = 0; to < kRanks; ++to) {
+        EXPECT_EQ(reader.mailData(w, to, 9)[4095], 10 * w + to) << r << " reads " << w;
+        EXPECT_EQ(reader.mailHeader(w, to, 9).stamp.load(), 10u) << r << " reads " << w;
+        EXPECT_EQ(reader.mailHeader(w, to, 10).stamp.load(), 0u) << r << " reads " << w;
+        EXPECT_EQ(reader.mailRead(w, to).load(), static_cast<uint64_t>(20 + to));
+      }
     }
   }
   const auto left = ourObjects();
@@ -141,9 +154,48 @@ TEST(Segment, RanksWithAnotherEagerSizeFallBackTogether) {
     EXPECT_FALSE(j.arena) << "rank " << r;
     EXPECT_TRUE(j.error.empty()) << j.error;
   }
-  EXPECT_NE(ranks[2].why.find("4096/4008 here but 4096/4001 on rank 0"), std::string::npos)
+  EXPECT_NE(ranks[2].why.find("4096/4008/4096 here but 4096/4001/4096 on rank 0"),
+            std::string::npos)
       << ranks[2].why;
   EXPECT_TRUE(ourObjects().empty());
+}
+
+// Another mail size on one rank: the letters would not line up, so nobody maps the arena.
+TEST(Segment, RanksWithAnotherMailSizeFallBackTogether) {
+  auto ranks = joinAll(
+      3, 4096, "mail", [](int) { return true; }, [](int) { return size_t{4096}; },
+      [](int r) { return r == 1 ? size_t{0} : size_t{4096}; });
+  for (int r = 0; r < 3; ++r) {
+    auto& j = ranks[static_cast<size_t>(r)];
+    EXPECT_FALSE(j.arena) << "rank " << r;
+    EXPECT_TRUE(j.error.empty()) << j.error;
+  }
+  EXPECT_NE(ranks[1].why.find("4096/4096/0 here but 4096/4096/4096 on rank 0"), std::string::npos)
+      << ranks[1].why;
+  EXPECT_TRUE(ourObjects().empty());
+}
+
+// Letters shrink where a large group would otherwise fill /dev/shm, to the same size on every
+// rank; none below 64 bytes.
+TEST(Segment, LettersShrinkWithTheGroupAndTheRegionHoldsThem) {
+  using algo::arena::Segment;
+  EXPECT_EQ(Segment::mailPayload(4096, 2), 4096u);
+  EXPECT_EQ(Segment::mailPayload(4096, 64), 4096u);
+  EXPECT_EQ(Segment::mailPayload(100, 8), 100u);
+  EXPECT_EQ(Segment::mailPayload(0, 8), 0u);
+  EXPECT_EQ(Segment::mailPayload(4096, 1), 0u) << "nobody to write to";
+  const size_t big = Segment::mailPayload(65536, 256);
+  EXPECT_LT(big, 65536u);
+  EXPECT_GE(big, 64u);
+  EXPECT_EQ(big % 64, 0u);
+  EXPECT_EQ(Segment::mailPayload(65536, 100000), 0u);
+  for (int n : {2, 3, 64, 256}) {
+    const size_t payload = Segment::mailPayload(65536, n);
+    const size_t without = Segment::regionBytes(4096, 4096, 0, n);
+    const size_t with = Segment::regionBytes(4096, 4096, 65536, n);
+    EXPECT_GE(with - without, static_cast<size_t>(n) * Segment::kMailDepth * payload) << n;
+    EXPECT_LE(with - without, (size_t{4} << 20) + 4096) << n;
+  }
 }
 
 }  // namespace

@@ -62,6 +62,7 @@ TEST(Config, FormerNamesAreReadWhenTheCurrentOnesAreUnset) {
   EXPECT_EQ(c.arena, 1);
   EXPECT_EQ(c.arenaSlotBytes, 1048576);
   EXPECT_EQ(c.arenaEagerBytes, 4096);
+  EXPECT_EQ(c.arenaMailBytes, 4096);
   try {
     Config::fromMap({{"SMDDP_SHM", "2"}});
     ADD_FAILURE() << "SMDDP_SHM=2 was accepted";

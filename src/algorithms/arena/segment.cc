@@ -96,12 +96,28 @@ size_t ringBytes(size_t eagerBytes) {
 }
 }  // namespace
 
-size_t Segment::regionBytes(size_t slotBytes, size_t eagerBytes) {
-  return kControlBytes + ringBytes(eagerBytes) + 2 * roundSlot(slotBytes);
+size_t Segment::mailPayload(size_t mailBytes, int size) {
+  if (mailBytes == 0 || size < 2) return 0;
+  const size_t perLetter = kMailBudget / (static_cast<size_t>(size) * kMailDepth);
+  const size_t fits =
+      perLetter > kMailHeaderBytes + kLine ? perLetter - kMailHeaderBytes - kLine : 0;
+  const size_t payload = std::min(mailBytes, fits / kLine * kLine);
+  return payload < kLine ? 0 : payload;
+}
+
+size_t Segment::mailAreaBytes(size_t payload, int size) {
+  if (payload == 0) return 0;
+  const size_t n = static_cast<size_t>(size);
+  return (n * kLine + n * kMailDepth * mailStride(payload) + kPage - 1) / kPage * kPage;
+}
+
+size_t Segment::regionBytes(size_t slotBytes, size_t eagerBytes, size_t mailBytes, int size) {
+  return kControlBytes + ringBytes(eagerBytes) + mailAreaBytes(mailPayload(mailBytes, size), size) +
+         2 * roundSlot(slotBytes);
 }
 
 Segment::Segment(std::shared_ptr<void> memory, unsigned char* base, int rank, int size,
-                 size_t slotBytes, size_t eagerBytes)
+                 size_t slotBytes, size_t eagerBytes, size_t mailBytes)
     : memory_(std::move(memory)),
       base_(base),
       rank_(rank),
@@ -109,12 +125,16 @@ Segment::Segment(std::shared_ptr<void> memory, unsigned char* base, int rank, in
       slotBytes_(roundSlot(slotBytes)),
       eagerBytes_(eagerBytes),
       eagerStride_(eagerStride(eagerBytes)),
-      slotsOffset_(kControlBytes + ringBytes(eagerBytes)),
+      mailPayload_(mailPayload(mailBytes, size)),
+      mailStride_(mailStride(mailPayload_)),
+      mailOffset_(kControlBytes + ringBytes(eagerBytes)),
+      slotsOffset_(mailOffset_ + mailAreaBytes(mailPayload_, size)),
       regionBytes_(slotsOffset_ + 2 * slotBytes_) {}
 
-HeapSegments::HeapSegments(int size, size_t slotBytes, size_t eagerBytes)
-    : size_(size), slotBytes_(slotBytes), eagerBytes_(eagerBytes) {
-  const size_t bytes = Segment::regionBytes(slotBytes, eagerBytes) * static_cast<size_t>(size);
+HeapSegments::HeapSegments(int size, size_t slotBytes, size_t eagerBytes, size_t mailBytes)
+    : size_(size), slotBytes_(slotBytes), eagerBytes_(eagerBytes), mailBytes_(mailBytes) {
+  const size_t bytes =
+      Segment::regionBytes(slotBytes, eagerBytes, mailBytes, size) * static_cast<size_t>(size);
   void* p = std::aligned_alloc(kPage, bytes);
   if (p == nullptr) throw std::bad_alloc();
   std::memset(p, 0, bytes);
@@ -123,22 +143,25 @@ HeapSegments::HeapSegments(int size, size_t slotBytes, size_t eagerBytes)
 
 std::unique_ptr<Segment> HeapSegments::view(int rank) const {
   return std::make_unique<Segment>(memory_, static_cast<unsigned char*>(memory_.get()), rank, size_,
-                                   slotBytes_, eagerBytes_);
+                                   slotBytes_, eagerBytes_, mailBytes_);
 }
 
 std::unique_ptr<Segment> createSegment(Store& store, const std::string& prefix, int rank, int size,
-                                       size_t slotBytes, size_t eagerBytes,
+                                       size_t slotBytes, size_t eagerBytes, size_t mailBytes,
                                        std::chrono::milliseconds timeout, bool wanted,
                                        std::string& why) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  const size_t bytes = Segment::regionBytes(slotBytes, eagerBytes) * static_cast<size_t>(size);
+  const size_t bytes =
+      Segment::regionBytes(slotBytes, eagerBytes, mailBytes, size) * static_cast<size_t>(size);
   auto map = std::make_shared<Mapping>();
   std::string name;
   const char* const unwanted = "not wanted (SMDDP_ARENA=0 or Options::sharedMemory = false)";
-  // The layout every rank must share: the slot size, and the eager size, which also decides which
-  // broadcasts take the ring (two eager sizes can give one entry size, hence one object size).
-  // Rank 0 publishes it with the object's name ("<layout> <name>"; object names have no spaces).
-  const std::string layout = std::to_string(slotBytes) + "/" + std::to_string(eagerBytes);
+  // The layout every rank must share: the slot size, the eager size, which also decides which
+  // broadcasts take the ring (two eager sizes can give one entry size, hence one object size),
+  // and the mail size. Rank 0 publishes it with the object's name ("<layout> <name>"; object
+  // names have no spaces).
+  const std::string layout = std::to_string(slotBytes) + "/" + std::to_string(eagerBytes) + "/" +
+                             std::to_string(mailBytes);
   if (rank == 0) {
     if (wanted) {
       name = objectName(prefix);
@@ -159,8 +182,8 @@ std::unique_ptr<Segment> createSegment(Store& store, const std::string& prefix, 
     if (!wanted) {
       why = unwanted;
     } else if (space == std::string::npos || rootLayout != layout) {
-      why = "SMDDP_ARENA_SLOT_BYTES/SMDDP_ARENA_EAGER_BYTES are " + layout + " here but " +
-            rootLayout + " on rank 0";
+      why = "SMDDP_ARENA_SLOT_BYTES/SMDDP_ARENA_EAGER_BYTES/SMDDP_ARENA_MAIL_BYTES are " + layout +
+            " here but " + rootLayout + " on rank 0";
     } else {
       name = value.substr(space + 1);
       why = openObject(name, bytes, *map);
@@ -188,7 +211,7 @@ std::unique_ptr<Segment> createSegment(Store& store, const std::string& prefix, 
   }
   auto* base = static_cast<unsigned char*>(map->address);
   return std::make_unique<Segment>(std::shared_ptr<void>(map, base), base, rank, size, slotBytes,
-                                   eagerBytes);
+                                   eagerBytes, mailBytes);
 }
 
 }  // namespace smddp::algo::arena

@@ -37,6 +37,15 @@
 // The depth lets a root run many broadcasts ahead of its peers, as Open MPI's per-peer fast boxes
 // do, instead of one with the two slots.
 //
+// The mailboxes (mailbox.h, send/recv within the host): each rank's region holds one mailbox per
+// receiver, kMailDepth letters deep, each letter a header (stamp, tag, byte count, carry) and up
+// to mailPayload() bytes, written only by that rank; and one `mailRead` word per sender, written
+// only by the region's rank as it reads that sender's letters to it. Letter u of a pair is entry
+// u % kMailDepth; the writer waits until the reader's `mailRead` reached u - kMailDepth + 1, then
+// writes header and payload and stores the stamp u + 1 (release); the reader waits for that stamp
+// (acquire), reads, and stores `mailRead` = u + 1. A letter with a nonzero carry has no payload:
+// the message follows through libfabric with that carry as its tag.
+//
 // Backing: one POSIX shared-memory object for the communicator, created by rank 0, sized with
 // posix_fallocate (a full /dev/shm is an error at creation, never a SIGBUS later) and unlinked as
 // soon as every rank mapped it, so nothing is left behind even if ranks are killed. Tests use
@@ -58,9 +67,9 @@ namespace smddp::algo::arena {
 
 class Segment {
  public:
-  // Rank `rank`'s view of the arena.
+  // Rank `rank`'s view of the arena; mailBytes as asked for (mailPayload() says what fits).
   Segment(std::shared_ptr<void> memory, unsigned char* base, int rank, int size, size_t slotBytes,
-          size_t eagerBytes);
+          size_t eagerBytes, size_t mailBytes = 0);
 
   static constexpr uint64_t kEagerDepth = 64;
   struct EagerHeader {
@@ -93,8 +102,35 @@ class Segment {
   unsigned char* eagerData(int r, uint64_t use) { return eagerEntry(r, use) + sizeof(EagerHeader); }
   std::atomic<uint64_t>& eagerConsumed(int r) { return control(r)->eagerConsumed; }
 
-  // Bytes of one rank's region for a slot size (slot rounded up to a page) and eager size.
-  static size_t regionBytes(size_t slotBytes, size_t eagerBytes);
+  // The mailboxes (above): letters of up to mailPayload() bytes (0: no mailboxes).
+  static constexpr uint64_t kMailDepth = 8;
+  static constexpr size_t kMailHeaderBytes = 32;  // the payload starts there, 32-byte aligned
+  struct MailHeader {
+    std::atomic<uint64_t> stamp;  // letter number + 1 once written
+    std::atomic<uint64_t> bytes;
+    std::atomic<uint32_t> tag;
+    std::atomic<uint32_t> carry;  // 0: the payload follows the header; else libfabric's tag
+  };
+  size_t mailPayload() const { return mailPayload_; }
+  MailHeader& mailHeader(int from, int to, uint64_t letter) {
+    return *reinterpret_cast<MailHeader*>(mailEntry(from, to, letter));
+  }
+  unsigned char* mailData(int from, int to, uint64_t letter) {
+    return mailEntry(from, to, letter) + kMailHeaderBytes;
+  }
+  // Letters from `from` that `reader` has read.
+  std::atomic<uint64_t>& mailRead(int reader, int from) {
+    return *reinterpret_cast<std::atomic<uint64_t>*>(region(reader) + mailOffset_ +
+                                                     static_cast<size_t>(from) * kLine);
+  }
+  // The letter size a group of `size` ranks gets when mailBytes are asked for: mailBytes, less
+  // where the mailboxes would take more than kMailBudget per rank; 0 below 64 bytes.
+  static size_t mailPayload(size_t mailBytes, int size);
+
+  // Bytes of one rank's region for a slot size (slot rounded up to a page), eager size and mail
+  // size in a group of `size` ranks.
+  static size_t regionBytes(size_t slotBytes, size_t eagerBytes, size_t mailBytes = 0,
+                            int size = 1);
   static size_t roundSlot(size_t slotBytes);
   static size_t eagerStride(size_t eagerBytes);
 
@@ -111,11 +147,19 @@ class Segment {
   };
   static_assert(offsetof(Control, consumed) == kLine, "posted and the identities share one line");
   static_assert(sizeof(Control) <= kControlBytes, "control words exceed the control page");
+  static_assert(sizeof(MailHeader) <= kMailHeaderBytes, "a mail header exceeds its room");
+  static constexpr size_t kMailBudget = size_t{4} << 20;  // mailboxes per rank, at most
+  static size_t mailStride(size_t payload) { return kMailHeaderBytes + (payload + 63) / 64 * 64; }
+  static size_t mailAreaBytes(size_t payload, int size);
 
   unsigned char* region(int r) const { return base_ + static_cast<size_t>(r) * regionBytes_; }
   Control* control(int r) const { return reinterpret_cast<Control*>(region(r)); }
   unsigned char* eagerEntry(int r, uint64_t use) const {
     return region(r) + kControlBytes + (use % kEagerDepth) * eagerStride_;
+  }
+  unsigned char* mailEntry(int from, int to, uint64_t letter) const {
+    return region(from) + mailOffset_ + static_cast<size_t>(size_) * kLine +
+           (static_cast<size_t>(to) * kMailDepth + letter % kMailDepth) * mailStride_;
   }
 
   std::shared_ptr<void> memory_;  // keeps the mapping alive
@@ -125,14 +169,17 @@ class Segment {
   size_t slotBytes_;
   size_t eagerBytes_;
   size_t eagerStride_;
-  size_t slotsOffset_;  // the control page, then the ring, then the slots
+  size_t mailPayload_;
+  size_t mailStride_;
+  size_t mailOffset_;   // the control page, then the eager ring, then the mailboxes,
+  size_t slotsOffset_;  // then the slots
   size_t regionBytes_;
 };
 
 // Heap-backed memory for `size` thread-ranks of one process; view(r) gives rank r its arena.
 class HeapSegments {
  public:
-  HeapSegments(int size, size_t slotBytes, size_t eagerBytes);
+  HeapSegments(int size, size_t slotBytes, size_t eagerBytes, size_t mailBytes = 0);
   std::unique_ptr<Segment> view(int rank) const;
 
  private:
@@ -140,16 +187,16 @@ class HeapSegments {
   int size_;
   size_t slotBytes_;
   size_t eagerBytes_;
+  size_t mailBytes_;
 };
 
 // Collective over the store: rank 0 creates and sizes the shared object, every rank maps it, and
 // all agree whether it worked. Returns null on every rank (with `why` set) when any rank could not
 // map it, did not want it (wanted = false, e.g. SMDDP_ARENA=0 on that rank only) or has another
-// slot or eager size than rank 0: ranks whose settings disagree fall back together instead of
-// waiting for each other. Throws Error(kStore)
-// when the store itself fails or times out.
+// slot, eager or mail size than rank 0: ranks whose settings disagree fall back together instead
+// of waiting for each other. Throws Error(kStore) when the store itself fails or times out.
 std::unique_ptr<Segment> createSegment(Store& store, const std::string& prefix, int rank, int size,
-                                       size_t slotBytes, size_t eagerBytes,
+                                       size_t slotBytes, size_t eagerBytes, size_t mailBytes,
                                        std::chrono::milliseconds timeout, bool wanted,
                                        std::string& why);
 
