@@ -64,13 +64,13 @@ std::string PointToPoint::where(int peer) const {
 
 Request PointToPoint::post(const algo::CollectiveArgs& args, int peer, uint32_t tag,
                            std::chrono::milliseconds timeout) {
-  auto state = std::make_shared<RequestState>();
+  auto state = std::allocate_shared<RequestState>(RecyclingAllocator<RequestState>());
   state->args = args;
   state->desc.call() = args.call();
   state->desc.timeout = timeout;
   state->p2p = this;
   const bool send = args.kind == CollectiveKind::kSend;
-  std::vector<Finished> finished;
+  FinishedList finished;
   bool wake = false;
   {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -117,7 +117,7 @@ Request PointToPoint::post(const algo::CollectiveArgs& args, int peer, uint32_t 
   return Request(state);
 }
 
-bool PointToPoint::driveLocked(std::vector<Finished>& out, Clock::time_point now) {
+bool PointToPoint::driveLocked(FinishedList& out, Clock::time_point now) {
   if (inflight_.empty() && !mailbox_) return false;
   bool moved = false;
   if (mailbox_) {
@@ -232,7 +232,7 @@ std::string PointToPoint::prefix(const Pending& p) const {
          ", tag " + std::to_string(p.tag);
 }
 
-void PointToPoint::completeAll(std::vector<Finished>& finished) {
+void PointToPoint::completeAll(FinishedList& finished) {
   for (Finished& f : finished) {
     if (f.request) f.request->complete(f.error);
   }
@@ -240,7 +240,7 @@ void PointToPoint::completeAll(std::vector<Finished>& finished) {
 }
 
 bool PointToPoint::waitUntil(RequestState& request, Clock::time_point deadline) {
-  std::vector<Finished> finished;
+  FinishedList finished;
   auto idleSince = Clock::now();
   waiters_.fetch_add(1, std::memory_order_relaxed);
   struct Leave {
@@ -264,7 +264,7 @@ bool PointToPoint::waitUntil(RequestState& request, Clock::time_point deadline) 
 }
 
 void PointToPoint::abort() {
-  std::vector<Finished> finished;
+  FinishedList finished;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     aborted_.store(true);
@@ -303,8 +303,8 @@ void PointToPoint::threadMain() {
   auto idleSince = Clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   // driveLocked, with its outcome (what finished) to complete once the lock is released.
-  const auto drive = [this](std::vector<Finished>* finished = nullptr) {
-    std::vector<Finished> none;
+  const auto drive = [this](FinishedList* finished = nullptr) {
+    FinishedList none;
     try {
       return driveLocked(finished != nullptr ? *finished : none, Clock::now());
     } catch (const std::exception& e) {
@@ -338,7 +338,7 @@ void PointToPoint::threadMain() {
       work_.wait_for(lock, kMaxSleep);
       continue;
     }
-    std::vector<Finished> finished;
+    FinishedList finished;
     const bool any = drive(&finished);
     lock.unlock();
     completeAll(finished);

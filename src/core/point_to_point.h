@@ -36,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/recycling_allocator.h"
 #include "core/request_state.h"
 #include "smddp/request.h"
 #include "smddp/types.h"
@@ -87,6 +88,9 @@ class PointToPoint {
     std::shared_ptr<RequestState> request;
     std::exception_ptr error;
   };
+  // Per-call lists and the in-flight list take their blocks from per-thread free lists: no
+  // malloc on the latency path (recycling_allocator.h).
+  using FinishedList = std::vector<Finished, RecyclingAllocator<Finished>>;
 
   // A letter read before any receive matched it: the message (whole) or its carry number.
   struct Unexpected {
@@ -101,7 +105,7 @@ class PointToPoint {
 
   // One round of progress and the sweep of what finished (mutex_ held); whatever finished is
   // moved to `out`, to be completed once the lock is released. Returns whether anything did.
-  bool driveLocked(std::vector<Finished>& out, Clock::time_point now);
+  bool driveLocked(FinishedList& out, Clock::time_point now);
   // The outcome of a done operation: null, or kMismatch for a receive of another size (sets the
   // request's source).
   std::exception_ptr received(const Pending& p) const;
@@ -111,7 +115,7 @@ class PointToPoint {
   // "smddp: rank R (host): recv #3 (float32 x 10 = 40 B) from rank 1 (host), tag 7".
   std::string prefix(const Pending& p) const;
   std::string where(int peer) const;  // "rank 1 (host)", "any rank"
-  static void completeAll(std::vector<Finished>& finished);
+  static void completeAll(FinishedList& finished);
   void threadMain();
   // Withdraws an operation that did not finish; false when the transport could not.
   bool withdraw(Pending& p);
@@ -133,7 +137,8 @@ class PointToPoint {
   const int rank_;
   std::mutex mutex_;  // guards transport_ (one driver at a time), inflight_ and nextSeq_
   std::condition_variable work_;
-  std::list<Pending> inflight_;  // stable addresses: the transport holds &Pending::op
+  // Stable addresses: the transport holds &Pending::op.
+  std::list<Pending, RecyclingAllocator<Pending>> inflight_;
   uint64_t nextSeq_ = 0;
   std::atomic<bool> aborted_{false};
   const std::chrono::microseconds spin_;
