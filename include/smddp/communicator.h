@@ -76,6 +76,12 @@ class Communicator {
   // recv on every rank r = block r of root's send (size() blocks of recv.count elements); send is
   // not used on the other ranks. In place when recv.data == send.data + root * recv.bytes().
   Request scatter(const Buffer& send, const Buffer& recv, int root);
+  // The list forms: recvs[r] on root (size() buffers of send.count elements each, disjoint) =
+  // rank r's send; in place when recvs[root].data == send.data. And recv on rank r = sends[r] of
+  // root (size() buffers of recv.count elements; in place when sends[root].data == recv.data).
+  // The list is not used on the other ranks. Nothing is copied through a contiguous buffer.
+  Request gather(const Buffer& send, const std::vector<Buffer>& recvs, int root);
+  Request scatter(const std::vector<Buffer>& sends, const Buffer& recv, int root);
   // Block r of send (send.count / size() elements) goes to rank r; block q of recv comes from
   // rank q. send and recv have one count and must not overlap.
   Request allToAll(const Buffer& send, const Buffer& recv);
@@ -115,6 +121,8 @@ class Communicator {
   void reduceBlocking(const Buffer& send, const Buffer& recv, ReduceOp op, int root);
   void gatherBlocking(const Buffer& send, const Buffer& recv, int root);
   void scatterBlocking(const Buffer& send, const Buffer& recv, int root);
+  void gatherBlocking(const Buffer& send, const std::vector<Buffer>& recvs, int root);
+  void scatterBlocking(const std::vector<Buffer>& sends, const Buffer& recv, int root);
   void allToAllBlocking(const Buffer& send, const Buffer& recv);
   void allToAllVBlocking(const std::vector<Buffer>& sends, const std::vector<Buffer>& recvs);
 

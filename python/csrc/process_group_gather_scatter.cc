@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// ProcessGroupSmddp's gather and scatter: the root's list of world_size tensors travels through
-// one contiguous buffer (gather: copied back into the list when the collective completes;
-// scatter: the list concatenated before it is posted), so each is one engine collective.
+// ProcessGroupSmddp's gather and scatter: the root's list of world_size tensors goes to the
+// engine's list forms as it is (one buffer per rank, staged only where a tensor is not
+// contiguous), so each is one engine collective that copies nothing through a temporary.
 // Validation on the calling thread raises RuntimeError with nothing sent.
 #include <c10/util/Exception.h>
 
@@ -57,22 +57,15 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::gather(std::vector<Tensors>&
   Staging staging;
   at::Tensor send = staging.stage(input, /*copyIn=*/true, /*copyBack=*/false);
   staging.keepAlive(input);
-  Tensors flatOutputs;
-  Buffer recv;
+  Tensors outs;
+  std::vector<Buffer> recvs;
   if (isRoot) {
-    at::Tensor all = at::empty({input.numel() * size_},
-                               input.options().memory_format(at::MemoryFormat::Contiguous));
-    for (int r = 0; r < size_; ++r) {
-      const at::Tensor& out = outputs[0][static_cast<size_t>(r)];
-      staging.addCopyBack(out, all.narrow(0, r * input.numel(), input.numel()).view(out.sizes()));
-      flatOutputs.push_back(out);
-    }
-    staging.keepAlive(all);
-    recv = toBuffer(all, what);
+    outs = outputs[0];
+    for (const auto& out : outs) recvs.push_back(toBuffer(staging.stage(out, false, true), what));
   }
   SmddpWork::Requests requests;
-  requests.push_back(c.gather(toBuffer(send, what), recv, static_cast<int>(opts.rootRank)));
-  return finish(OpType::GATHER, std::move(requests), std::move(flatOutputs), std::move(staging),
+  requests.push_back(c.gather(toBuffer(send, what), recvs, static_cast<int>(opts.rootRank)));
+  return finish(OpType::GATHER, std::move(requests), std::move(outs), std::move(staging),
                 opts.timeout);
 }
 
@@ -84,28 +77,23 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::scatter(Tensors& outputs,
   checkRoot(opts.rootRank, 0, size_, what);
   const at::Tensor& output = outputs[0];
   const bool isRoot = opts.rootRank == rank_;
-  Buffer send;
+  std::vector<Buffer> sends;
   Staging staging;
   if (isRoot) {
     TORCH_CHECK(inputs.size() == 1, "smddp: scatter expects one input list on the root, got ",
                 inputs.size());
     checkList(inputs[0], output, size_, what, "input");
-    std::vector<at::Tensor> flat;
-    for (const auto& t : inputs[0]) flat.push_back(t.reshape(-1));
-    at::Tensor all;
-    {
-      at::NoGradGuard noGrad;
-      all = at::cat(flat);
+    for (const auto& t : inputs[0]) {
+      sends.push_back(toBuffer(staging.stage(t, /*copyIn=*/true, /*copyBack=*/false), what));
+      staging.keepAlive(t);
     }
-    staging.keepAlive(all);
-    send = toBuffer(all, what);
   } else {
     TORCH_CHECK(inputs.empty(), "smddp: scatter takes no input list on a non-root rank");
   }
   Communicator& c = comm();
   at::Tensor recv = staging.stage(output, /*copyIn=*/false, /*copyBack=*/true);
   SmddpWork::Requests requests;
-  requests.push_back(c.scatter(send, toBuffer(recv, what), static_cast<int>(opts.rootRank)));
+  requests.push_back(c.scatter(sends, toBuffer(recv, what), static_cast<int>(opts.rootRank)));
   return finish(OpType::SCATTER, std::move(requests), outputs, std::move(staging), opts.timeout);
 }
 

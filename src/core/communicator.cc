@@ -110,6 +110,14 @@ Request Communicator::scatter(const Buffer& send, const Buffer& recv, int root) 
   return impl_->post(core::checkScatter({rank(), size()}, send, recv, root));
 }
 
+Request Communicator::gather(const Buffer& send, const std::vector<Buffer>& recvs, int root) {
+  return impl_->post(core::checkGatherList({rank(), size()}, send, recvs, root));
+}
+
+Request Communicator::scatter(const std::vector<Buffer>& sends, const Buffer& recv, int root) {
+  return impl_->post(core::checkScatterList({rank(), size()}, sends, recv, root));
+}
+
 Request Communicator::allToAll(const Buffer& send, const Buffer& recv) {
   return impl_->post(core::checkAllToAll({rank(), size()}, send, recv));
 }
@@ -169,6 +177,14 @@ void Communicator::gatherBlocking(const Buffer& send, const Buffer& recv, int ro
 
 void Communicator::scatterBlocking(const Buffer& send, const Buffer& recv, int root) {
   impl_->runBlocking(core::checkScatter({rank(), size()}, send, recv, root));
+}
+
+void Communicator::gatherBlocking(const Buffer& send, const std::vector<Buffer>& recvs, int root) {
+  impl_->runBlocking(core::checkGatherList({rank(), size()}, send, recvs, root));
+}
+
+void Communicator::scatterBlocking(const std::vector<Buffer>& sends, const Buffer& recv, int root) {
+  impl_->runBlocking(core::checkScatterList({rank(), size()}, sends, recv, root));
 }
 
 void Communicator::allToAllBlocking(const Buffer& send, const Buffer& recv) {

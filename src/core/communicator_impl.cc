@@ -231,8 +231,10 @@ void CommunicatorImpl::runLocal(const algo::CollectiveArgs& args) {
   }
   const size_t bytes = args.bytes();
   if (bytes == 0) return;
-  if (args.kind == CollectiveKind::kAllGather) {
+  if (args.kind == CollectiveKind::kAllGather || args.kind == CollectiveKind::kGather) {
     if (args.block(0) != args.send) std::memcpy(args.block(0), args.send, bytes);
+  } else if (args.kind == CollectiveKind::kScatter) {
+    if (args.sendBlock(0) != args.recv) std::memcpy(args.recv, args.sendBlock(0), bytes);
   } else if (args.kind != CollectiveKind::kBarrier && args.send != args.recv) {
     std::memcpy(args.recv, args.send, bytes);
   }

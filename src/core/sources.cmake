@@ -8,6 +8,7 @@ smddp_layer(smddp_core
   core/request_state.cc
   core/validate.cc
   core/validate_all_to_all.cc
+  core/validate_lists.cc
   core/validate_point_to_point.cc
   core/point_to_point.cc
   core/point_to_point_mail.cc)

@@ -46,6 +46,13 @@ void checkSameType(const CallSite& at, CollectiveKind kind, const Buffer& send, 
   }
 }
 
+void checkRoot(const CallSite& at, CollectiveKind kind, int root) {
+  if (root < 0 || root >= at.size) {
+    fail(at, kind, ErrorCode::kInvalidArgument,
+         "root " + std::to_string(root) + " is out of range [0, " + std::to_string(at.size) + ")");
+  }
+}
+
 }  // namespace smddp::core::check
 
 namespace smddp::core {
@@ -71,13 +78,6 @@ inline void checkSendRecvPair(const CallSite& at, CollectiveKind kind, const Buf
                      (send.data == recv.data ||
                       !overlaps(send.data, send.bytes(), recv.data, recv.bytes()));
   if (!valid) rejectSendRecvPair(at, kind, send, recv);
-}
-
-void checkRoot(const CallSite& at, CollectiveKind kind, int root) {
-  if (root < 0 || root >= at.size) {
-    fail(at, kind, ErrorCode::kInvalidArgument,
-         "root " + std::to_string(root) + " is out of range [0, " + std::to_string(at.size) + ")");
-  }
 }
 
 // `whole` holds size blocks of `block`'s shape; `block` is either the block of rank `rank` in
@@ -197,40 +197,6 @@ algo::CollectiveArgs checkScatter(const CallSite& at, const Buffer& send, const 
   }
   return {Call::of(kind, recv.dtype, recv.count, ReduceOp::kSum, root),
           at.rank == root ? send.data : nullptr, recv.data};
-}
-
-algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,
-                                        const std::vector<Buffer>& recvs) {
-  const auto kind = CollectiveKind::kAllGather;
-  checkBuffer(at, kind, "send", send);
-  if (recvs.size() != static_cast<size_t>(at.size)) {
-    fail(at, kind, ErrorCode::kInvalidArgument,
-         "got " + std::to_string(recvs.size()) + " output buffers for " + std::to_string(at.size) +
-             " ranks");
-  }
-  algo::CollectiveArgs args(Call::of(kind, send.dtype, send.count), send.data, nullptr);
-  args.blocks.reserve(recvs.size());
-  for (size_t r = 0; r < recvs.size(); ++r) {
-    const std::string name = "output " + std::to_string(r);
-    checkBuffer(at, kind, name.c_str(), recvs[r]);
-    checkSameType(at, kind, send, recvs[r]);
-    if (recvs[r].count != send.count) {
-      fail(at, kind, ErrorCode::kInvalidArgument,
-           describe(name.c_str(), recvs[r]) + " differs in size from " + describe("send", send));
-    }
-    const bool mine = r == static_cast<size_t>(at.rank) && recvs[r].data == send.data;
-    if (!mine && overlaps(send.data, send.bytes(), recvs[r].data, recvs[r].bytes())) {
-      fail(at, kind, ErrorCode::kInvalidArgument, "send overlaps " + name);
-    }
-    for (size_t q = 0; q < r; ++q) {
-      if (overlaps(recvs[q].data, recvs[q].bytes(), recvs[r].data, recvs[r].bytes())) {
-        fail(at, kind, ErrorCode::kInvalidArgument,
-             "output " + std::to_string(q) + " and " + name + " overlap");
-      }
-    }
-    args.blocks.push_back(recvs[r].data);
-  }
-  return args;
 }
 
 }  // namespace smddp::core

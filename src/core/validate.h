@@ -33,8 +33,18 @@ algo::CollectiveArgs checkGather(const CallSite& at, const Buffer& send, const B
 // recv on rank r = block r of root's send (recv.count each); send unused off the root.
 algo::CollectiveArgs checkScatter(const CallSite& at, const Buffer& send, const Buffer& recv,
                                   int root);
+
+// validate_lists.cc: the forms with one buffer per rank (args.blocks), each of the single
+// buffer's dtype and count, outputs disjoint; the single buffer may be the list's entry of this
+// rank (all_gather) or of the root (gather, scatter) only exactly (in place).
 algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,
                                         const std::vector<Buffer>& recvs);
+// recvs[r] on root = rank r's send; recvs unused (not checked) off the root.
+algo::CollectiveArgs checkGatherList(const CallSite& at, const Buffer& send,
+                                     const std::vector<Buffer>& recvs, int root);
+// recv on rank r = sends[r] of root; sends unused (not checked) off the root.
+algo::CollectiveArgs checkScatterList(const CallSite& at, const std::vector<Buffer>& sends,
+                                      const Buffer& recv, int root);
 
 // validate_all_to_all.cc
 // send and recv: size blocks of count / size elements each, disjoint (no in place form).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The argument checks' shared pieces (validate.cc, validate_all_to_all.cc): the error every check
-// throws and the per-buffer checks. Internal to the core.
+// The argument checks' shared pieces (validate.cc, validate_all_to_all.cc, validate_lists.cc): the
+// error every check throws and the per-buffer checks. Internal to the core.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +34,8 @@ inline void checkBuffer(const CallSite& at, CollectiveKind kind, const char* nam
 }
 
 void checkSameType(const CallSite& at, CollectiveKind kind, const Buffer& send, const Buffer& recv);
+// A root in [0, size).
+void checkRoot(const CallSite& at, CollectiveKind kind, int root);
 
 inline bool overlaps(const void* a, size_t aBytes, const void* b, size_t bBytes) {
   const auto x = reinterpret_cast<uintptr_t>(a);

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // gather and scatter algorithms (linear, arena) over the loopback transport and a heap arena of
 // 4 KiB slots, for n = 2..16: per-rank counts {1, 13, 5n+1, 1037} x dtypes x in place / out of
-// place (64 B and 256 KiB segments), the root moving over every rank from case to case. Values
+// place (64 B and 256 KiB segments) x contiguous or list (the root's blocks as separate buffers,
+// args.blocks), the root moving over every rank from case to case. Values
 // are broadcastValue(rank, index), exact in every dtype; a rank's buffers that the collective
 // must not write (a non-root's gather output, every input) are checked untouched.
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "algorithms_checks.h"
 
@@ -16,6 +19,7 @@ struct Case {
   DataType dtype;
   bool inPlace;
   size_t segmentBytes;
+  bool list;  // the root's blocks as separate buffers
 };
 
 std::vector<Case> cases(int n) {
@@ -24,7 +28,9 @@ std::vector<Case> cases(int n) {
   for (size_t count : counts) {
     for (DataType dt : kAllDataTypes) {
       for (bool inPlace : {false, true}) {
-        out.push_back({count, dt, inPlace, count % 2 == 1 ? kTinySegment : 262144});
+        const size_t segment = count % 2 == 1 ? kTinySegment : 262144;
+        out.push_back({count, dt, inPlace, segment, false});
+        out.push_back({count, dt, inPlace, segment, true});
       }
     }
   }
@@ -34,8 +40,32 @@ std::vector<Case> cases(int n) {
 std::string name(const char* coll, const Algorithm& a, int n, const Case& c, int root) {
   return std::string(coll) + " " + a.name + " n=" + std::to_string(n) +
          " count=" + std::to_string(c.count) + " " + toString(c.dtype) +
-         (c.inPlace ? " in place" : "") + " root " + std::to_string(root);
+         (c.inPlace ? " in place" : "") + (c.list ? " list" : "") + " root " + std::to_string(root);
 }
+
+// The list form of a contiguous buffer of n blocks: n separate buffers, filled from `whole`;
+// args.blocks points at them (in reverse order of allocation, so that they are not contiguous).
+struct Blocks {
+  std::vector<std::unique_ptr<TestBuffer>> parts;
+  Blocks(const TestBuffer& whole, size_t n, size_t count) {
+    for (size_t r = 0; r < n; ++r)
+      parts.push_back(std::make_unique<TestBuffer>(whole.dtype(), count));
+    for (size_t j = 0; j < whole.count() && n > 0; ++j)
+      parts[j / count]->set(j % count, whole.get(j));
+  }
+  std::vector<void*> addresses() {
+    std::vector<void*> out;
+    for (auto& p : parts) out.push_back(p->data());
+    return out;
+  }
+  double get(size_t j, size_t count) const { return parts[j / count]->get(j % count); }
+  bool guardsIntact() const {
+    for (const auto& p : parts) {
+      if (!p->guardIntact()) return false;
+    }
+    return true;
+  }
+};
 
 void checkGather(RankContext& ctx, const Algorithm& a, const Case& c, int root) {
   const size_t n = static_cast<size_t>(ctx.size);
@@ -48,19 +78,26 @@ void checkGather(RankContext& ctx, const Algorithm& a, const Case& c, int root) 
     (inPlace ? recv : send).set(inPlace ? mine + i : i, broadcastValue(ctx.rank, i));
   }
   const size_t es = dataTypeSize(c.dtype);
-  void* in = inPlace ? static_cast<char*>(recv.data()) + mine * es : send.data();
+  const bool list = c.list && isRoot;
+  Blocks blocks(recv, list ? n : 0, c.count);
+  void* in = inPlace ? (list ? blocks.parts[static_cast<size_t>(root)]->data()
+                             : static_cast<char*>(recv.data()) + mine * es)
+                     : send.data();
   CollectiveArgs args(Call::of(CollectiveKind::kGather, c.dtype, c.count, ReduceOp::kSum, root), in,
-                      isRoot ? recv.data() : nullptr);
+                      isRoot && !list ? recv.data() : nullptr);
+  if (list) args.blocks = blocks.addresses();
   ctx.run(a, args, c.segmentBytes);
   const std::string what = name("gather", a, ctx.size, c, root);
   for (size_t j = 0; j < c.count * n && isRoot; ++j) {
     const double want = broadcastValue(static_cast<int>(j / c.count), j % c.count);
-    if (recv.get(j) != want) {
-      ctx.fail(what + ": index " + std::to_string(j) + ": got " + show(recv.get(j)) +
-               ", expected " + show(want));
+    const double got = list ? blocks.get(j, c.count) : recv.get(j);
+    if (got != want) {
+      ctx.fail(what + ": index " + std::to_string(j) + ": got " + show(got) + ", expected " +
+               show(want));
       break;
     }
   }
+  if (list && !blocks.guardsIntact()) ctx.fail(what + ": wrote past an output block's end");
   TestBuffer untouched(c.dtype, c.count * n);
   untouched.poison();
   if (!isRoot && std::memcmp(recv.data(), untouched.data(), c.count * n * es) != 0) {
@@ -78,11 +115,17 @@ void checkScatter(RankContext& ctx, const Algorithm& a, const Case& c, int root)
   for (size_t j = 0; j < c.count * n && isRoot; ++j) send.set(j, broadcastValue(root, j, 3));
   const size_t es = dataTypeSize(c.dtype);
   const size_t mine = static_cast<size_t>(ctx.rank) * c.count;
-  void* out = inPlace ? static_cast<char*>(send.data()) + mine * es : recv.data();
+  const bool list = c.list && isRoot;
+  Blocks blocks(send, list ? n : 0, c.count);
+  void* out = inPlace ? (list ? blocks.parts[static_cast<size_t>(root)]->data()
+                              : static_cast<char*>(send.data()) + mine * es)
+                      : recv.data();
   CollectiveArgs args(Call::of(CollectiveKind::kScatter, c.dtype, c.count, ReduceOp::kSum, root),
-                      isRoot ? send.data() : nullptr, out);
+                      isRoot && !list ? send.data() : nullptr, out);
+  if (list) args.blocks = blocks.addresses();
   ctx.run(a, args, c.segmentBytes);
   const std::string what = name("scatter", a, ctx.size, c, root);
+  for (size_t j = 0; j < c.count * n && list; ++j) send.set(j, blocks.get(j, c.count));
   for (size_t i = 0; i < c.count; ++i) {
     const double got = inPlace ? send.get(mine + i) : recv.get(i);
     const double want = broadcastValue(root, mine + i, 3);

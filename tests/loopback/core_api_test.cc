@@ -196,6 +196,60 @@ TEST_P(CoreApi, GatherAndScatterToEveryRoot) {
   });
 }
 
+// The list forms: the root's outputs (gather) and inputs (scatter) as one buffer per rank, laid
+// out in reverse rank order in memory, the root's own entry in place every other root.
+TEST_P(CoreApi, GatherAndScatterListsToEveryRoot) {
+  const int n = GetParam();
+  auto comms = makeLoopbackGroup(n);
+  const size_t count = 5;
+  const auto I = DataType::kInt64;
+  runRanks(comms, [&](int rank, Communicator& c) {
+    for (int root = 0; root < n; ++root) {
+      const bool inPlace = root % 2 == 1 && rank == root;
+      std::vector<int64_t> store(count * n, -1), mine(count);
+      std::vector<Buffer> list;
+      for (int r = 0; r < n; ++r) {
+        list.emplace_back(store.data() + (n - 1 - r) * count, count, I);
+      }
+      for (size_t i = 0; i < count; ++i) mine[i] = rank * 100 + static_cast<int64_t>(i);
+      Buffer send = inPlace ? list[static_cast<size_t>(root)] : Buffer(mine.data(), count, I);
+      if (inPlace) std::copy(mine.begin(), mine.end(), static_cast<int64_t*>(send.data));
+      if (rank % 2 == 0) {
+        c.gather(send, list, root).wait();
+      } else {
+        c.gatherBlocking(send, rank == root ? list : std::vector<Buffer>{}, root);
+      }
+      for (int r = 0; r < n && rank == root; ++r) {
+        const auto* got = static_cast<const int64_t*>(list[static_cast<size_t>(r)].data);
+        for (size_t i = 0; i < count; ++i) {
+          ASSERT_EQ(got[i], r * 100 + static_cast<int64_t>(i))
+              << "gather list: rank " << rank << " root " << root << " from " << r;
+        }
+      }
+      if (rank != root) {
+        for (int64_t v : store) ASSERT_EQ(v, -1) << "a non-root's list was written";
+      }
+      // scatter: the root's entry r holds root * 1000 + r * 10 + i.
+      for (int r = 0; r < n; ++r) {
+        auto* in = static_cast<int64_t*>(list[static_cast<size_t>(r)].data);
+        for (size_t i = 0; i < count; ++i) in[i] = root * 1000 + r * 10 + static_cast<int64_t>(i);
+      }
+      std::vector<int64_t> part(count, -1);
+      Buffer recv = inPlace ? list[static_cast<size_t>(root)] : Buffer(part.data(), count, I);
+      if (rank % 2 == 0) {
+        c.scatterBlocking(list, recv, root);
+      } else {
+        c.scatter(rank == root ? list : std::vector<Buffer>{}, recv, root).wait();
+      }
+      const auto* got = static_cast<const int64_t*>(recv.data);
+      for (size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(got[i], root * 1000 + rank * 10 + static_cast<int64_t>(i))
+            << "scatter list: rank " << rank << " root " << root;
+      }
+    }
+  });
+}
+
 TEST_P(CoreApi, AllToAllEqualAndUnevenPostedAndBlocking) {
   const int n = GetParam();
   auto comms = makeLoopbackGroup(n);

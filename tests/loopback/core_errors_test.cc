@@ -88,6 +88,30 @@ TEST(CoreErrors, BadArgumentsNameTheProblemAndLeaveTheCommunicatorUsable) {
     msg = expectError([&] { c.scatter(Buffer(big.data(), 24, F), Buffer(a.data(), 8, F), 3); },
                       ErrorCode::kInvalidArgument);
     EXPECT_NE(msg.find("scatter: root 3 is out of range"), std::string::npos) << msg;
+    if (rank == 2) {  // the list forms, checked on the root
+      const std::vector<Buffer> two{Buffer(big.data(), 8, F), Buffer(big.data() + 8, 8, F)};
+      msg = expectError([&] { c.gather(Buffer(a.data(), 8, F), two, 2); },
+                        ErrorCode::kInvalidArgument);
+      EXPECT_NE(msg.find("rank 2/3"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("gather: got 2 output buffers for 3 ranks"), std::string::npos) << msg;
+      const std::vector<Buffer> crossed{Buffer(big.data(), 8, F), Buffer(big.data() + 4, 8, F),
+                                        Buffer(big.data() + 16, 8, F)};
+      msg = expectError([&] { c.gather(Buffer(a.data(), 8, F), crossed, 2); },
+                        ErrorCode::kInvalidArgument);
+      EXPECT_NE(msg.find("gather: output 0 and output 1 overlap"), std::string::npos) << msg;
+      const std::vector<Buffer> shorter{Buffer(big.data(), 8, F), Buffer(big.data() + 8, 7, F),
+                                        Buffer(big.data() + 16, 8, F)};
+      msg = expectError([&] { c.scatter(shorter, Buffer(a.data(), 8, F), 2); },
+                        ErrorCode::kInvalidArgument);
+      EXPECT_NE(msg.find("scatter: input 1 (float32 x 7) differs in size from recv (float32 x 8)"),
+                std::string::npos)
+          << msg;
+      const std::vector<Buffer> intoRecv{Buffer(big.data(), 8, F), Buffer(big.data() + 8, 8, F),
+                                         Buffer(big.data() + 16, 8, F)};
+      msg = expectError([&] { c.scatter(intoRecv, Buffer(big.data() + 4, 8, F), 2); },
+                        ErrorCode::kInvalidArgument);
+      EXPECT_NE(msg.find("scatter: recv overlaps input 0"), std::string::npos) << msg;
+    }
     msg = expectError([&] { c.allToAll(Buffer(big.data(), 24, F), Buffer(b.data(), 8, F)); },
                       ErrorCode::kInvalidArgument);
     EXPECT_NE(

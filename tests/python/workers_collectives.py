@@ -195,6 +195,18 @@ def check_gather_scatter(rank, world):
     dist.scatter(base[:, 1], ins, src=0)
     check(rank, "scatter strided", base[:, 1], torch.full((3,), float(rank)))
     check(rank, "scatter strided untouched", base[:, 0], torch.zeros(3))
+    # strided tensors in the root's lists: each is staged on its own
+    grid = torch.zeros(world, 6)
+    outs = [grid[r, ::2] for r in range(world)] if rank == 0 else None
+    dist.gather(torch.full((3,), float(rank + 1)), outs, dst=0)
+    for r in range(world if rank == 0 else 0):
+        check(rank, f"gather strided from {r}", grid[r, ::2], torch.full((3,), float(r + 1)))
+    check(rank, "gather strided untouched", grid[:, 1::2], torch.zeros(world, 3))
+    grid = torch.arange(world * 6, dtype=torch.float32).view(world, 6)
+    ins = [grid[r, 1::2] for r in range(world)] if rank == 0 else None
+    got = torch.zeros(3)
+    dist.scatter(got, ins, src=0)
+    check(rank, "scatter from strided", got, torch.arange(3, dtype=torch.float32) * 2 + 6 * rank + 1)
     objs = [None] * world if rank == 0 else None
     dist.gather_object({"rank": rank, "text": "x" * rank}, objs, dst=0)
     if rank == 0:
