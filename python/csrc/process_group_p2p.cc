@@ -66,7 +66,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::recvAnysource(Tensors& tenso
 
 // As gloo's: every rank reports to rank 0, which waits for each (bounded by the timeout) and
 // releases them all; a rank that does not report in time is named (all of them with
-// waitAllRanks). The other ranks wait for rank 0's release under the same bound.
+// waitAllRanks). The other ranks wait for rank 0's release under the same bound. The errors use
+// gloo's words ("Rank 1 failed to pass monitoredBarrier", "Rank 0 timed out in
+// monitoredBarrier", "Rank 2 successfully reached monitoredBarrier, but received errors while
+// waiting for send/recv from rank 0"), so that what matches gloo's errors matches these.
 void ProcessGroupSmddp::monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) {
   const auto bound = compat::effectiveTimeout(opts.timeout, timeout());
   const auto deadline = std::chrono::steady_clock::now() + bound;
@@ -83,9 +86,10 @@ void ProcessGroupSmddp::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
     try {
       c.recv(buf, 0, kMonitorTag).wait(left());
     } catch (const Error& e) {
-      TORCH_CHECK(false, "smddp: rank ", rank_,
-                  ": monitored_barrier: rank 0 did not release it in ", bound.count(),
-                  " ms: ", e.what());
+      TORCH_CHECK(false, "smddp: monitored_barrier: Rank ", rank_,
+                  " successfully reached monitoredBarrier, but received errors while waiting for "
+                  "send/recv from rank 0 (not released within ",
+                  bound.count(), " ms): ", e.what());
     }
     return;
   }
@@ -93,8 +97,13 @@ void ProcessGroupSmddp::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
   for (int r = 1; r < size_; ++r) arrivals.push_back(c.recv(buf, r, kMonitorTag));
   std::vector<int> missing;
   for (int r = 1; r < size_; ++r) {
+    auto& arrival = arrivals[static_cast<size_t>(r - 1)];
+    if (!arrival.test() && std::chrono::steady_clock::now() >= deadline) {
+      TORCH_CHECK(false, "smddp: monitored_barrier: Rank 0 timed out in monitoredBarrier after ",
+                  bound.count(), " ms (waiting for rank ", r, ")");
+    }
     try {
-      arrivals[static_cast<size_t>(r - 1)].wait(left());
+      arrival.wait(left());
     } catch (const Error&) {
       missing.push_back(r);
       if (!waitAllRanks) break;
@@ -103,9 +112,8 @@ void ProcessGroupSmddp::monitoredBarrier(const ::c10d::BarrierOptions& opts, boo
   if (!missing.empty()) {
     std::string ranks;
     for (int r : missing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-    TORCH_CHECK(false, "smddp: rank 0: monitored_barrier: rank", missing.size() > 1 ? "s " : " ",
-                ranks, missing.size() > 1 ? " " : " ", "failed to pass monitoredBarrier in ",
-                bound.count(), " ms");
+    TORCH_CHECK(false, "smddp: monitored_barrier: Rank", missing.size() > 1 ? "s " : " ", ranks,
+                " failed to pass monitoredBarrier in ", bound.count(), " ms");
   }
   std::vector<Request> releases;
   for (int r = 1; r < size_; ++r) releases.push_back(c.send(buf, r, kMonitorTag));

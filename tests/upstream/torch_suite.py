@@ -69,6 +69,14 @@ UNGATED = {
     # gated on "mpi, nccl and gloo": Work.get_future (the test_accumulate_gradients_no_sync* tests
     # under the same gate build their model only for those backends by name, so they stay gated)
     "test_get_future": "Work.get_future",
+    # gated on {"gloo"}: batch_isend_irecv, scatter_object_list, gather, monitored_barrier
+    "test_batch_isend_irecv_gloo": "batch_isend_irecv",
+    "test_batch_isend_irecv_gloo_tags": "batch_isend_irecv with tags",
+    "test_scatter_object_list": "scatter_object_list",
+    "test_grads_same_across_ranks_with_no_sync": "gather of gradients",
+    "test_monitored_barrier_gloo": "monitored_barrier",
+    "test_monitored_barrier_gloo_subgroup": "monitored_barrier on a subgroup",
+    "test_monitored_barrier_gloo_rank_0_timeout": "monitored_barrier timing out",
 }
 if os.environ.get("BACKEND") == "smddp":
     for _name in UNGATED:
