@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Two "hosts" on one machine for multi-host tests: network namespaces <tag>a and <tag>b joined by
-# a veth pair (<tag>a: 192.0.2.101, <tag>b: 192.0.2.102, /24), each with its own host name
-# (nodea, nodeb) when commands are started through `exec`.
+# Several "hosts" on one machine for multi-host tests: network namespaces <tag>a, <tag>b, ...
+# (up to 4), each with one veth link into a switch namespace <tag>sw that bridges them.
+# Host X has address 192.0.2.10N (a: .101, b: .102, ...), the host name nodeX when commands
+# are started through `exec`, and the names nodeX and algo-N (SageMaker's host names) resolve
+# to it from every host.
 #
-#   hosts.sh up   TAG            create both namespaces (fails if they already exist)
-#   hosts.sh exec TAG a|b CMD..  run CMD inside host a or b, in its own UTS namespace named nodeX
-#   hosts.sh link TAG a|b up|down  flap that host's end of the link
-#   hosts.sh kill TAG a|b        SIGKILL every process inside that host's namespace
-#   hosts.sh down TAG            kill everything inside, delete both namespaces and their files
+#   hosts.sh up   TAG [N]         create N hosts (default 2; fails if they already exist)
+#   hosts.sh exec TAG X CMD..     run CMD inside host X, in its own UTS namespace named nodeX
+#   hosts.sh link TAG X up|down   flap host X's end of its link
+#   hosts.sh kill TAG X           SIGKILL every process inside host X's namespace
+#   hosts.sh down TAG             kill everything inside, delete every namespace and its files
+#   hosts.sh iface TAG X          print the name of host X's network interface
 #
-# Invariant: traffic stays between the two namespaces (and each one's own loopback): nothing is
-# routed to or from the machine's real interfaces. `down` is idempotent and safe after a failed
-# `up`, so callers can run it from a trap / finally. TAG must be short (veth names <= 15 chars).
+# Invariant: traffic stays between these namespaces (and each one's own loopback): nothing is
+# routed to or from the machine's real interfaces (the bridge lives in <tag>sw, which has no
+# address). `down` is idempotent and safe after a failed `up`, so callers can run it from a
+# trap / finally. TAG must be short (interface names <= 15 chars).
 set -euo pipefail
 
-ADDR_a=192.0.2.101
-ADDR_b=192.0.2.102
+HOSTS=(a b c d)
 
 need_root() {
   [ "$(id -u)" -eq 0 ] || { echo "hosts.sh: needs root (ip netns)" >&2; exit 77; }
@@ -27,21 +30,35 @@ check_tag() {
   [[ "$1" =~ ^[a-z][a-z0-9]{0,9}$ ]] || { echo "hosts.sh: bad tag '$1' (a-z0-9, <= 10 chars)" >&2; exit 2; }
 }
 
+addr_of() {  # a -> 192.0.2.101, b -> .102, ...
+  local i
+  for i in "${!HOSTS[@]}"; do
+    [ "${HOSTS[$i]}" = "$1" ] && { echo "192.0.2.$((101 + i))"; return; }
+  done
+  echo "hosts.sh: unknown host '$1' (a-d)" >&2; exit 2
+}
+
 up() {
-  local tag=$1 h
-  for h in a b; do
+  local tag=$1 n=$2 i h names=""
+  [[ "$n" =~ ^[2-4]$ ]] || { echo "hosts.sh: N must be 2, 3 or 4 (got '$n')" >&2; exit 2; }
+  for ((i = 0; i < n; i++)); do
+    h=${HOSTS[$i]}
+    names+="$(addr_of "$h") node$h algo-$((i + 1))"$'\n'
+  done
+  ip netns add "${tag}sw"
+  ip -n "${tag}sw" link add "${tag}br" type bridge
+  ip -n "${tag}sw" link set "${tag}br" up
+  for ((i = 0; i < n; i++)); do
+    h=${HOSTS[$i]}
     ip netns add "${tag}${h}"
     mkdir -p "/etc/netns/${tag}${h}"
     # `ip netns exec` bind-mounts these over /etc/hosts: host names resolve inside the "cluster".
-    printf '127.0.0.1 localhost\n%s nodea\n%s nodeb\n' "$ADDR_a" "$ADDR_b" \
-      > "/etc/netns/${tag}${h}/hosts"
+    printf '127.0.0.1 localhost\n%s' "$names" > "/etc/netns/${tag}${h}/hosts"
     printf 'node%s\n' "$h" > "/etc/netns/${tag}${h}/hostname"
-  done
-  ip link add "${tag}va" type veth peer name "${tag}vb"
-  for h in a b; do
-    local addr_var="ADDR_${h}"
-    ip link set "${tag}v${h}" netns "${tag}${h}"
-    ip -n "${tag}${h}" addr add "${!addr_var}/24" dev "${tag}v${h}"
+    ip link add "${tag}v${h}" netns "${tag}${h}" type veth peer name "${tag}p${h}" netns "${tag}sw"
+    ip -n "${tag}sw" link set "${tag}p${h}" master "${tag}br"
+    ip -n "${tag}sw" link set "${tag}p${h}" up
+    ip -n "${tag}${h}" addr add "$(addr_of "$h")/24" dev "${tag}v${h}"
     ip -n "${tag}${h}" link set lo up
     ip -n "${tag}${h}" link set "${tag}v${h}" up
   done
@@ -54,26 +71,28 @@ kill_all() {
 }
 
 down() {
-  local tag=$1 h i
-  for h in a b; do kill_all "${tag}${h}"; done
+  local tag=$1 h i left
+  for h in "${HOSTS[@]}"; do kill_all "${tag}${h}"; done
   for i in 1 2 3 4 5; do  # let the killed processes go before deleting their namespace
-    [ -z "$(ip netns pids "${tag}a" 2>/dev/null)$(ip netns pids "${tag}b" 2>/dev/null)" ] && break
+    left=""
+    for h in "${HOSTS[@]}"; do left+=$(ip netns pids "${tag}${h}" 2>/dev/null || true); done
+    [ -z "$left" ] && break
     sleep 0.2
   done
-  for h in a b; do
+  for h in "${HOSTS[@]}"; do
     ip netns del "${tag}${h}" 2>/dev/null || true
     rm -rf "/etc/netns/${tag}${h}"
   done
-  ip link del "${tag}va" 2>/dev/null || true  # only if it never moved into a namespace
+  ip netns del "${tag}sw" 2>/dev/null || true
 }
 
 cmd=${1:-}
-[ $# -ge 2 ] || { sed -n 2,13p "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n 2,18p "$0" >&2; exit 2; }
 tag=$2
 need_root
 check_tag "$tag"
 case "$cmd" in
-  up) up "$tag" ;;
+  up) up "$tag" "${3:-2}" ;;
   down) down "$tag" ;;
   exec)
     host=$3; shift 3
@@ -81,5 +100,6 @@ case "$cmd" in
       "node${host}" "$@" ;;
   link) ip -n "${tag}$3" link set "${tag}v$3" "$4" ;;
   kill) kill_all "${tag}$3" ;;
-  *) sed -n 2,13p "$0" >&2; exit 2 ;;
+  iface) echo "${tag}v$3" ;;
+  *) sed -n 2,18p "$0" >&2; exit 2 ;;
 esac
