@@ -9,7 +9,7 @@ Invariant: importing (or reloading) this package is idempotent; the backend is r
 import torch
 import torch.distributed  # noqa: F401  (registers the c10d classes _C derives from)
 
-from . import _C
+from . import _C, roles  # roles: one group per torchrun role (heterogeneous jobs)
 from ._backend import BACKEND_NAME, backend_of, create_backend, is_registered, register
 
 __version__ = _C.engine_version()
