@@ -7,8 +7,13 @@ interpreter imports, compiling the engine from this repository.
 Invariant: the interpreter that runs setup.py is the one CMake builds for (Python3_EXECUTABLE),
 so the module's ABI tag and torch match what will import it. Env: SMDDP_BUILD_JOBS (default 2),
 SMDDP_BUILD_TYPE (default Release), CMAKE_ARGS (extra -D options).
+
+Versions: the engine's (CMakeLists.txt's project VERSION) for the sdist; a wheel adds the torch
+it was built for as a local label (0.1.0+torch2.15.0.cu132), because its extension only loads
+with that torch.
 """
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -18,6 +23,23 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
+def engine_version():
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+        match = re.search(r"project\(smddp VERSION ([0-9.]+)", f.read())
+    if not match:
+        raise RuntimeError("CMakeLists.txt: no 'project(smddp VERSION x.y.z' line")
+    return match.group(1)
+
+
+def package_version():
+    base = engine_version()
+    if "sdist" in sys.argv[1:]:
+        return base
+    import torch
+
+    return f"{base}+torch{re.sub(r'[^0-9a-zA-Z.]', '.', torch.__version__)}"
 
 
 class CMakeExtension(Extension):
@@ -53,6 +75,7 @@ class CMakeBuild(build_ext):
 
 
 setup(
+    version=package_version(),
     ext_modules=[CMakeExtension("torch_smddp._C")],
     cmdclass={"build_ext": CMakeBuild},
     # not build/: that is the engine's own CMake build directory by convention
