@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """SMDDP's import paths: the v2 registration module and the v1 API
 (smdistributed.dataparallel.torch.distributed, ...parallel.DistributedDataParallel) with values
-checked over worlds 1, 2, 3 and 5, launched the way torchrun and mpirun start ranks.
+checked over worlds 1, 3 and 5, launched the way torchrun and mpirun start ranks.
 
 Invariant: bounded (harness timeouts); every check compares to a closed form.
 """
@@ -14,14 +14,13 @@ import harness
 import workers_smddp_api
 
 
-@pytest.mark.parametrize("world", [1, 2, 3, 5])
+@pytest.mark.parametrize("world", [1, 3, 5])
 def test_v1_api_under_torchrun_environment(world):
     harness.run(workers_smddp_api.v1_api, world, init="tcp", timeout=120, args=("torchrun",))
 
 
-@pytest.mark.parametrize("world", [1, 3])
-def test_v1_api_under_mpirun_environment(world):
-    harness.run(workers_smddp_api.v1_api, world, init="tcp", timeout=120, args=("mpirun",))
+def test_v1_api_under_mpirun_environment():
+    harness.run(workers_smddp_api.v1_api, 3, init="tcp", timeout=120, args=("mpirun",))
 
 
 def test_v1_refusals_name_what_is_missing():
