@@ -26,10 +26,11 @@ import urllib.request
 import pytest
 
 import harness
+import netns_hosts
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN = os.path.join(REPO, "examples", "train_ddp.py")
-HOSTS_SH = os.path.join(REPO, "tests", "netns", "hosts.sh")
+HOSTS_SH = netns_hosts.HOSTS_SH
 # torch 1.13 + Python 3.11: --redirects/--tee 0 (default) or 3 crash the agent.
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--redirects", "1", "--tee", "1"]
 SMALL = ["--epochs", "3", "--steps", "4", "--batch", "8", "--seed", "7"]
@@ -139,16 +140,7 @@ def test_restart_resumes_from_checkpoint_etcd(tmp_path, baseline_sha, etcd_serve
     check_resumed(rc, out, baseline_sha)
 
 
-def _netns_skip_reason():
-    if os.geteuid() != 0:
-        return "needs root (ip netns)"
-    for tool in ("ip", "unshare"):
-        if shutil.which(tool) is None:
-            return f"needs '{tool}'"
-    return None
-
-
-@pytest.mark.skipif(_netns_skip_reason() is not None, reason=str(_netns_skip_reason()))
+@pytest.mark.skipif(netns_hosts.skip_reason() is not None, reason=str(netns_hosts.skip_reason()))
 def test_node_killed_agent_continues_alone(tmp_path):
     tag = f"el{os.getpid() % 100000}"
     addr = {"a": "192.0.2.101", "b": "192.0.2.102"}

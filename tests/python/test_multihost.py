@@ -16,26 +16,24 @@ clean (the namespaces are deleted in a finally, also on failure). Skips when not
 """
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
 
 import pytest
 
+import netns_hosts
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HOSTS_SH = os.path.join(REPO, "tests", "netns", "hosts.sh")
+HOSTS_SH = netns_hosts.HOSTS_SH
 BENCH = os.path.join(REPO, os.environ.get("BUILD_DIR", "build"), "bench")
 ADDR = {"a": "192.0.2.101", "b": "192.0.2.102"}
 HOST_OF_RANK = ["a", "a", "b", "b"]  # 2 hosts x 2 ranks
 
 
 def _skip_reason():
-    if os.geteuid() != 0:
-        return "needs root (ip netns)"
-    for tool in ("ip", "unshare"):
-        if shutil.which(tool) is None:
-            return f"needs '{tool}' (apt-get install iproute2 util-linux)"
+    if netns_hosts.skip_reason():
+        return netns_hosts.skip_reason()
     if not os.path.exists(os.path.join(BENCH, "all_reduce_perf")):
         return f"perf tools not built in {BENCH}"
     return None

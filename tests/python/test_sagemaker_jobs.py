@@ -20,7 +20,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -29,21 +28,15 @@ import time
 import pytest
 import torch
 
+import netns_hosts
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HOSTS_SH = os.path.join(REPO, "tests", "netns", "hosts.sh")
+HOSTS_SH = netns_hosts.HOSTS_SH
 LETTERS = "abcd"
 
 
-def _skip_reason():
-    if os.geteuid() != 0:
-        return "needs root (ip netns)"
-    for tool in ("ip", "unshare"):
-        if shutil.which(tool) is None:
-            return f"needs '{tool}' (apt-get install iproute2 util-linux)"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+pytestmark = pytest.mark.skipif(netns_hosts.skip_reason() is not None,
+                                reason=str(netns_hosts.skip_reason()))
 
 
 def resource_config(hosts, current, groups=None):
