@@ -46,7 +46,7 @@ std::vector<int> cpusFor(int n, bool roundRobin) {
   return cpus;
 }
 
-[[noreturn]] void runChild(int rank, const std::string& dir, int cpu,
+[[noreturn]] void runChild(int rank, const std::string& dir, int cpu, pid_t launcher,
                            const std::function<int(int, const std::string&)>& child) {
   if (cpu >= 0) {
     cpu_set_t one;
@@ -56,7 +56,9 @@ std::vector<int> cpusFor(int n, bool roundRobin) {
   }
   // A rank must not outlive a launcher that was killed (it would wait for peers until timeout).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() == 1) _exit(1);  // the launcher died before prctl took effect
+  // The launcher died before prctl took effect: compared with its pid, not with 1, because the
+  // launcher is pid 1 itself when it is a container's main process.
+  if (getppid() != launcher) _exit(1);
   int rc = 1;
   try {
     rc = child(rank, dir);
@@ -121,10 +123,11 @@ int launchLocalRanks(int n, const std::function<int(int rank, const std::string&
   int result = 0;
   const std::vector<int> cpus =
       limits.bindCores ? cpusFor(n, limits.bindRoundRobin) : std::vector<int>();
+  const pid_t launcher = getpid();
   for (int r = 0; r < n; ++r) {
     const int cpu = cpus.empty() ? -1 : cpus[static_cast<size_t>(r)];
     pids[r] = fork();
-    if (pids[r] == 0) runChild(r, dir, cpu, child);
+    if (pids[r] == 0) runChild(r, dir, cpu, launcher, child);
     if (pids[r] < 0) {
       err << "fork of rank " << r << " failed: " << std::strerror(errno) << "\n";
       done[r] = true;
