@@ -26,7 +26,7 @@ step() { printf '== [%2d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 PACKAGES=(build-essential cmake pkg-config libfabric-dev libfabric-bin libgtest-dev libgmock-dev
           libbenchmark-dev pybind11-dev python3-pytest python3-torch libtorch-dev python3-venv
           python3-pip openmpi-bin libopenmpi-dev python3-matplotlib iproute2 iptables
-          etcd-server etcd-client python3-etcd ccache)
+          etcd-server etcd-client python3-etcd ccache python3-kubernetes python3-yaml)
 
 install_packages() {
   local missing=()
@@ -107,6 +107,10 @@ run_tests() {
   .venv/bin/python -m pytest -q -p no:cacheprovider --durations=10 tests/python
   step "Python tests, legacy tier: torch 1.13"
   (cd tests/python && SMDDP_CRASH_RUNS=10 ../../.venv113/bin/python -m pytest -q -p no:cacheprovider --durations=5 "${LEGACY_TESTS[@]}")
+  # Debian's interpreter: python3-kubernetes is its package; the image test only drives podman.
+  step "deployment: Kubernetes manifests (offline), the BYOC image built and checked (podman)"
+  bash scripts/podman_setup.sh
+  "$PY" -m pytest -q -p no:cacheprovider --durations=5 tests/deploy
   step "all tests passed"
 }
 
