@@ -109,7 +109,7 @@ run_tests() {
   (cd tests/python && SMDDP_CRASH_RUNS=10 ../../.venv113/bin/python -m pytest -q -p no:cacheprovider --durations=5 "${LEGACY_TESTS[@]}")
   # Debian's interpreter: python3-kubernetes is its package; the image test only drives podman.
   step "deployment: Kubernetes manifests (offline), the BYOC image built and checked (podman)"
-  bash scripts/podman_setup.sh
+  base_images_wait
   "$PY" -m pytest -q -p no:cacheprovider --durations=5 tests/deploy
   step "all tests passed"
 }
@@ -128,9 +128,28 @@ run_upstream() {
   .venv/bin/python tests/upstream/summarize.py "$out"/*.json
 }
 
+# The image test's base images (debootstrap + Debian's torch: minutes, mostly apt and dpkg) are
+# made in the background while the code builds, never while tests run; the test makes them
+# itself when this did not.
+BASE_IMAGES_PID=""
+base_images_start() {
+  bash scripts/podman_setup.sh
+  mkdir -p "$BUILD_DIR"
+  step "making the image test's base images in the background ($BUILD_DIR/base-images.log)"
+  nice bash tests/deploy/image.sh train-base > "$BUILD_DIR/base-images.log" 2>&1 &
+  BASE_IMAGES_PID=$!
+}
+
+base_images_wait() {
+  [ -n "$BASE_IMAGES_PID" ] || return 0
+  wait "$BASE_IMAGES_PID" || echo "base images not made in the background (see $BUILD_DIR/base-images.log); the test makes them"
+  BASE_IMAGES_PID=""
+}
+
 case "${1:-}" in
   main) install_packages; build; setup_python; run_main ;;
-  test) install_packages; build; setup_python; setup_python113; run_tests ;;
+  test) install_packages; base_images_start; build; setup_python; setup_python113; base_images_wait
+        run_tests ;;
   build) install_packages; build; setup_python; setup_python113 ;;
   upstream)
     shift
