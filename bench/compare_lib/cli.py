@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 
+from . import best_of
 from . import limits as limits_mod
 from . import placement
 from . import report
@@ -62,6 +63,9 @@ def parse_args(argv):
     p.add_argument("--dtypes", type=_csv(tuple(ELEM_SIZE)), default=["float32", "bfloat16"])
     p.add_argument("--collectives", type=_csv(COLLECTIVES), default=list(COLLECTIVES))
     p.add_argument("--backends", type=_csv(BACKENDS), default=list(BACKENDS))
+    p.add_argument("--gloo-pinned-only", action="store_true",
+                   help="run gloo pinned only (default: pinned and unpinned, the faster per "
+                        "size is gloo's figure: compare_lib/best_of.py)")
     p.add_argument("--provider", default="shm", help="libfabric provider for smddp (shm|tcp)")
     p.add_argument("--engine-dir", help="directory of the *_perf tools (default: build*/bench)")
     p.add_argument("--timeout", type=int, default=900, help="seconds per sweep")
@@ -92,13 +96,17 @@ class Backends:
 
     def __init__(self, args, repo, world, outdir, mpi_exe):
         self.runners, self.skipped = {}, {}
+        self.order = best_of.run_order(args.backends, not args.gloo_pinned_only)
         env = worker_env(args.provider)
-        for b in args.backends:
-            if b in ("smddp", "gloo"):
-                print(f"# starting {world} torch.distributed ranks with backend {b}", flush=True)
+        for b in self.order:
+            if b in ("smddp", "gloo", best_of.UNPINNED):
+                torch_backend, pinned = ("gloo", False) if b == best_of.UNPINNED else (b, True)
+                print(f"# starting {world} torch.distributed ranks with backend {torch_backend}"
+                      f"{'' if pinned else ' (unpinned)'}", flush=True)
                 try:
-                    self.runners[b] = TorchGroup(sys.executable, b, world, env,
-                                                 os.path.join(outdir, "logs"), args.timeout)
+                    self.runners[b] = TorchGroup(sys.executable, torch_backend, world, env,
+                                                 os.path.join(outdir, "logs"), args.timeout,
+                                                 pinned=pinned, name=b)
                 except RunError as e:
                     self.skipped[b] = ("error", str(e))
             elif b == "mpi":
@@ -137,7 +145,7 @@ def _dtypes(args, coll):
 def run_world(args, world, sizes, bk, cells, probe):
     """All rounds for one world size; fills `cells` keyed by (world, coll, dtype, backend). Each
     round of a cell is bracketed by two placement probes (placement.py)."""
-    order = list(args.backends)
+    order = list(bk.order)
     for coll in args.collectives:
         for dtype in _dtypes(args, coll):
             for b in order:
@@ -263,6 +271,7 @@ def main(argv, repo):
             bk.close()
     far = placement.threshold(cells.values())
     cells = [report.finalize(c, memcpy, placement.far_rounds(c, far)) for c in cells.values()]
+    cells = best_of.merge(cells)
     md = print_tables(cells, args)
     placed = placement.markdown(cells)
     print("\n" + placed)
@@ -286,7 +295,9 @@ def finish(args, out, meta, lim, cells, md, started):
     try:
         from . import plot  # matplotlib: only the picture depends on it
 
-        plot.write_png(os.path.join(out, "busbw.png"), cells, args.collectives, args.worlds,
+        plot.write_png(os.path.join(out, "busbw.png"),
+                       [c for c in cells if c["backend"] not in best_of.CONFIG],
+                       args.collectives, args.worlds,
                        lim.get("memory", {}).get("memcpy_gbps"))
     except Exception as e:  # a plotting problem must not hide the measurements
         print(f"# WARNING: busbw.png not written: {e}")

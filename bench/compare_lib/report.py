@@ -109,6 +109,11 @@ def markdown_group(group, backends):
     cols += ["smddp/gloo time", "smddp/mpi time", "smddp/engine time"]
     if not barrier:
         cols += ["smddp/gloo busbw", "smddp/mpi busbw", "smddp %memcpy"]
+    # which of gloo's configurations (best_of.py) gave its figure at each size
+    gloo_config = {r["size"]: r["config"] for r in by["gloo"]["rows"] if "config" in r} \
+        if "gloo" in by else {}
+    if gloo_config:
+        cols.append("gloo config")
     lines = [title, "", "| size | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
     rows_by = {b: {r["size"]: r for r in by[b]["rows"]} if b in by else {} for b in backends}
     sizes = sorted({s for rows in rows_by.values() for s in rows})
@@ -125,6 +130,8 @@ def markdown_group(group, backends):
         if not barrier:
             s = rows_by.get("smddp", {}).get(size)
             cells.append(f"{s['pct_memcpy']:.0f}%" if s and s["pct_memcpy"] is not None else "n/a")
+        if gloo_config:
+            cells.append(gloo_config.get(size, "n/a"))
         lines.append(f"| {human_size(size) if not barrier else '-'} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -37,8 +37,9 @@ def _pump(proc, rank, out):
 class TorchGroup:
     """`world` worker processes (torch_worker.py) forming one process group of `backend`."""
 
-    def __init__(self, python, backend, world, env, logdir, timeout):
+    def __init__(self, python, backend, world, env, logdir, timeout, pinned=True, name=None):
         self.backend, self.world, self.timeout = backend, world, timeout
+        name = name or backend
         self.tmp = tempfile.mkdtemp(prefix=f"smddp_compare_{backend}_")
         init = "file://" + os.path.join(self.tmp, "store")
         self.replies = queue.Queue()
@@ -47,11 +48,12 @@ class TorchGroup:
         # Rank r on the (r mod n)-th CPU, as the engine tools (-B 2) and mpirun (MpiRunner) place
         # theirs (common.bind_argv): with 2 ranks on 2 cores no backend is measured with two
         # ranks sharing a core by chance, and with 4 every backend has two ranks per core, never
-        # three on one by the scheduler's choice.
+        # three on one by the scheduler's choice. pinned=False leaves placement to the scheduler
+        # (gloo's best configuration at some sizes: best_of.py).
         for rank in range(world):
-            log = open(os.path.join(logdir, f"{backend}-w{world}-r{rank}.log"), "a")
+            log = open(os.path.join(logdir, f"{name}-w{world}-r{rank}.log"), "a")
             argv = [python, worker, backend, str(rank), str(world), init]
-            p = subprocess.Popen(bind_argv(rank) + argv,
+            p = subprocess.Popen((bind_argv(rank) if pinned else []) + argv,
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                  text=True, env=env)
             threading.Thread(target=_pump, args=(p, rank, self.replies), daemon=True).start()

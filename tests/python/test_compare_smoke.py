@@ -54,6 +54,11 @@ def test_compare_quick(tmp_path):
                      "sendrecv", "reduce", "gather", "scatter", "barrier"}
     gloo_bf16 = [c for c in by["gloo"] if c["dtype"] == "bfloat16"]
     assert gloo_bf16 and all(c["status"] in ("ok", "n/a") for c in gloo_bf16)
+    # gloo ran pinned and unpinned; its figure is the faster one, naming its configuration
+    for run in ("gloo_pinned", "gloo_unpinned"):
+        assert any(c["status"] == "ok" and c["rows"] for c in by[run]), run
+    for c in by["gloo"]:
+        assert all(r["config"] in ("pinned", "unpinned") for r in c["rows"]), c
     assert "memcpy_gbps" in doc["limits"]["memory"]
     # every round of every cell that ran is bracketed by two placement probes (a C compiler is
     # there: the limits above were built with it; line_rtt needs two usable cores, as the
