@@ -12,6 +12,8 @@
 #   hosts.sh kill TAG X           SIGKILL every process inside host X's namespace
 #   hosts.sh down TAG             kill everything inside, delete every namespace and its files
 #   hosts.sh iface TAG X          print the name of host X's network interface
+#   hosts.sh cap  TAG X RATE      cap host X's link at RATE (tc units: 1gbit, 100mbit) each way
+#                                 (token bucket on both ends of its veth; `cap TAG X off` lifts it)
 #
 # Invariant: traffic stays between these namespaces (and each one's own loopback): nothing is
 # routed to or from the machine's real interfaces (the bridge lives in <tag>sw, which has no
@@ -64,6 +66,17 @@ up() {
   done
 }
 
+# tbf on host X's end limits what X sends, on the switch's end what X receives. The burst must
+# hold at least one MTU-sized packet per timer tick at RATE; 64 KiB does for rates to 10 Gbit/s.
+cap() {
+  local tag=$1 h=$2 rate=$3 ns dev ns_dev
+  for ns_dev in "${tag}${h}:${tag}v${h}" "${tag}sw:${tag}p${h}"; do
+    ns=${ns_dev%%:*}; dev=${ns_dev##*:}
+    tc -n "$ns" qdisc del dev "$dev" root 2>/dev/null || true
+    [ "$rate" = off ] || tc -n "$ns" qdisc add dev "$dev" root tbf rate "$rate" burst 64kb latency 50ms
+  done
+}
+
 kill_all() {
   local ns=$1 pids
   pids=$(ip netns pids "$ns" 2>/dev/null || true)
@@ -87,7 +100,7 @@ down() {
 }
 
 cmd=${1:-}
-[ $# -ge 2 ] || { sed -n 2,18p "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n 2,20p "$0" >&2; exit 2; }
 tag=$2
 need_root
 check_tag "$tag"
@@ -101,5 +114,6 @@ case "$cmd" in
   link) ip -n "${tag}$3" link set "${tag}v$3" "$4" ;;
   kill) kill_all "${tag}$3" ;;
   iface) echo "${tag}v$3" ;;
-  *) sed -n 2,18p "$0" >&2; exit 2 ;;
+  cap) [ $# -eq 4 ] || { echo "hosts.sh: cap TAG X RATE|off" >&2; exit 2; }; cap "$tag" "$3" "$4" ;;
+  *) sed -n 2,20p "$0" >&2; exit 2 ;;
 esac
