@@ -17,6 +17,9 @@ namespace smddp::algo {
 // all_reduce
 void allReduceRecursiveDoubling(Exec& exec, const CollectiveArgs& args);  // small messages
 void allReduceRing(Exec& exec, const CollectiveArgs& args);               // large messages
+// across hosts (hierarchical_all_reduce.cc; the communicator must have HostGroups: exec.h)
+void allReduceHierDirect(Exec& exec, const CollectiveArgs& args);  // small messages
+void allReduceHierSplit(Exec& exec, const CollectiveArgs& args);   // large messages
 
 // broadcast
 void broadcastBinomial(Exec& exec, const CollectiveArgs& args);  // small messages

@@ -55,6 +55,30 @@ Exec::Exec(transport::Transport& transport, ExecResources& resources, const Coll
       rank_(transport.rank()),
       size_(transport.size()) {}
 
+Exec::Exec(Exec& parent, const std::vector<int>& members, const ExecSettings& settings,
+           uint64_t msgBase)
+    : transport_(parent.transport_),
+      resources_(parent.resources_),
+      desc_(parent.desc_),
+      settings_(settings),
+      deadline_(parent.deadline_),
+      rank_(-1),
+      size_(static_cast<int>(members.size())),
+      members_(&members),
+      msgBase_(msgBase),
+      posted_(parent.posted_),
+      firstLive_(parent.posted_) {
+  const int me = transport_.rank();
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i] == me) rank_ = static_cast<int>(i);
+  }
+  if (rank_ < 0 || parent.firstLive_ < parent.posted_) {
+    throw Error(ErrorCode::kInternal, "smddp: rank " + std::to_string(me) + ": " +
+                                          desc_.describe() + ": a group view " +
+                                          (rank_ < 0 ? "without this rank" : "over pending ops"));
+  }
+}
+
 Exec::~Exec() {
   // Normal paths end with waitAll(); this only runs after an exception.
   if (firstLive_ < posted_) cancelAll();
@@ -70,19 +94,18 @@ Exec::Handle Exec::irecv(int peer, uint64_t msg, void* buffer, size_t bytes) {
 
 Exec::Handle Exec::post(OpKind kind, int peer, uint64_t msg, void* buffer, size_t bytes) {
   if (peer < 0 || peer >= size_ || peer == rank_) {
-    throw Error(ErrorCode::kInternal, "smddp: rank " + std::to_string(rank_) + ": " +
-                                          desc_.describe() + ": algorithm addressed peer " +
-                                          std::to_string(peer));
+    throw Error(ErrorCode::kInternal, "smddp: " + where(-1) + ": algorithm addressed peer " +
+                                          std::to_string(peer) + " of " + std::to_string(size_));
   }
+  msg += msgBase_;
   if (msg > tag::kMaxMsg) {
-    throw Error(ErrorCode::kInternal, "smddp: rank " + std::to_string(rank_) + ": " +
-                                          desc_.describe() + ": message index " +
+    throw Error(ErrorCode::kInternal, "smddp: " + where(-1) + ": message index " +
                                           std::to_string(msg) + " exceeds the tag layout");
   }
   Op& op = resources_.op(posted_);
   op.kind = kind;
   op.state = OpState::kIdle;
-  op.peer = peer;
+  op.peer = toTransport(peer);  // ops name transport ranks
   op.tag = tag::make(desc_.kind, desc_.seq, msg, desc_.signature);
   op.buffer = buffer;
   op.bytes = bytes;
@@ -167,8 +190,8 @@ void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idle
       settings_.monitor->raise(desc_);
     }
     throw Error(ErrorCode::kPeerFailure,
-                "smddp: " + where(-1) + ": peer " + where(dead) + " is gone (process exited or "
-                "connection lost)");
+                "smddp: " + where(-1) + ": peer " + whereRank(dead) +
+                    " is gone (process exited or connection lost)");
   }
   const auto idleFor = now - lastProgress;
   if (idleFor < std::chrono::microseconds(settings_.spinUs)) return;
@@ -235,13 +258,17 @@ bool Exec::cancelAll() {
 std::string Exec::where(int peer) const { return where(peer, desc_); }
 
 std::string Exec::where(int peer, const CollectiveDesc& desc) const {
+  std::string s = whereRank(peer < 0 ? transport_.rank() : toTransport(peer));
+  if (peer < 0) s += ": " + desc.describe();
+  return s;
+}
+
+std::string Exec::whereRank(int r) const {
   const auto& peers = transport_.peers();
-  const int r = peer < 0 ? rank_ : peer;
   std::string s = "rank " + std::to_string(r);
   if (static_cast<size_t>(r) < peers.size() && !peers[static_cast<size_t>(r)].host.empty()) {
     s += " (" + peers[static_cast<size_t>(r)].host + ")";
   }
-  if (peer < 0) s += ": " + desc.describe();
   return s;
 }
 
@@ -250,7 +277,7 @@ void Exec::checkFailure(const Op& op) const {
     // Only a peer in another collective (or a different size of this one) sends a different size.
     throw Error(ErrorCode::kMismatch,
                 "smddp: " + where(-1) + ": received " + std::to_string(op.received) +
-                    " bytes from " + where(op.peer) + " where " + std::to_string(op.bytes) +
+                    " bytes from " + whereRank(op.peer) + " where " + std::to_string(op.bytes) +
                     " were expected (message " + std::to_string(tag::msgOf(op.tag)) +
                     "): the ranks called collectives of different sizes");
   }
@@ -259,14 +286,15 @@ void Exec::checkFailure(const Op& op) const {
   const ErrorCode code =
       transport_.peerGone(op.peer) ? ErrorCode::kPeerFailure : ErrorCode::kTransport;
   throw Error(code, "smddp: " + where(-1) + ": " + (send ? "send to " : "receive from ") +
-                        where(op.peer) + " of " + formatBytes(op.bytes) + " (message " +
+                        whereRank(op.peer) + " of " + formatBytes(op.bytes) + " (message " +
                         std::to_string(tag::msgOf(op.tag)) + ") failed on " + transport_.name() +
                         ": " + op.error);
 }
 
 void Exec::throwTimeout(const std::string& waitingFor) const {
   std::string recvFrom, sendTo;
-  std::vector<bool> seenRecv(static_cast<size_t>(size_)), seenSend(static_cast<size_t>(size_));
+  const auto ranks = static_cast<size_t>(transport_.size());  // ops name transport ranks
+  std::vector<bool> seenRecv(ranks), seenSend(ranks);
   for (Handle h = firstLive_; h < posted_; ++h) {
     const Op& op = resources_.op(h);
     if (op.finished()) continue;
@@ -274,7 +302,7 @@ void Exec::throwTimeout(const std::string& waitingFor) const {
     auto& list = op.kind == OpKind::kRecv ? recvFrom : sendTo;
     if (seen[static_cast<size_t>(op.peer)]) continue;
     seen[static_cast<size_t>(op.peer)] = true;
-    list += (list.empty() ? "" : ", ") + where(op.peer);
+    list += (list.empty() ? "" : ", ") + whereRank(op.peer);
   }
   const auto bound = desc_.timeout.count() > 0 ? desc_.timeout : settings_.timeout;
   std::string msg = "smddp: " + where(-1) + " timed out after " + std::to_string(bound.count()) +

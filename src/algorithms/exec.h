@@ -28,6 +28,8 @@ class Arena;  // arena/arena.h (the arena algorithms include it)
 
 namespace smddp::algo {
 
+struct HostGroups;  // below
+
 // Reusable per-communicator memory for algorithms: op records and scratch buffers. Grows on demand
 // and is kept, so steady-state collectives allocate nothing.
 class ExecResources {
@@ -49,6 +51,18 @@ struct ExecSettings {
   const std::atomic<bool>* abortFlag = nullptr;
   const ExecMonitor* monitor = nullptr;     // peers' progress and failures; may be null
   arena::Arena* arena = nullptr;            // this rank's arena (intra-host); null when unavailable
+  const HostGroups* hosts = nullptr;  // a communicator over several hosts with host arenas
+};
+
+// A communicator that spans hosts, each with the same number of ranks (>= 2) and an arena of its
+// own (core/communicator.cc builds them; algorithms/host_layout.h says who is where). The
+// hierarchical algorithms (hierarchical.cc) run sub-collectives on these groups through
+// Exec::Exec(parent, group, ...). Rank numbers are the communicator's.
+struct HostGroups {
+  std::vector<int> local;      // the ranks on this rank's host, ascending (this rank included)
+  std::vector<int> cross;      // the ranks with this rank's local index, one per host, host order
+  ExecSettings localSettings;  // the communicator's, with this host's arena
+  ExecSettings crossSettings;  // the communicator's, without an arena
 };
 
 class Exec {
@@ -59,6 +73,13 @@ class Exec {
   // `settings` must outlive the Exec; `deadline` bounds every wait of this collective.
   Exec(transport::Transport& transport, ExecResources& resources, const CollectiveDesc& desc,
        const ExecSettings& settings, std::chrono::steady_clock::time_point deadline);
+  // A view of `parent` for a sub-collective among `members` (ranks of the parent, which must
+  // include its rank; the view's rank r is members[r]): same collective, tags, deadline and op
+  // records; message indices offset by msgBase, so consecutive views of one collective can use
+  // disjoint indices. Errors name the communicator's ranks. Runs after the parent's
+  // own ops are finished, and finishes or withdraws its own before it goes.
+  Exec(Exec& parent, const std::vector<int>& members, const ExecSettings& settings,
+       uint64_t msgBase);
   ~Exec();
   Exec(const Exec&) = delete;
   Exec& operator=(const Exec&) = delete;
@@ -67,6 +88,8 @@ class Exec {
   int size() const { return size_; }
   size_t segmentBytes() const { return settings_.segmentBytes; }
   const CollectiveDesc& desc() const { return desc_; }
+  // The host groups of a communicator over several hosts, or null.
+  const HostGroups* hosts() const { return settings_.hosts; }
 
   // msg: the message's index within this collective, unique per (sender, receiver) pair and at
   // most tag::kMaxMsg. The receiver must use the same index. bytes may be 0.
@@ -118,6 +141,9 @@ class Exec {
   [[noreturn]] void throwTimeout(const std::string& waitingFor) const;
   std::string where(int peer) const;  // "rank 2 (host)"; -1: this rank and its collective
   std::string where(int peer, const CollectiveDesc& desc) const;
+  // The same for a rank of the transport (an op's peer), not of this view.
+  std::string whereRank(int rank) const;
+  int toTransport(int peer) const { return members_ == nullptr ? peer : (*members_)[peer]; }
 
   transport::Transport& transport_;
   ExecResources& resources_;
@@ -126,6 +152,8 @@ class Exec {
   const Clock::time_point deadline_;
   int rank_;
   int size_;
+  const std::vector<int>* members_ = nullptr;  // a view's ranks (transport ranks); null: all
+  uint64_t msgBase_ = 0;
   size_t posted_ = 0;     // ops [0, posted_) of resources_ belong to this collective
   size_t firstLive_ = 0;  // every op below this index is finished
 };

@@ -96,6 +96,14 @@ const std::vector<Algorithm>& registry() {
       {K::kAllReduce, "ring",
        "segmented ring reduce-scatter + all-gather, 2(n-1)/n x bytes per rank; for large messages",
        allReduceRing},
+      {K::kAllReduce, "hier_direct",
+       "several hosts: each host reduces in its arena, every rank exchanges the whole buffer with "
+       "its counterparts on the other hosts; for small messages",
+       allReduceHierDirect, arena::Use::kNone, true},
+      {K::kAllReduce, "hier_split",
+       "several hosts: arena reduce-scatter over the host's ranks, each rank all_reduces its "
+       "slice with its counterparts on the other hosts, arena all-gather",
+       allReduceHierSplit, arena::Use::kNone, true},
       {K::kBroadcast, "binomial", "binomial tree, ceil(log2 n) rounds of the whole buffer",
        broadcastBinomial},
       {K::kBroadcast, "chain", "segmented pipelined chain, bytes once per rank; for large messages",

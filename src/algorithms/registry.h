@@ -22,6 +22,8 @@ struct Algorithm {
   AlgorithmFn run;
   // What of the intra-host shared-memory arena it runs on, if anything (arena/arena.h).
   arena::Use arena = arena::Use::kNone;
+  // Runs on a communicator over several hosts with an arena on each (exec.h: HostGroups).
+  bool acrossHosts = false;
 
   bool needsArena() const { return arena != arena::Use::kNone; }
 };
@@ -41,6 +43,8 @@ struct Topology {
   int hosts = 1;
   bool arena = false;     // every rank maps the shared-memory arena (arena/arena.h)
   size_t eagerBytes = 0;  // broadcasts up to this size take the arena's eager ring
+  // Several hosts, the same number (>= 2) of ranks on each, an arena on every host (HostGroups).
+  bool hostArenas = false;
 };
 
 const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topology& topology,

@@ -27,7 +27,11 @@
 //     alltoall_perf, 2 ranks, -z 1, two interleaved runs on a 2-core VM: 128 KiB blocks 31-43 us
 //     pairwise against 43-56 us arena, 512 KiB 96-133 against 116-214, 2 MiB 333-478 against
 //     399-842, 8 MiB 2.9-3.2 ms against 3.4-3.9 ms; 32 KiB blocks were a toss-up (6-17 us).
-// topology.hosts is not used yet: it is where a hierarchical all_reduce will be chosen.
+// Across hosts with an arena on each (topology.hostArenas: the same number >= 2 of ranks on every
+// host), all_reduce is hierarchical (hierarchical_all_reduce.cc): hier_direct up to 16 KiB (one
+// arena synchronisation, then ceil(log2 hosts) network exchanges), hier_split above (each host's
+// link carries the buffer once each way instead of ranks-per-host times).
+// The other collectives across hosts use the message algorithms.
 #include "algorithms/registry.h"
 #include "smddp/error.h"
 
@@ -46,6 +50,7 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
   const size_t ranks = topology.ranks > 0 ? static_cast<size_t>(topology.ranks) : 1;
   switch (kind) {
     case K::kAllReduce:
+      if (topology.hostArenas) return bytes <= kArenaDirectBytes ? "hier_direct" : "hier_split";
       if (topology.arena) return bytes <= kArenaDirectBytes ? "arena_direct" : "arena_split";
       return bytes <= kAllReduceSmallBytes ? "recursive_doubling" : "ring";
     case K::kBroadcast:
@@ -101,6 +106,13 @@ const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topolo
                 "smddp: " + std::string(toString(kind)) + " algorithm \"" + name +
                     "\" needs the shared-memory arena, which this communicator does not have "
                     "(ranks on several hosts, SMDDP_ARENA=0, or a provider other than shm)");
+  }
+  if (algorithm->acrossHosts && !topology.hostArenas) {
+    throw Error(misfit, "smddp: " + std::string(toString(kind)) + " algorithm \"" + name +
+                            "\" needs ranks on several hosts, the same number (>= 2) on each, "
+                            "with the shared-memory arena on every host; this communicator has " +
+                            std::to_string(topology.ranks) + " rank(s) on " +
+                            std::to_string(topology.hosts) + " host(s)");
   }
   return *algorithm;
 }

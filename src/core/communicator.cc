@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "algorithms/arena/segment.h"
+#include "algorithms/patterns/hosts.h"
 #include "common/config.h"
 #include "common/logging.h"
 #include "core/communicator_impl.h"
@@ -39,6 +40,46 @@ std::unique_ptr<algo::arena::Arena> createArena(Store& store, const std::string&
   return std::make_unique<algo::arena::Arena>(std::move(segment));
 }
 
+// One arena per host for a communicator over several hosts with the same number (>= 2) of ranks
+// on each (algorithms/patterns/hosts.h), for the hierarchical algorithms. The ranks of a host
+// agree on it as createArena's do; then the hosts agree (each host's first rank publishes its
+// host's outcome), so either every host has one or none keeps it: the algorithm choice must be
+// the same on every rank.
+std::unique_ptr<algo::arena::Arena> createHostArena(Store& store, const std::string& prefix,
+                                                    const transport::Transport& transport,
+                                                    const Config& config, const Options& options,
+                                                    const core::Settings& settings) {
+  std::vector<std::string> names;
+  for (const auto& peer : transport.peers()) names.push_back(peer.host);
+  const algo::patterns::HostLayout layout = algo::patterns::hostLayout(names);
+  if (static_cast<int>(names.size()) != transport.size() || !layout.hierarchical()) return nullptr;
+  const int rank = transport.rank();
+  const int host = layout.hostOf[static_cast<size_t>(rank)];
+  const int index = layout.localIndex(rank);
+  const bool wanted = options.sharedMemory.value_or(config.arena != 0);
+  std::string why;
+  auto segment = algo::arena::createSegment(
+      store, prefix + "/host" + std::to_string(host), index, layout.ranksPerHost(),
+      static_cast<size_t>(config.arenaSlotBytes), static_cast<size_t>(config.arenaEagerBytes), 0,
+      settings.timeout, wanted, why);
+  const std::string key = prefix + "/hostarena/";
+  if (index == 0) store.set(key + std::to_string(host), segment ? "1" : "0:" + why);
+  std::string refusal;
+  for (int h = 0; h < layout.hosts() && refusal.empty(); ++h) {
+    const std::string value = store.get(key + std::to_string(h), settings.timeout);
+    if (value != "1") refusal = "host of rank " + std::to_string(layout.ranksOf[h][0]) + ": " +
+                                (value.size() > 2 ? value.substr(2) : "not wanted");
+  }
+  if (!refusal.empty()) {
+    if (wanted) {
+      SMDDP_WARN(rank, "no shared-memory arenas across hosts (" << refusal
+                                                                << "): collectives are flat");
+    }
+    return nullptr;
+  }
+  return std::make_unique<algo::arena::Arena>(std::move(segment));
+}
+
 algo::CollectiveArgs barrierArgs() {
   return {Call::of(CollectiveKind::kBarrier, DataType::kUInt8, 0), nullptr, nullptr};
 }
@@ -62,11 +103,13 @@ std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<Store> store,
   auto transport = transport::createOfiTransport(*store, prefix, rank, size, config,
                                                  options.provider.value_or(""), settings.timeout);
   auto arena = createArena(*store, prefix, *transport, config, options, settings);
+  auto hostArena = createHostArena(*store, prefix, *transport, config, options, settings);
   // send / recv have an endpoint of their own (core/point_to_point.h).
   auto p2p = transport::createOfiTransport(*store, prefix + "/p2p", rank, size, config,
                                            options.provider.value_or(""), settings.timeout);
   return std::make_shared<Communicator>(std::make_unique<core::CommunicatorImpl>(
-      std::move(transport), settings, store, prefix, std::move(arena), std::move(p2p)));
+      std::move(transport), settings, store, prefix, std::move(arena), std::move(p2p),
+      std::move(hostArena)));
 }
 
 Communicator::Communicator(std::unique_ptr<core::CommunicatorImpl> impl) : impl_(std::move(impl)) {}

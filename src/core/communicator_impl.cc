@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "algorithms/patterns/hosts.h"
 #include "common/clock.h"
 #include "common/logging.h"
 #include "core/recycling_allocator.h"
@@ -53,9 +54,11 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
                                    const Settings& settings, std::shared_ptr<Store> store,
                                    const std::string& prefix,
                                    std::unique_ptr<algo::arena::Arena> arena,
-                                   std::unique_ptr<transport::Transport> p2pTransport)
+                                   std::unique_ptr<transport::Transport> p2pTransport,
+                                   std::unique_ptr<algo::arena::Arena> hostArena)
     : transport_(std::move(transport)),
       arena_(std::move(arena)),
+      hostArena_(std::move(hostArena)),
       settings_(settings),
       rank_(transport_->rank()),
       size_(transport_->size()),
@@ -66,6 +69,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   topology_.hosts = hosts.empty() ? 1 : static_cast<int>(hosts.size());
   topology_.arena = arena_ != nullptr;
   topology_.eagerBytes = arena_ ? arena_->eagerBytes() : 0;
+  topology_.hostArenas = hostArena_ != nullptr;
   if (settings_.spinUs < 0) {
     const auto& peers = transport_->peers();
     const std::string& me = static_cast<size_t>(rank_) < peers.size() ? peers[rank_].host : "";
@@ -79,6 +83,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
     SMDDP_INFO(rank_, "smddp " << versionString() << ": " << size_ << " ranks on "
                                << topology_.hosts << " host(s), transport " << transport_->name()
                                << (arena_ ? " + shared-memory arena" : "")
+                               << (hostArena_ ? " + an arena per host (hierarchical)" : "")
                                << ", reduction kernels " << reduce::isaName() << ", timeout "
                                << settings_.timeout.count() << " ms");
   }
@@ -95,6 +100,17 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   exec_.abortFlag = &aborted_;
   exec_.monitor = watch_->monitor();
   exec_.arena = arena_.get();
+  if (hostArena_) {
+    std::vector<std::string> names;
+    for (const auto& peer : transport_->peers()) names.push_back(peer.host);
+    const algo::patterns::HostLayout layout = algo::patterns::hostLayout(names);
+    hostGroups_.local = layout.local(rank_);
+    hostGroups_.cross = layout.cross(rank_);
+    hostGroups_.localSettings = exec_;
+    hostGroups_.localSettings.arena = hostArena_.get();
+    hostGroups_.crossSettings = exec_;
+    exec_.hosts = &hostGroups_;
+  }
   // Sequence numbers are assigned under the engine's lock, so they follow the queue's order even
   // when several threads post.
   engine_ = Engine::start(

@@ -48,10 +48,13 @@ class CommunicatorImpl {
   // store and prefix (optional) carry the progress beacons (watch/progress_beacon.h); arena
   // (optional) enables the shared-memory algorithms (every rank on one host).
   // p2pTransport (optional) carries send and recv (point_to_point.h): a second endpoint.
+  // hostArena (optional): this rank's host's arena, when the ranks span several hosts with the
+  // same number (>= 2) on each (patterns/hosts.h); enables the hierarchical algorithms.
   CommunicatorImpl(std::unique_ptr<transport::Transport> transport, const Settings& settings,
                    std::shared_ptr<Store> store = nullptr, const std::string& prefix = "",
                    std::unique_ptr<algo::arena::Arena> arena = nullptr,
-                   std::unique_ptr<transport::Transport> p2pTransport = nullptr);
+                   std::unique_ptr<transport::Transport> p2pTransport = nullptr,
+                   std::unique_ptr<algo::arena::Arena> hostArena = nullptr);
   ~CommunicatorImpl();
 
   int rank() const { return rank_; }
@@ -100,6 +103,8 @@ class CommunicatorImpl {
 
   std::unique_ptr<transport::Transport> transport_;
   std::unique_ptr<algo::arena::Arena> arena_;
+  std::unique_ptr<algo::arena::Arena> hostArena_;
+  algo::HostGroups hostGroups_;  // set with hostArena_
   Settings settings_;
   int rank_;
   int size_;

@@ -10,6 +10,7 @@
 #include <exception>
 #include <thread>
 
+#include "algorithms/patterns/hosts.h"
 #include "smddp/error.h"
 #include "transport/loopback/loopback_transport.h"
 
@@ -141,6 +142,12 @@ void RankContext::run(const Algorithm& a, const CollectiveArgs& args, size_t seg
   settings.segmentBytes = segmentBytes;
   settings.spinUs = 5;
   settings.arena = arena;
+  if (hosts != nullptr) {
+    hosts->localSettings = settings;
+    hosts->localSettings.arena = hostArena;
+    hosts->crossSettings = settings;
+    settings.hosts = hosts;
+  }
   Exec exec(transport, resources, desc, settings,
             std::chrono::steady_clock::now() + settings.timeout);
   runCollective(a, exec, args);  // settles a deferred check first, as the core does
@@ -176,6 +183,50 @@ void runRanks(int n, const RankBody& body) {
   for (int r = 0; r < n; ++r) {
     for (const auto& f : failures[static_cast<size_t>(r)])
       ADD_FAILURE() << "rank " << r << ": " << f;
+  }
+}
+
+void runRanksOnHosts(int hostCount, int perHost, const RankBody& body, size_t slotBytes) {
+  const int n = hostCount * perHost;
+  auto fabric = transport::LoopbackFabric::create(n);
+  std::vector<std::string> names;
+  for (int r = 0; r < n; ++r) names.push_back("host" + std::to_string(r % hostCount));
+  const patterns::HostLayout layout = patterns::hostLayout(names);
+  std::vector<std::unique_ptr<transport::Transport>> endpoints;
+  std::vector<ExecResources> resources(static_cast<size_t>(n));
+  std::vector<HostGroups> groups(static_cast<size_t>(n));
+  std::vector<std::vector<std::string>> failures(static_cast<size_t>(n));
+  std::vector<std::unique_ptr<arena::HeapSegments>> segments;
+  for (int h = 0; h < hostCount; ++h) {
+    segments.push_back(std::make_unique<arena::HeapSegments>(perHost, slotBytes, 100));
+  }
+  std::vector<std::unique_ptr<arena::Arena>> arenas;
+  for (int r = 0; r < n; ++r) {
+    endpoints.push_back(fabric->endpoint(r));
+    const auto& segs = *segments[static_cast<size_t>(layout.hostOf[static_cast<size_t>(r)])];
+    arenas.push_back(std::make_unique<arena::Arena>(segs.view(layout.localIndex(r))));
+    groups[static_cast<size_t>(r)].local = layout.local(r);
+    groups[static_cast<size_t>(r)].cross = layout.cross(r);
+  }
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      const auto i = static_cast<size_t>(r);
+      RankContext ctx{r, n, *endpoints[i], resources[i], nullptr, 0, {}, &groups[i],
+                      arenas[i].get()};
+      try {
+        body(ctx);
+      } catch (const std::exception& e) {
+        ctx.failures.push_back(std::string("exception: ") + e.what());
+      }
+      failures[i] = std::move(ctx.failures);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) {
+    for (const auto& f : failures[static_cast<size_t>(r)])
+      ADD_FAILURE() << "rank " << r << " (host " << layout.hostOf[static_cast<size_t>(r)]
+                    << "): " << f;
   }
 }
 

@@ -63,6 +63,9 @@ struct RankContext {
   arena::Arena* arena;  // this rank's arena over the group's heap segment (4 KiB slots)
   uint64_t seq = 0;
   std::vector<std::string> failures;
+  // runRanksOnHosts: this rank's host groups (their settings follow each run's) and host arena.
+  HostGroups* hosts = nullptr;
+  arena::Arena* hostArena = nullptr;
 
   // Runs one algorithm as the core would (next sequence number, deadline now + 30 s).
   void run(const Algorithm& algorithm, const CollectiveArgs& args, size_t segmentBytes);
@@ -75,6 +78,11 @@ using RankBody = std::function<void(RankContext&)>;
 // min(slot, segment), so every multi-KiB case runs several chunks); reports every rank's failures
 // and exceptions through gtest.
 void runRanks(int n, const RankBody& body);
+// Runs body on hosts x perHost threads laid out as ranks of several hosts: rank r on host
+// r % hosts (so a host's ranks are not consecutive), a heap arena of 4 KiB slots per host, no
+// arena over all ranks, and each rank's HostGroups (exec.h) for the hierarchical algorithms; 4 KiB
+// arena slots unless slotBytes says otherwise.
+void runRanksOnHosts(int hosts, int perHost, const RankBody& body, size_t slotBytes = 4096);
 
 const Algorithm& algorithm(CollectiveKind kind, const char* name);
 std::string describeCase(const Algorithm& a, int n, size_t count, DataType dtype, ReduceOp op,

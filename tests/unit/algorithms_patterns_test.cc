@@ -10,6 +10,7 @@
 
 #include "algorithms/patterns/binomial_tree.h"
 #include "algorithms/patterns/bruck.h"
+#include "algorithms/patterns/hosts.h"
 #include "algorithms/patterns/recursive_doubling.h"
 #include "algorithms/patterns/ring.h"
 
@@ -258,6 +259,34 @@ TEST(Patterns, DisseminationInformsEveryRank) {
       EXPECT_NE(partial[0], full(n)) << "n=" << n;
     }
   }
+}
+
+TEST(HostLayout, GroupsRanksByHostInOrderOfFirstRank) {
+  // 3 hosts x 2 ranks, interleaved: b a c a b c.
+  const HostLayout l = hostLayout({"b", "a", "c", "a", "b", "c"});
+  EXPECT_EQ(l.hosts(), 3);
+  EXPECT_EQ(l.ranksPerHost(), 2);
+  EXPECT_TRUE(l.hierarchical());
+  EXPECT_EQ(l.hostOf, (std::vector<int>{0, 1, 2, 1, 0, 2}));
+  EXPECT_EQ(l.local(3), (std::vector<int>{1, 3}));
+  EXPECT_EQ(l.localIndex(3), 1);
+  EXPECT_EQ(l.localIndex(4), 1);
+  EXPECT_EQ(l.cross(3), (std::vector<int>{4, 3, 5}));  // local index 1 of hosts b, a, c
+  EXPECT_EQ(l.cross(0), (std::vector<int>{0, 1, 2}));
+  // Every rank is in exactly one cross group with one rank per host, and every cross group has
+  // the same hosts in the same order on all its ranks.
+  for (int r = 0; r < 6; ++r) {
+    for (int q : l.cross(r)) EXPECT_EQ(l.cross(q), l.cross(r));
+  }
+}
+
+TEST(HostLayout, HierarchicalOnlyWithSeveralEqualHostsOfTwoOrMore) {
+  EXPECT_FALSE(hostLayout({"a", "a", "a"}).hierarchical());       // one host
+  EXPECT_FALSE(hostLayout({"a", "b", "c"}).hierarchical());       // one rank per host
+  EXPECT_FALSE(hostLayout({"a", "a", "b"}).hierarchical());       // unequal hosts
+  EXPECT_EQ(hostLayout({"a", "a", "b"}).ranksPerHost(), 0);
+  EXPECT_TRUE(hostLayout({"a", "b", "a", "b"}).hierarchical());
+  EXPECT_FALSE(hostLayout({}).hierarchical());
 }
 
 }  // namespace

@@ -147,6 +147,35 @@ TEST(Selector, HandMadeBadOverrideIsAnError) {
   }
 }
 
+TEST(Selector, HierarchicalAllReduceAcrossHostsWithArenas) {
+  const AlgorithmOverrides none;
+  for (int hosts : {2, 3, 7}) {
+    Topology t{hosts * 2, hosts};
+    t.hostArenas = true;
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 8, t, none).name, "hier_direct");
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024, t, none).name, "hier_direct");
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024 + 4, t, none).name, "hier_split");
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 64 << 20, t, none).name, "hier_split");
+    // The flat algorithms stay available by name, and the other collectives stay flat.
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 64 << 20, t, parseAlgorithmOverrides("allreduce:ring")).name,
+                 "ring");
+    EXPECT_STREQ(selectAlgorithm(K::kBroadcast, 8, t, none).name, "binomial");
+    EXPECT_STREQ(selectAlgorithm(K::kAllGather, 8, t, none).name, "bruck");
+  }
+  // Without host arenas (one host, hosts of different sizes, SMDDP_ARENA=0): flat by default, and
+  // a hierarchical override is refused naming the layout.
+  const Topology flat{6, 2};
+  EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 8, flat, none).name, "recursive_doubling");
+  EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 1 << 20, flat, none).name, "ring");
+  try {
+    selectAlgorithm(K::kAllReduce, 8, flat, parseAlgorithmOverrides("allreduce:hier_split"));
+    ADD_FAILURE() << "hier_split accepted without host arenas";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("6 rank(s) on 2 host(s)"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Overrides, ParsesAllSpellingsAndWhitespace) {
   EXPECT_TRUE(parseAlgorithmOverrides("").empty());
   EXPECT_TRUE(parseAlgorithmOverrides(" ; ;").empty());
