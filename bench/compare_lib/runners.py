@@ -37,11 +37,15 @@ def _pump(proc, rank, out):
 class TorchGroup:
     """`world` worker processes (torch_worker.py) forming one process group of `backend`."""
 
-    def __init__(self, python, backend, world, env, logdir, timeout, pinned=True, name=None):
+    def __init__(self, python, backend, world, env, logdir, timeout, pinned=True, name=None,
+                 init=None, launch=None):
+        """init: the init_method (default: a file store in a temporary folder); launch(rank):
+        the argv prefix that starts rank `rank` elsewhere (bench/testbed: inside a namespace
+        host), instead of pinning it here."""
         self.backend, self.world, self.timeout = backend, world, timeout
         name = name or backend
         self.tmp = tempfile.mkdtemp(prefix=f"smddp_compare_{backend}_")
-        init = "file://" + os.path.join(self.tmp, "store")
+        init = init or "file://" + os.path.join(self.tmp, "store")
         self.replies = queue.Queue()
         self.procs, self.logs = [], []
         worker = os.path.join(HERE, "torch_worker.py")
@@ -53,7 +57,8 @@ class TorchGroup:
         for rank in range(world):
             log = open(os.path.join(logdir, f"{name}-w{world}-r{rank}.log"), "a")
             argv = [python, worker, backend, str(rank), str(world), init]
-            p = subprocess.Popen((bind_argv(rank) if pinned else []) + argv,
+            prefix = launch(rank) if launch else bind_argv(rank) if pinned else []
+            p = subprocess.Popen(prefix + argv,
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                  text=True, env=env)
             threading.Thread(target=_pump, args=(p, rank, self.replies), daemon=True).start()

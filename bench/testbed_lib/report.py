@@ -1,0 +1,75 @@
+# SPDX-License-Identifier: Apache-2.0
+"""bench/testbed's outputs: summary.md (nccl-tests columns per backend, busbw as a multiple of
+the link cap, smddp's time ratios to every peer) and testbed.png (busbw / cap against size).
+Invariant: reads only measured rows; a backend that failed is named, never left out silently."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from compare_lib.common import human_size  # noqa: E402
+
+COLORS = {"smddp": "tab:blue", "smddp-flat": "tab:cyan", "gloo": "tab:orange",
+          "mpi": "tab:green"}
+
+
+def busbw_gbps(size, time_us, world):
+    return size / 1e3 / time_us * 2.0 * (world - 1) / world if time_us else 0.0
+
+
+def enrich(results, world, cap_gbps):
+    for rows in results.values():
+        for r in rows:
+            r["busbw_gbps"] = busbw_gbps(r["size"], r["time_us"], world)
+            r["of_cap"] = r["busbw_gbps"] / cap_gbps
+
+
+def summary(results, failed, meta):
+    world, cap = meta["world"], meta["cap_gbps"]
+    names = [b for b in ("smddp", "smddp-flat", "gloo", "mpi") if b in results]
+    lines = [f"# all_reduce on the testbed: {meta['hosts']} hosts x {meta['per_host']} ranks, "
+             f"links capped at {meta['rate']} each way ({cap:.4g} GB/s)", "",
+             "busbw = size / time x 2(n-1)/n (nccl-tests); `x cap` = busbw / link cap; "
+             "ratios are smddp's time / the peer's time (below 1: smddp faster).", ""]
+    head = "| size |" + "".join(f" {b} us | {b} x cap | #wrong |" for b in names)
+    peers = [b for b in names if b != "smddp"]
+    head += "".join(f" smddp/{b} |" for b in peers)
+    lines += [head, "|" + "---|" * (1 + 3 * len(names) + len(peers))]
+    by = {b: {r["size"]: r for r in results[b]} for b in names}
+    for size in sorted({r["size"] for rows in results.values() for r in rows}):
+        row = f"| {human_size(size)} |"
+        for b in names:
+            r = by[b].get(size)
+            row += (f" {r['time_us']:.1f} | {r['of_cap']:.2f} | {r['wrong']} |" if r
+                    else " - | - | - |")
+        for b in peers:
+            mine, theirs = by["smddp"].get(size) if "smddp" in by else None, by[b].get(size)
+            row += (f" {mine['time_us'] / theirs['time_us']:.2f} |" if mine and theirs
+                    else " - |")
+        lines.append(row)
+    for b, why in failed.items():
+        lines += ["", f"**{b} failed**: {why}"]
+    return "\n".join(lines) + "\n"
+
+
+def plot(results, meta, path):
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for b, rows in results.items():
+        rows = [r for r in rows if r["of_cap"] > 0]
+        ax.plot([r["size"] for r in rows], [r["of_cap"] for r in rows], marker=".",
+                color=COLORS.get(b), label=b)
+    per_host, world, hosts = meta["per_host"], meta["world"], meta["hosts"]
+    # A hierarchical all_reduce sends 2(H-1)/H x size per host and direction, a flat ring whose
+    # order crosses each host boundary once 2(n-1)/n x size: busbw can reach link cap x these.
+    ax.axhline((2.0 * (world - 1) / world) / (2.0 * (hosts - 1) / hosts), color="grey",
+               linestyle=":", linewidth=0.8, label="hierarchical limit")
+    ax.axhline(1.0, color="black", linestyle=":", linewidth=0.8, label="flat ring limit")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("all_reduce size (bytes)")
+    ax.set_ylabel("busbw / link cap")
+    ax.set_title(f"{meta['hosts']} hosts x {per_host} ranks, links at {meta['rate']}")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

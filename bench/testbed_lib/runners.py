@@ -1,0 +1,156 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The backends bench/testbed runs across namespace hosts (tests/netns/hosts.sh), all_reduce
+only, each returning rows {size, time_us, wrong} for the sizes asked:
+
+- smddp's engine (build/bench/all_reduce_perf, one process per rank started inside its host,
+  rendezvous through a TCP store on host a; -z 1: each call waited for, as a training loop
+  does), with its default algorithms (hierarchical across hosts) or flat (SMDDP_ARENA=0: no
+  host arenas, the flat ring / recursive doubling over libfabric tcp);
+- gloo through torch.distributed (bench/compare_lib/torch_worker.py in each host, TCP init on
+  host a; gloo finds its interface from the host name);
+- Open MPI (bench/mpi/mpi_coll_perf.c) under mpirun started in host a, the other hosts' daemons
+  started through an rsh agent that enters their namespace; btl self,vader,tcp (shared memory
+  within a host, TCP between hosts, its best configuration here), yielding when oversubscribed.
+
+Invariant: every process has a deadline and is killed past it; the namespaces are the caller's.
+"""
+import json
+import os
+import subprocess
+import tempfile
+import time
+
+from compare_lib.runners import RunError, TorchGroup
+
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(BENCH)
+HOSTS_SH = os.path.join(REPO, "tests", "netns", "hosts.sh")
+LETTERS = "abcd"
+
+
+def host_of(rank, per_host):
+    return LETTERS[rank // per_host]
+
+
+def addr_of(letter):
+    return f"192.0.2.{101 + LETTERS.index(letter)}"
+
+
+def _kill(procs):
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+        p.wait(10)
+
+
+class EngineRunner:
+    def __init__(self, tag, hosts, per_host, build_dir, logdir, timeout, flat=False, port=29820):
+        self.tag, self.hosts, self.per_host = tag, hosts, per_host
+        self.exe = os.path.join(build_dir, "bench", "all_reduce_perf")
+        self.logdir, self.timeout, self.flat, self.port = logdir, timeout, flat, port
+        if not os.path.exists(self.exe):
+            raise RunError(f"{self.exe} not built")
+
+    def run(self, sizes, iters, warmup):
+        world = self.hosts * self.per_host
+        self.port += 1
+        fd, path = tempfile.mkstemp(prefix="smddp_testbed_", suffix=".json")
+        os.close(fd)
+        procs = []
+        factor = sizes[1] // sizes[0] if len(sizes) > 1 else 2
+        try:
+            for rank in range(world):
+                h = host_of(rank, self.per_host)
+                env = dict(os.environ, SMDDP_RANK=str(rank), SMDDP_WORLD_SIZE=str(world),
+                           SMDDP_STORE=f"tcp:{addr_of('a')}:{self.port}",
+                           SMDDP_FABRIC_ADDR=addr_of(h), SMDDP_DEBUG="WARN",
+                           SMDDP_TIMEOUT_MS=str(int(self.timeout * 1000)))
+                if self.flat:
+                    env["SMDDP_ARENA"] = "0"
+                argv = [HOSTS_SH, "exec", self.tag, h, self.exe, "-b", str(sizes[0]),
+                        "-e", str(sizes[-1]), "-f", str(factor), "-n", str(iters),
+                        "-w", str(warmup), "-c", "1", "-z", "1", "-d", "float"]
+                if rank == 0:
+                    argv += ["-J", path]
+                log = open(os.path.join(self.logdir, f"engine{'-flat' if self.flat else ''}"
+                                        f"-r{rank}.log"), "a")
+                procs.append(subprocess.Popen(argv, env=env, stdout=log, stderr=log))
+            deadline = time.monotonic() + self.timeout
+            for p in procs:
+                try:
+                    code = p.wait(max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    raise RunError(f"engine sweep timed out after {self.timeout}s "
+                                   f"(logs in {self.logdir})")
+                if code != 0:
+                    raise RunError(f"engine rank exited {code} (logs in {self.logdir})")
+            with open(path) as f:
+                doc = json.load(f)
+        finally:
+            _kill(procs)
+            os.unlink(path)
+        rows = []
+        for r in doc["results"]:
+            if r["size"] in sizes:
+                g = r["in_place"]  # as torch calls all_reduce
+                wrong = sum(x["wrong"] for x in (r["in_place"], r["out_of_place"]) if x)
+                rows.append({"size": r["size"], "time_us": g["time_us"], "wrong": wrong})
+        return rows
+
+
+class GlooRunner:
+    def __init__(self, tag, hosts, per_host, python, logdir, timeout, port=29860):
+        world = hosts * per_host
+        env = dict(os.environ, PYTHONPATH=BENCH)
+
+        def launch(rank):
+            return [HOSTS_SH, "exec", tag, host_of(rank, per_host)]
+
+        self.group = TorchGroup(python, "gloo", world, env, logdir, timeout,
+                                init=f"tcp://{addr_of('a')}:{port}", launch=launch)
+
+    def run(self, sizes, iters, warmup):
+        reply = self.group.run("all_reduce", "float32", sizes, iters, warmup)
+        if "unsupported" in reply:
+            raise RunError(reply["unsupported"])
+        return [{"size": r["size"], "time_us": r["time_us"], "wrong": r["wrong"]}
+                for r in reply["rows"]]
+
+    def close(self):
+        self.group.close()
+
+
+class MpiRunner:
+    def __init__(self, tag, hosts, per_host, exe, workdir, timeout):
+        self.tag, self.hosts, self.per_host, self.exe = tag, hosts, per_host, exe
+        self.timeout = timeout
+        self.agent = os.path.join(workdir, "mpi_agent")
+        with open(self.agent, "w") as f:  # "agent HOST CMD...": CMD inside host HOST (nodeX)
+            f.write(f'#!/bin/sh\nhost=$1; shift\nexec "{HOSTS_SH}" exec {tag} "${{host#node}}" '
+                    'sh -c "$*"\n')
+        os.chmod(self.agent, 0o755)
+        self.hostfile = os.path.join(workdir, "mpi_hosts")
+        with open(self.hostfile, "w") as f:
+            for h in LETTERS[:hosts]:
+                f.write(f"node{h} slots={per_host}\n")
+
+    def run(self, sizes, iters, warmup):
+        world = self.hosts * self.per_host
+        argv = [HOSTS_SH, "exec", self.tag, "a", "mpirun", "--allow-run-as-root", "-np",
+                str(world), "--hostfile", self.hostfile, "--map-by", "slot",
+                "--mca", "plm_rsh_agent", self.agent, "--mca", "pml", "ob1",
+                "--mca", "btl", "self,vader,tcp", "--mca", "btl_tcp_if_include", "192.0.2.0/24",
+                "--mca", "oob_tcp_if_include", "192.0.2.0/24",
+                "--mca", "mpi_yield_when_idle", "1",
+                self.exe, "-c", "all_reduce", "-d", "float32", "-s", ",".join(map(str, sizes)),
+                "-n", str(iters), "-w", str(warmup)]
+        try:
+            res = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            raise RunError(f"mpi sweep timed out after {self.timeout}s")
+        if res.returncode != 0:
+            raise RunError(f"mpirun exit {res.returncode}: {res.stderr[-2000:]}")
+        rows = [json.loads(x) for x in res.stdout.splitlines() if x.startswith("{")]
+        if len(rows) != len(sizes):
+            raise RunError(f"mpi: {len(rows)} rows for {len(sizes)} sizes")
+        return [{"size": r["size"], "time_us": r["time_us"], "wrong": r["wrong"]} for r in rows]
