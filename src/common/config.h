@@ -36,8 +36,10 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
     "suffixes accepted).")                                                                         \
   X(arena, "SMDDP_ARENA", Int, 1,                                                                  \
     "1: when every rank of a communicator is on one host and the provider is shm, collectives "    \
-    "run through a shared-memory arena mapped by all of them (no messages). 0: everything goes "   \
-    "through libfabric. Formerly SMDDP_SHM, still read when this is unset.")                       \
+    "run through a shared-memory arena mapped by all of them (no messages); across several "       \
+    "hosts with the same number (>= 2) of ranks each, every host gets one and all_reduce is "      \
+    "hierarchical. 0: everything goes through libfabric. Formerly SMDDP_SHM, still read when "     \
+    "this is unset.")                                                                              \
   X(arenaSlotBytes, "SMDDP_ARENA_SLOT_BYTES", Bytes, 1048576,                                      \
     "Size of each of the two data slots every rank has in the shared-memory arena: broadcast "     \
     "pipelines a whole slot per chunk, all_gather and the split all_reduce half a slot (both "     \

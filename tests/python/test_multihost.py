@@ -4,9 +4,12 @@
 
 - every collective (all_reduce, broadcast from every root, all_gather, barrier) is correct:
   exit 0 and #wrong 0 on every row;
+- all_reduce, hierarchical (the default across hosts: hier_direct, hier_split) and flat
+  (SMDDP_ARENA=0), every dtype and op on exact values: both equal the closed form bit for bit;
 - cutting nodeb's link in the middle of a long all_reduce run with SMDDP_TIMEOUT_MS=5000 makes
-  every rank exit non-zero (nodea, the surviving side, within a few timeouts; nodeb, cut off
-  from the store too, within 90 s) with a timeout error
+  every rank exit non-zero (the all_reduce is hierarchical: hier_split) (nodea, the surviving
+  side, within a few timeouts; nodeb, cut off from the store too, within 90 s) with a timeout
+  error
   naming the peers it did not hear from (on each side at least one rank names a peer across the
   cut); nothing hangs.
 
@@ -59,13 +62,14 @@ def _kill_group(proc):
         pass
 
 
-def start_ranks(tag, tool, args, port, tmp_path, timeout_ms):
+def start_ranks(tag, tool, args, port, tmp_path, timeout_ms, extra_env=None):
     """Starts 4 ranks of `tool` (2 per host); returns [(proc, log_path)]."""
     ranks = []
     for rank, host in enumerate(HOST_OF_RANK):
         env = dict(os.environ, SMDDP_RANK=str(rank), SMDDP_WORLD_SIZE="4",
                    SMDDP_STORE=f"tcp:{ADDR['a']}:{port}", SMDDP_FABRIC_ADDR=ADDR[host],
                    SMDDP_TIMEOUT_MS=str(timeout_ms), SMDDP_DEBUG="WARN")
+        env.update(extra_env or {})
         log = tmp_path / f"{tool}.rank{rank}.log"
         with open(log, "w") as out:
             proc = subprocess.Popen([HOSTS_SH, "exec", tag, host, os.path.join(BENCH, tool)] + args,
@@ -129,11 +133,40 @@ def test_collectives_across_two_hosts(hosts, tmp_path):
             assert "Out of bounds values : 0 OK" in out[0], out[0]
 
 
+@pytest.mark.parametrize("mode", ["hierarchical", "flat"])
+def test_all_reduce_hierarchical_and_flat_exact(hosts, tmp_path, mode):
+    """Every dtype and op, sizes from 8 B to 1 MiB (hier_direct and hier_split; odd counts), with
+    values whose reductions are exact: #wrong 0 means the result equals the closed form bit for
+    bit, so the hierarchical and the flat path (SMDDP_ARENA=0: no host arenas) agree bit for bit.
+    The log names the algorithms chosen."""
+    port = 29640 + (0 if mode == "hierarchical" else 1)
+    args = ["-b", "8", "-e", "1M", "-f", "8", "-n", "2", "-w", "1", "-c", "1",
+            "-o", "all", "-d", "all"]
+    extra = {"SMDDP_DEBUG": "INFO"}
+    if mode == "flat":
+        extra["SMDDP_ARENA"] = "0"
+    ranks = start_ranks(hosts, "all_reduce_perf", args, port, tmp_path, timeout_ms=20000,
+                        extra_env=extra)
+    codes = wait_all(ranks, time.monotonic() + 120)
+    out = logs(ranks)
+    for r, code in enumerate(codes):
+        assert code == 0, f"rank {r}: exit {code}\n{out[r][-3000:]}"
+    counts = wrong_counts(out[0])
+    assert len(counts) >= 2 * 6 * 20 and set(counts) == {0}, f"#wrong {counts}\n{out[0][-3000:]}"
+    chosen = set(re.findall(r"all_reduce uses algorithm (\w+)", out[0]))
+    if mode == "hierarchical":
+        assert chosen == {"hier_direct", "hier_split"}, chosen
+        assert "an arena per host (hierarchical)" in out[0], out[0][-3000:]
+    else:
+        assert chosen == {"recursive_doubling", "ring"}, chosen
+
+
 def test_link_cut_fails_every_rank_in_bounded_time(hosts, tmp_path):
     timeout_ms = 5000
     # -z 1: one collective at a time, as a training loop does; far more iterations than fit.
     args = ["-b", "64K", "-e", "64K", "-n", "1000000", "-w", "1", "-c", "0", "-z", "1"]
-    ranks = start_ranks(hosts, "all_reduce_perf", args, 29690, tmp_path, timeout_ms)
+    ranks = start_ranks(hosts, "all_reduce_perf", args, 29690, tmp_path, timeout_ms,
+                        extra_env={"SMDDP_DEBUG": "INFO"})
     try:
         deadline = time.monotonic() + 30
         while "#       size" not in open(ranks[0][1]).read():  # the header: rendezvous is done
@@ -166,6 +199,7 @@ def test_link_cut_fails_every_rank_in_bounded_time(hosts, tmp_path):
         last_error[r] = errors[-1]
         assert f"timed out after {timeout_ms} ms" in errors[-1] and re.search(
             r"rank \d+ \(node[ab]\)", errors[-1]), f"rank {r}: unexpected error: {errors[-1]}"
+    assert "all_reduce uses algorithm hier_split" in out[0], out[0][-3000:]  # the hierarchy
     # A rank blocked on a same-host peer that is itself stuck names that (healthy) peer: only the
     # ranks whose own partner is across the cut name it. At least one rank per side must.
     for host, other in (("a", "nodeb"), ("b", "nodea")):
