@@ -153,14 +153,7 @@ void allReduceHierSplit(Exec& exec, const CollectiveArgs& args) {
       reduce::finishAverage(args.dtype, acc, mineCount, exec.size());
     }
     step.publish(2);
-    for (int i = 0; i < ranksHere; ++i) {
-      const int q = (me + i) % ranksHere;  // our own slice first: peers' may still be in flight
-      if (q != me) step.await(q, 2);
-      const patterns::Range s = patterns::ringChunk(count, ranksHere, q);
-      if (s.count > 0) {
-        std::memcpy(out + off + s.begin * es, step.slotOf(q) + s.begin * es, s.count * es);
-      }
-    }
+    arena::copySlicesOut(step, ranksHere, me, count, es, out + off);
     step.release();
   }
 }

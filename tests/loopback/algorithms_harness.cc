@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <thread>
 
 #include "algorithms/patterns/hosts.h"
@@ -157,33 +158,46 @@ void RankContext::fail(const std::string& message) {
   if (failures.size() < kMaxFailuresPerRank) failures.push_back(message);
 }
 
-void runRanks(int n, const RankBody& body) {
-  auto fabric = transport::LoopbackFabric::create(n);
-  std::vector<std::unique_ptr<transport::Transport>> endpoints;
-  std::vector<ExecResources> resources(static_cast<size_t>(n));
-  std::vector<std::vector<std::string>> failures(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r) endpoints.push_back(fabric->endpoint(r));
-  arena::HeapSegments segments(n, 4096, 100);
-  std::vector<std::unique_ptr<arena::Arena>> arenas;
-  for (int r = 0; r < n; ++r) arenas.push_back(std::make_unique<arena::Arena>(segments.view(r)));
+namespace {
+
+// Runs body on one thread per context; reports every rank's failures and exceptions, each
+// line led by label(rank).
+void runContexts(std::vector<RankContext>& contexts, const RankBody& body,
+                 const std::function<std::string(int)>& label) {
   std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      const auto i = static_cast<size_t>(r);
-      RankContext ctx{r, n, *endpoints[i], resources[i], arenas[i].get(), 0, {}};
+  for (RankContext& ctx : contexts) {
+    threads.emplace_back([&body, &ctx] {
       try {
         body(ctx);
       } catch (const std::exception& e) {
         ctx.failures.push_back(std::string("exception: ") + e.what());
       }
-      failures[i] = std::move(ctx.failures);
     });
   }
   for (auto& t : threads) t.join();
-  for (int r = 0; r < n; ++r) {
-    for (const auto& f : failures[static_cast<size_t>(r)])
-      ADD_FAILURE() << "rank " << r << ": " << f;
+  for (const RankContext& ctx : contexts) {
+    for (const auto& f : ctx.failures) ADD_FAILURE() << label(ctx.rank) << ": " << f;
   }
+}
+
+}  // namespace
+
+void runRanks(int n, const RankBody& body) {
+  auto fabric = transport::LoopbackFabric::create(n);
+  std::vector<std::unique_ptr<transport::Transport>> endpoints;
+  std::vector<ExecResources> resources(static_cast<size_t>(n));
+  arena::HeapSegments segments(n, 4096, 100);
+  std::vector<std::unique_ptr<arena::Arena>> arenas;
+  std::vector<RankContext> contexts;
+  for (int r = 0; r < n; ++r) {
+    endpoints.push_back(fabric->endpoint(r));
+    arenas.push_back(std::make_unique<arena::Arena>(segments.view(r)));
+  }
+  for (int r = 0; r < n; ++r) {
+    const auto i = static_cast<size_t>(r);
+    contexts.push_back(RankContext{r, n, *endpoints[i], resources[i], arenas[i].get(), 0, {}});
+  }
+  runContexts(contexts, body, [](int r) { return "rank " + std::to_string(r); });
 }
 
 void runRanksOnHosts(int hostCount, int perHost, const RankBody& body, size_t slotBytes) {
@@ -195,7 +209,6 @@ void runRanksOnHosts(int hostCount, int perHost, const RankBody& body, size_t sl
   std::vector<std::unique_ptr<transport::Transport>> endpoints;
   std::vector<ExecResources> resources(static_cast<size_t>(n));
   std::vector<HostGroups> groups(static_cast<size_t>(n));
-  std::vector<std::vector<std::string>> failures(static_cast<size_t>(n));
   std::vector<std::unique_ptr<arena::HeapSegments>> segments;
   for (int h = 0; h < hostCount; ++h) {
     segments.push_back(std::make_unique<arena::HeapSegments>(perHost, slotBytes, 100));
@@ -208,26 +221,16 @@ void runRanksOnHosts(int hostCount, int perHost, const RankBody& body, size_t sl
     groups[static_cast<size_t>(r)].local = layout.local(r);
     groups[static_cast<size_t>(r)].cross = layout.cross(r);
   }
-  std::vector<std::thread> threads;
+  std::vector<RankContext> contexts;
   for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      const auto i = static_cast<size_t>(r);
-      RankContext ctx{r, n, *endpoints[i], resources[i], nullptr, 0, {}, &groups[i],
-                      arenas[i].get()};
-      try {
-        body(ctx);
-      } catch (const std::exception& e) {
-        ctx.failures.push_back(std::string("exception: ") + e.what());
-      }
-      failures[i] = std::move(ctx.failures);
-    });
+    const auto i = static_cast<size_t>(r);
+    contexts.push_back(RankContext{r, n, *endpoints[i], resources[i], nullptr, 0, {}, &groups[i],
+                                   arenas[i].get()});
   }
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < n; ++r) {
-    for (const auto& f : failures[static_cast<size_t>(r)])
-      ADD_FAILURE() << "rank " << r << " (host " << layout.hostOf[static_cast<size_t>(r)]
-                    << "): " << f;
-  }
+  runContexts(contexts, body, [&layout](int r) {
+    return "rank " + std::to_string(r) + " (host " +
+           std::to_string(layout.hostOf[static_cast<size_t>(r)]) + ")";
+  });
 }
 
 const Algorithm& algorithm(CollectiveKind kind, const char* name) {
