@@ -3,20 +3,22 @@
 // ranks each and a shared-memory arena per host (exec.h: HostGroups). The host's ranks reduce
 // through their arena (arena/slot_step.h has its protocol), the network carries only what the
 // host could not reduce itself, and every rank of a host drives its own part of it, so all of a
-// host's network paths work at once. Per chunk of the buffer (one arena use):
+// host's network paths work at once. Two algorithms:
 //
-// hier_split (large messages; the chunk is half an arena slot, capped by the segment size):
-//   1. arena: copy the chunk, except slice r (r = local index), into the own slot; publish; reduce
-//      slice r of the own input with slice r of every local peer's slot into the own slot.
-//   2. network: all_reduce of slice r with the ranks of local index r on the other hosts (the
-//      cross group, H ranks: ring above kCrossRingBytes, recursive doubling below), in place in
-//      the slot. AVG divides by n here.
-//   3. arena: publish phase 2; copy every slice from its owner's slot into the output; release.
-//   Cost per rank: the arena_split copies and 1/L of its reductions, plus a cross all_reduce of
-//   bytes / L: each host sends and receives 2 (H-1)/H x bytes in all (ring), against the flat
-//   ring's 2 (n-1)/n x bytes per rank = L x that per host. With H = 2 a host's link carries
-//   `bytes` each way, so busbw (2 (n-1)/n x bytes / time) can reach 2 (n-1)/n of the link rate:
-//   1.5x with 2 hosts x 2 ranks, where the flat ring reaches 1.0x.
+// hier_split (large messages), over the whole buffer cut into L blocks (block r: local index r):
+//   1. arena reduce-scatter: block r of the host's L inputs reduced into block r of the output
+//      (per arena use a piece of every block; hostReduceScatter).
+//   2. network: all_reduce of block r with the ranks of local index r on the other hosts (the
+//      cross group, H ranks: ring above kCrossRingBytes, segmented and pipelined; recursive
+//      doubling below), in place in the output. AVG divides by n here.
+//   3. arena all-gather: every block to every rank of the host (hostAllGather).
+//   The network phase is one pipelined transfer of bytes / L per rank, not one exchange per arena
+//   chunk, so a handshake's round trip is paid a few times per collective, not per chunk. Cost per
+//   rank: copy in (bytes), (L-1)/L x bytes reduced, a cross all_reduce of bytes / L, copy in
+//   bytes / L and out bytes: each host sends and receives 2 (H-1)/H x bytes in all (ring),
+//   against the flat ring's 2 (n-1)/n x bytes per rank = L x that per host. With H = 2 a host's
+//   link carries `bytes` each way, so busbw (2 (n-1)/n x bytes / time) can reach 2 (n-1)/n of
+//   the link rate: 1.5x with 2 hosts x 2 ranks, where the flat ring reaches 1.0x.
 // hier_direct (small messages; the chunk is one arena slot):
 //   1. arena: copy the chunk into the own slot; publish; reduce all L slots in local rank order
 //      into the output (every rank of a host computes the same bits).
@@ -28,8 +30,8 @@
 // Reduction order: the local ranks in a fixed order, then the hosts in the cross algorithm's
 // order, the same on every rank, so every rank ends with the same bits (exactly the flat
 // algorithms' result where the op is exact: integers, min/max, small integer-valued floats).
-// Successive cross all_reduces take disjoint ranges of message indices (each as many as its
-// algorithm may use), so chunks cannot match each other's messages.
+// hier_direct's successive cross all_reduces take disjoint ranges of message indices (each as
+// many as its algorithm may use), so chunks cannot match each other's messages.
 #include <algorithm>
 #include <cstring>
 
@@ -89,6 +91,67 @@ uint64_t crossAllReduce(Exec& exec, const HostGroups& groups, const CollectiveAr
   return msgBase + reserved;
 }
 
+// Elements of `block` from `at`, at most `piece` of them (0 past its end).
+size_t pieceOf(const patterns::Range& block, size_t at, size_t piece) {
+  return at < block.count ? std::min(piece, block.count - at) : 0;
+}
+
+// Phase 1 of hier_split: out's block r (r = local index; the L blocks of patterns::ringChunk)
+// = the host's ranks' inputs' block r reduced in local rank order (sum.op: no division). Per
+// arena use every rank copies the same piece of each of the L blocks of its input into its slot
+// (block q at q x piece), and reduces piece `at` of its own block from all L slots into out. In
+// place works: a use copies its pieces in before it writes the output, and later uses read
+// later pieces.
+void hostReduceScatter(Exec& local, const CollectiveArgs& sum, unsigned char* out) {
+  const int ranksHere = local.size();
+  const int me = local.rank();
+  const size_t es = sum.elementSize();
+  const size_t piece = arena::piecePerRank(local, es) / es;
+  const auto* in = static_cast<const unsigned char*>(sum.send);
+  const patterns::Range mine = patterns::ringChunk(sum.count, ranksHere, me);
+  const size_t longest = patterns::ringChunk(sum.count, ranksHere, 0).count;
+  for (size_t at = 0; at < longest; at += piece) {
+    arena::SlotStep step(local);
+    step.acquire();
+    for (int q = 0; q < ranksHere; ++q) {
+      const patterns::Range block = patterns::ringChunk(sum.count, ranksHere, q);
+      std::memcpy(step.mine() + static_cast<size_t>(q) * piece * es,
+                  in + (block.begin + at) * es, pieceOf(block, at, piece) * es);
+    }
+    step.publish(1);
+    step.awaitAll(1);
+    const size_t n = pieceOf(mine, at, piece);
+    if (n > 0) {
+      arena::reduceSlots(step, sum, ranksHere, out + (mine.begin + at) * es,
+                         static_cast<size_t>(me) * piece * es, n);
+    }
+    step.release();
+  }
+}
+
+// Phase 3 of hier_split: every rank's block of out (finished) to every rank of the host. Per use
+// each rank copies a piece of its own block into its slot; the others copy it out.
+void hostAllGather(Exec& local, size_t count, size_t es, unsigned char* out) {
+  const int ranksHere = local.size();
+  const int me = local.rank();
+  const size_t piece = arena::SlotStep::chunkBytes(local, es, 2) / es;
+  const patterns::Range mine = patterns::ringChunk(count, ranksHere, me);
+  const size_t longest = patterns::ringChunk(count, ranksHere, 0).count;
+  for (size_t at = 0; at < longest; at += piece) {
+    arena::SlotStep step(local);
+    step.acquire();
+    std::memcpy(step.mine(), out + (mine.begin + at) * es, pieceOf(mine, at, piece) * es);
+    step.publish(1);
+    for (int i = 1; i < ranksHere; ++i) {
+      const int q = (me + i) % ranksHere;
+      step.await(q, 1);
+      const patterns::Range block = patterns::ringChunk(count, ranksHere, q);
+      std::memcpy(out + (block.begin + at) * es, step.slotOf(q), pieceOf(block, at, piece) * es);
+    }
+    step.release();
+  }
+}
+
 }  // namespace
 
 void allReduceHierDirect(Exec& exec, const CollectiveArgs& args) {
@@ -122,40 +185,15 @@ void allReduceHierSplit(Exec& exec, const CollectiveArgs& args) {
   const HostGroups& groups = requireHosts(exec);
   Exec local(exec, groups.local, groups.localSettings, 0);  // no messages
   const CollectiveArgs sum = summed(args);
-  const int ranksHere = local.size();
-  const int me = local.rank();
   const size_t es = args.elementSize();
-  const size_t chunk = arena::SlotStep::chunkBytes(local, es, 2);
-  const auto* in = static_cast<const unsigned char*>(args.send);
   auto* out = static_cast<unsigned char*>(args.recv);
-  uint64_t msg = 0;
-  for (size_t off = 0; off < args.bytes(); off += chunk) {
-    const size_t count = std::min(chunk, args.bytes() - off) / es;
-    const patterns::Range slice = patterns::ringChunk(count, ranksHere, me);  // ours
-    const size_t first = slice.begin;
-    const size_t mineCount = slice.count;
-    arena::SlotStep step(local);
-    step.acquire();
-    std::memcpy(step.mine(), in + off, first * es);
-    std::memcpy(step.mine() + slice.end() * es, in + off + slice.end() * es,
-                (count - slice.end()) * es);
-    step.publish(1);
-    step.awaitAll(1);
-    unsigned char* acc = step.mine() + first * es;
-    const unsigned char* partial = in + off + first * es;
-    for (int i = 1; i < ranksHere && mineCount > 0; ++i) {
-      const int q = (me + i) % ranksHere;
-      reduce::reduce(args.dtype, sum.op, acc, partial, step.slotOf(q) + first * es, mineCount);
-      partial = acc;
-    }
-    msg = crossAllReduce(exec, groups, sum, acc, mineCount, msg);
-    if (args.op == ReduceOp::kAvg && mineCount > 0) {
-      reduce::finishAverage(args.dtype, acc, mineCount, exec.size());
-    }
-    step.publish(2);
-    arena::copySlicesOut(step, ranksHere, me, count, es, out + off);
-    step.release();
+  const patterns::Range mine = patterns::ringChunk(args.count, local.size(), local.rank());
+  hostReduceScatter(local, sum, out);
+  crossAllReduce(exec, groups, sum, out + mine.begin * es, mine.count, 0);
+  if (args.op == ReduceOp::kAvg && mine.count > 0) {
+    reduce::finishAverage(args.dtype, out + mine.begin * es, mine.count, exec.size());
   }
+  hostAllGather(local, args.count, es, out);
 }
 
 }  // namespace smddp::algo

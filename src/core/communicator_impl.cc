@@ -25,6 +25,12 @@ using Clock = std::chrono::steady_clock;
 // collective, a broadcast it was the root of (settleDeferredCheck).
 constexpr std::chrono::milliseconds kShutdownCheckBound{10000};
 
+// The pipelining segment of the hierarchical algorithms' cross-host step (SMDDP_SEGMENT_BYTES,
+// when smaller, wins). Measured on bench/testbed (2 hosts x 2 ranks, 1 Gbit/s, tcp;ofi_rxm),
+// 16 MiB all_reduce busbw / link cap: 64 KiB 0.88, 128 KiB 1.04, 256 KiB 1.20-1.28, 512 KiB 1.12,
+// 1 MiB 0.80-0.96: more messages in flight than with 1 MiB, each still large.
+constexpr size_t kCrossSegmentBytes = 256 * 1024;
+
 int64_t spinForHost(int ranksOnHost, unsigned cores) {
   // Measured with 4 ranks on 2 cores: 8 B - 4 KiB all_reduce 37-56 us without spinning, 65-90 us
   // with 20 us of spinning; with a core per rank, spinning keeps small collectives at 1-3 us.
@@ -109,6 +115,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
     hostGroups_.localSettings = exec_;
     hostGroups_.localSettings.arena = hostArena_.get();
     hostGroups_.crossSettings = exec_;
+    hostGroups_.crossSettings.segmentBytes = std::min(exec_.segmentBytes, kCrossSegmentBytes);
     exec_.hosts = &hostGroups_;
   }
   // Sequence numbers are assigned under the engine's lock, so they follow the queue's order even

@@ -47,8 +47,8 @@ TEST(HierAllReduce, ManyChunksOddCountSevenHosts) {
   }
 }
 
-// 1 MiB slots: hier_split's slices exceed 64 KiB, so the cross step is a ring (segmented with
-// the small segment), and consecutive chunks' cross rings must not match each other's messages.
+// Blocks above 64 KiB: hier_split's cross step is a ring, segmented (65536-byte segments:
+// several per block) and pipelined; 1 MiB slots, so each arena phase also takes several uses.
 TEST(HierAllReduce, CrossRingWithLargeSlots) {
   const Algorithm& a = algorithm(K::kAllReduce, "hier_split");
   runRanksOnHosts(3, 2, [&](RankContext& ctx) {

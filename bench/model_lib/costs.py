@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Alpha-beta-gamma costs of smddp's all_reduce algorithms on H nodes x L ranks per node.
+
+A Machine holds what the costs need, per link class:
+- network (between nodes): net_alpha seconds per message step, net_rate bytes/s per node and
+  direction (the NIC or the link), net_eff the fraction of it a transfer gets (calibrated);
+- arena (within a node): arena_alpha seconds per synchronisation, copy_rate bytes/s one rank copies
+  (the flat algorithms send messages within a node too: net_alpha each, at copy_rate);
+- gamma: seconds per element-byte one rank reduces.
+Every rank of a node sends through that node's one link, so a step in which all L ranks of a
+node send m bytes across costs net_alpha + L m / (net_rate net_eff).
+
+The algorithms follow the code (docs/algorithms.md): the flat ones over all n = H L ranks in rank
+order (a node's ranks consecutive, so a ring crosses each node boundary once), the hierarchical
+ones chunk by chunk through the arena (chunk = min(slot / 2, segment) for hier_split, slot for
+hier_direct) with a cross-node all_reduce per chunk (ring above 64 KiB of slice, recursive
+doubling below). Each function returns seconds for one all_reduce of `size` bytes.
+Invariant: pure functions of (machine, size); no measurement here.
+"""
+import math
+from dataclasses import dataclass, replace
+
+CROSS_RING_BYTES = 64 * 1024   # hierarchical_all_reduce.cc: kCrossRingBytes
+DIRECT_MAX_BYTES = 16 * 1024   # selector.cc: hier_direct / arena_direct up to this size
+FLAT_RD_MAX_BYTES = 64 * 1024  # selector.cc: recursive doubling up to this size
+
+
+@dataclass(frozen=True)
+class Machine:
+    name: str
+    nodes: int
+    per_node: int
+    net_alpha: float
+    net_rate: float
+    net_eff: float = 1.0
+    arena_alpha: float = 2e-6
+    copy_rate: float = 8e9
+    gamma: float = 1.0 / 8e9
+    slot_bytes: int = 1 << 20
+    segment_bytes: int = 1 << 20
+
+    @property
+    def ranks(self):
+        return self.nodes * self.per_node
+
+    def net_beta(self):
+        """Seconds per byte through one node's link (one direction)."""
+        return 1.0 / (self.net_rate * self.net_eff)
+
+
+def _log2(n):
+    return math.ceil(math.log2(n)) if n > 1 else 0
+
+
+def _rd_steps(n):
+    """Recursive doubling's message steps on the critical path (fold and unfold when n is not a
+    power of two)."""
+    p = 1 << int(math.floor(math.log2(n))) if n > 1 else 1
+    return _log2(p) + (2 if p != n else 0)
+
+
+def flat_ring(m, size):
+    n = m.ranks
+    if n == 1:
+        return 0.0
+    piece = size / n
+    if m.nodes > 1:  # every step: one edge per node boundary, the others within a node
+        slowest = max(m.net_beta(), 1.0 / m.copy_rate if m.per_node > 1 else 0.0)
+        step = m.net_alpha + piece * slowest
+    else:
+        step = m.arena_alpha + piece / m.copy_rate
+    return 2 * (n - 1) * step + (n - 1) / n * size * m.gamma
+
+
+def flat_recursive_doubling(m, size):
+    n = m.ranks
+    if n == 1:
+        return 0.0
+    t = 0.0
+    for k in range(_log2(1 << int(math.floor(math.log2(n))))):
+        if (1 << k) < m.per_node:  # partner on the same node: a message all the same
+            t += m.net_alpha + size / m.copy_rate
+        else:  # every rank of the node sends the whole buffer across at once
+            t += m.net_alpha + m.per_node * size * m.net_beta()
+        t += size * m.gamma
+    # Fold and unfold (n not a power of two) pair neighbours: on one node when it has >= 2 ranks.
+    extra = _rd_steps(n) - _log2(1 << int(math.floor(math.log2(n))))
+    if m.per_node > 1:
+        return t + extra * (m.net_alpha + size / m.copy_rate)
+    return t + extra * (m.net_alpha + size * m.net_beta())
+
+
+def _cross(m, part):
+    """One cross-node all_reduce of `part` bytes per rank, all L ranks of a node at once."""
+    h = m.nodes
+    if h == 1 or part == 0:
+        return 0.0
+    L = m.per_node
+    if part > CROSS_RING_BYTES:
+        steps = 2 * (h - 1)
+        return steps * (m.net_alpha + L * part / h * m.net_beta()) + (h - 1) / h * part * m.gamma
+    return _rd_steps(h) * (m.net_alpha + L * part * m.net_beta()) + _log2(h) * part * m.gamma
+
+
+def hier_split(m, size):
+    L = m.per_node
+    chunk = min(m.slot_bytes // 2, m.segment_bytes)
+    chunks = max(1, math.ceil(size / chunk))
+    each = min(size, chunk)
+    local = (2 * m.arena_alpha + 2 * each / m.copy_rate + (L - 1) / L * each * m.gamma)
+    return chunks * (local + _cross(m, each / L))
+
+
+def hier_direct(m, size):
+    L = m.per_node
+    chunk = min(m.slot_bytes, m.segment_bytes)
+    chunks = max(1, math.ceil(size / chunk))
+    each = min(size, chunk)
+    local = m.arena_alpha + each / m.copy_rate + (L - 1) * each * m.gamma
+    return chunks * (local + _cross(m, each))
+
+
+ALGORITHMS = {"ring": flat_ring, "recursive_doubling": flat_recursive_doubling,
+              "hier_split": hier_split, "hier_direct": hier_direct}
+
+
+def applicable(m):
+    names = ["ring", "recursive_doubling"]
+    if m.nodes > 1 and m.per_node > 1:
+        names += ["hier_split", "hier_direct"]
+    return names
+
+
+def selected(m, size):
+    """What smddp's selector runs (selector.cc) on this machine."""
+    if m.nodes > 1 and m.per_node > 1:
+        return "hier_direct" if size <= DIRECT_MAX_BYTES else "hier_split"
+    return "recursive_doubling" if size <= FLAT_RD_MAX_BYTES else "ring"
+
+
+def best(m, size):
+    """(name, seconds) of the algorithm the model finds fastest."""
+    return min(((a, ALGORITHMS[a](m, size)) for a in applicable(m)), key=lambda x: x[1])
+
+
+def busbw(m, size, seconds):
+    n = m.ranks
+    return size / seconds * 2 * (n - 1) / n if seconds > 0 else 0.0
+
+
+def scaled(m, **changes):
+    return replace(m, **changes)

@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: Apache-2.0
+"""bench/model: the alpha-beta-gamma costs against closed forms (a flat ring's and a hierarchical
+all_reduce's bandwidth limits on 2 hosts x 2 ranks: 1.0x and 1.5x the link), the selector
+mirror, calibration recovering known parameters from rows the model itself produced, and the CLI
+(calibrate, check, table) end to end on a synthetic testbed.json.
+Invariant: pure computation and short subprocesses; nothing outside tmp_path.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+from model_lib import calibrate, costs  # noqa: E402
+
+MODEL = os.path.join(REPO, "bench", "model")
+
+
+def ideal(nodes, per_node, rate=1e9):
+    """No latency, free copies and reductions: only the link counts."""
+    return costs.Machine("ideal", nodes, per_node, net_alpha=0.0, net_rate=rate, net_eff=1.0,
+                         arena_alpha=0.0, copy_rate=1e30, gamma=0.0)
+
+
+def test_bandwidth_limits_on_two_hosts_of_two():
+    m = ideal(2, 2)
+    size = 64 << 20
+    ring = costs.flat_ring(m, size)
+    hier = costs.hier_split(m, size)
+    assert ring == pytest.approx(1.5 * size / 1e9)  # 2(n-1)/n x size through one link
+    assert hier == pytest.approx(size / 1e9)        # 2(H-1)/H x size per host
+    assert costs.busbw(m, size, ring) / 1e9 == pytest.approx(1.0)
+    assert costs.busbw(m, size, hier) / 1e9 == pytest.approx(1.5)
+
+
+def test_latency_terms_count_steps():
+    m = costs.Machine("lat", 4, 1, net_alpha=1e-5, net_rate=1e30, net_eff=1.0, arena_alpha=0.0,
+                      copy_rate=1e30, gamma=0.0)
+    assert costs.flat_ring(m, 8) == pytest.approx(2 * 3 * 1e-5)
+    assert costs.flat_recursive_doubling(m, 8) == pytest.approx(2 * 1e-5)
+    m5 = costs.scaled(m, nodes=5)  # not a power of two: fold and unfold across nodes
+    assert costs.flat_recursive_doubling(m5, 8) == pytest.approx(4 * 1e-5)
+    h = costs.Machine("h", 8, 2, net_alpha=1e-5, net_rate=1e30, net_eff=1.0, arena_alpha=1e-6,
+                      copy_rate=1e30, gamma=0.0)
+    assert costs.hier_direct(h, 8) == pytest.approx(1e-6 + 3 * 1e-5)
+
+
+def test_selected_mirrors_the_selector():
+    hosts = ideal(2, 2)
+    assert costs.selected(hosts, 16 * 1024) == "hier_direct"
+    assert costs.selected(hosts, 16 * 1024 + 4) == "hier_split"
+    single = ideal(3, 1)
+    assert costs.selected(single, 64 * 1024) == "recursive_doubling"
+    assert costs.selected(single, 64 * 1024 + 4) == "ring"
+    assert set(costs.applicable(single)) == {"ring", "recursive_doubling"}
+
+
+def test_calibration_recovers_known_parameters():
+    truth = costs.Machine("t", 2, 2, net_alpha=80e-6, net_rate=125e6, net_eff=0.7,
+                          arena_alpha=10e-6, copy_rate=8e9, gamma=1 / 8e9)
+    rows = []
+    for size in (8, 4096, 1 << 18, 1 << 22):
+        algo = costs.selected(truth, size)
+        rows.append({"size": size, "algorithm": algo,
+                     "time_us": costs.ALGORITHMS[algo](truth, size) * 1e6})
+    prior = costs.scaled(truth, net_alpha=50e-6, net_eff=0.9)
+    fitted = calibrate.fit(prior, rows)
+    assert fitted.net_alpha == pytest.approx(80e-6, rel=1e-6)
+    assert fitted.net_eff == pytest.approx(0.7, rel=1e-6)
+    for r in calibrate.predict(fitted, rows):
+        assert abs(r["error"]) < 1e-6
+
+
+def _testbed_doc(m, rate):
+    results = {}
+    for backend in ("smddp", "smddp-flat"):
+        rows = []
+        for size in (8, 64, 512, 4096, 16384, 65536, 1 << 18, 1 << 20, 1 << 22, 1 << 24):
+            if backend == "smddp":
+                algo = costs.selected(m, size)
+            else:
+                algo = "recursive_doubling" if size <= costs.FLAT_RD_MAX_BYTES else "ring"
+            rows.append({"size": size, "time_us": costs.ALGORITHMS[algo](m, size) * 1e6,
+                         "wrong": 0})
+        results[backend] = rows
+    meta = {"hosts": m.nodes, "per_host": m.per_node, "world": m.ranks, "rate": rate,
+            "cap_gbps": m.net_rate / 1e9}
+    return {"meta": meta, "results": results, "failed": {}}
+
+
+def test_cli_calibrate_check_table(tmp_path):
+    truth = costs.Machine("t", 2, 2, net_alpha=90e-6, net_rate=125e6, net_eff=0.75,
+                          arena_alpha=10e-6, copy_rate=8e9, gamma=1 / 8e9)
+    bed = tmp_path / "testbed.json"
+    bed.write_text(json.dumps(_testbed_doc(truth, "1gbit")))
+    other = tmp_path / "other.json"  # 3 hosts at half the rate, same network behaviour
+    other.write_text(json.dumps(_testbed_doc(costs.scaled(truth, nodes=3, net_rate=62.5e6),
+                                             "500mbit")))
+    params = tmp_path / "params.json"
+    run = [sys.executable, MODEL]
+    res = subprocess.run(run + ["calibrate", str(bed), "--out", str(params)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    p = json.loads(params.read_text())
+    assert p["net_alpha"] == pytest.approx(90e-6, rel=1e-4)
+    assert p["net_eff"] == pytest.approx(0.75, rel=1e-4)
+    res = subprocess.run(run + ["check", str(params), str(bed), str(other)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "3x2 @ 500mbit" in res.stdout and "largest error: 0 %" in res.stdout, res.stdout
+    table = tmp_path / "table.md"
+    res = subprocess.run(run + ["table", str(params), "--out", str(table)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    text = table.read_text()
+    rows = [l for l in text.splitlines() if l.startswith("| ") and l.split("|")[1].strip().isdigit()]
+    assert len(rows) == 10 * 3  # 2 ... 1024 nodes x 3 sizes
+    assert "| 1024 | 8192 |" in text and "NCCL" in text
