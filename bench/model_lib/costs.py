@@ -11,10 +11,10 @@ Every rank of a node sends through that node's one link, so a step in which all 
 node send m bytes across costs net_alpha + L m / (net_rate net_eff).
 
 The algorithms follow the code (docs/algorithms.md): the flat ones over all n = H L ranks in rank
-order (a node's ranks consecutive, so a ring crosses each node boundary once), the hierarchical
-ones chunk by chunk through the arena (chunk = min(slot / 2, segment) for hier_split, slot for
-hier_direct) with a cross-node all_reduce per chunk (ring above 64 KiB of slice, recursive
-doubling below). Each function returns seconds for one all_reduce of `size` bytes.
+order (a node's ranks consecutive, so a ring crosses each node boundary once); hier_split as an
+arena reduce-scatter, one cross-node all_reduce of each rank's block (ring above 64 KiB,
+recursive doubling below) and an arena all-gather; hier_direct chunk by chunk (one arena slot),
+a cross-node recursive doubling per chunk. Each function returns seconds for one all_reduce of `size` bytes.
 Invariant: pure functions of (machine, size); no measurement here.
 """
 import math
@@ -91,24 +91,31 @@ def flat_recursive_doubling(m, size):
 
 
 def _cross(m, part):
-    """One cross-node all_reduce of `part` bytes per rank, all L ranks of a node at once."""
+    """One cross-node all_reduce of `part` bytes per rank, all L ranks of a node at once. A ring
+    moves 2(H-1)/H x part per rank, L x that through the node's link, in segments pipelined
+    behind each other: the per-step latency is paid once per step, not per segment."""
     h = m.nodes
     if h == 1 or part == 0:
         return 0.0
     L = m.per_node
     if part > CROSS_RING_BYTES:
         steps = 2 * (h - 1)
-        return steps * (m.net_alpha + L * part / h * m.net_beta()) + (h - 1) / h * part * m.gamma
+        wire = steps * L * part / h * m.net_beta()
+        return steps * m.net_alpha + wire + (h - 1) / h * part * m.gamma
     return _rd_steps(h) * (m.net_alpha + L * part * m.net_beta()) + _log2(h) * part * m.gamma
 
 
 def hier_split(m, size):
+    """Arena reduce-scatter of the whole buffer, one cross all_reduce of each rank's block (a
+    pipelined ring), arena all-gather (hierarchical_all_reduce.cc)."""
     L = m.per_node
-    chunk = min(m.slot_bytes // 2, m.segment_bytes)
-    chunks = max(1, math.ceil(size / chunk))
-    each = min(size, chunk)
-    local = (2 * m.arena_alpha + 2 * each / m.copy_rate + (L - 1) / L * each * m.gamma)
-    return chunks * (local + _cross(m, each / L))
+    block = size / L
+    piece = max(1.0, min(m.slot_bytes, m.segment_bytes) / L)  # per block and arena use
+    uses_rs = math.ceil(block / piece)
+    uses_ag = math.ceil(block / (min(m.slot_bytes // 2, m.segment_bytes)))
+    scatter = 2 * uses_rs * m.arena_alpha + size / m.copy_rate + (L - 1) * block * m.gamma
+    gather = 2 * uses_ag * m.arena_alpha + (block + size) / m.copy_rate
+    return scatter + _cross(m, block) + gather
 
 
 def hier_direct(m, size):
