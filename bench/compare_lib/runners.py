@@ -160,6 +160,19 @@ class MpiRunner:
         return {"rows": rows}
 
 
+def perf_rows(doc, sizes, group):
+    """The rows of a perf tool's -J document at `sizes`: {size, time_us, wrong}, the time of
+    `group` ("in_place" or "out_of_place"), the wrong elements of both groups."""
+    rows = []
+    for r in doc["results"]:
+        if r["size"] not in sizes:
+            continue
+        groups = [g for g in (r["in_place"], r["out_of_place"]) if g]  # null: no such form
+        rows.append({"size": r["size"], "time_us": r[group]["time_us"],
+                     "wrong": sum(g["wrong"] for g in groups if g["wrong"])})
+    return rows
+
+
 class EngineRunner:
     """smddp's engine-level perf tools; the group matching torch's call is taken: in place for
     all_reduce, broadcast and reduce, out of place for all_gather (torch's list form),
@@ -187,15 +200,9 @@ class EngineRunner:
         finally:
             os.unlink(path)
         group = "in_place" if coll in ("all_reduce", "broadcast", "reduce") else "out_of_place"
-        rows = []
-        for r in doc["results"]:
-            if r["size"] not in sizes:
-                continue
-            groups = [g for g in (r["in_place"], r["out_of_place"]) if g]  # null: no such form
-            wrong = [g["wrong"] for g in groups if g["wrong"]]
-            rows.append({"size": r["size"], "count": element_count(coll, r["size"], self.world,
-                                                                   dtype),
-                         "time_us": r[group]["time_us"], "wrong": sum(wrong)})
+        rows = perf_rows(doc, sizes, group)
+        for r in rows:
+            r["count"] = element_count(coll, r["size"], self.world, dtype)
         if len(rows) != len(sizes):
             raise RunError(f"engine {coll} {dtype}: {len(rows)} rows for {len(sizes)} sizes")
         return {"rows": rows}

@@ -20,6 +20,8 @@ Invariant: pure functions of (machine, size); no measurement here.
 import math
 from dataclasses import dataclass, replace
 
+from compare_lib.common import busbw_factor
+
 CROSS_RING_BYTES = 64 * 1024   # hierarchical_all_reduce.cc: kCrossRingBytes
 DIRECT_MAX_BYTES = 16 * 1024   # selector.cc: hier_direct / arena_direct up to this size
 FLAT_RD_MAX_BYTES = 64 * 1024  # selector.cc: recursive doubling up to this size
@@ -151,8 +153,8 @@ def best(m, size):
 
 
 def busbw(m, size, seconds):
-    n = m.ranks
-    return size / seconds * 2 * (n - 1) / n if seconds > 0 else 0.0
+    """Bytes/s, nccl-tests' definition (compare_lib.common)."""
+    return size / seconds * busbw_factor("all_reduce", m.ranks) if seconds > 0 else 0.0
 
 
 def scaled(m, **changes):

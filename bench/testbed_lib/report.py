@@ -7,20 +7,17 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from compare_lib.common import human_size  # noqa: E402
+from compare_lib.common import algbw_gbps, busbw_factor, human_size  # noqa: E402
 
 COLORS = {"smddp": "tab:blue", "smddp-flat": "tab:cyan", "gloo": "tab:orange",
           "mpi": "tab:green"}
 
 
-def busbw_gbps(size, time_us, world):
-    return size / 1e3 / time_us * 2.0 * (world - 1) / world if time_us else 0.0
-
-
 def enrich(results, world, cap_gbps):
     for rows in results.values():
         for r in rows:
-            r["busbw_gbps"] = busbw_gbps(r["size"], r["time_us"], world)
+            r["busbw_gbps"] = algbw_gbps(r["size"], r["time_us"]) * busbw_factor("all_reduce",
+                                                                                 world)
             r["of_cap"] = r["busbw_gbps"] / cap_gbps
 
 

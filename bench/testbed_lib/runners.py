@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 
-from compare_lib.runners import RunError, TorchGroup
+from compare_lib.runners import RunError, TorchGroup, perf_rows
 
 BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO = os.path.dirname(BENCH)
@@ -89,13 +89,7 @@ class EngineRunner:
         finally:
             _kill(procs)
             os.unlink(path)
-        rows = []
-        for r in doc["results"]:
-            if r["size"] in sizes:
-                g = r["in_place"]  # as torch calls all_reduce
-                wrong = sum(x["wrong"] for x in (r["in_place"], r["out_of_place"]) if x)
-                rows.append({"size": r["size"], "time_us": g["time_us"], "wrong": wrong})
-        return rows
+        return perf_rows(doc, sizes, "in_place")  # in place, as torch calls all_reduce
 
 
 class GlooRunner:

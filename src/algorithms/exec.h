@@ -55,8 +55,8 @@ struct ExecSettings {
 };
 
 // A communicator that spans hosts, each with the same number of ranks (>= 2) and an arena of its
-// own (core/communicator.cc builds them; algorithms/host_layout.h says who is where). The
-// hierarchical algorithms (hierarchical.cc) run sub-collectives on these groups through
+// own (core/communicator.cc builds them; patterns/hosts.h says who is where). The
+// hierarchical algorithms (hierarchical_all_reduce.cc) run sub-collectives on these groups through
 // Exec::Exec(parent, group, ...). Rank numbers are the communicator's.
 struct HostGroups {
   std::vector<int> local;      // the ranks on this rank's host, ascending (this rank included)

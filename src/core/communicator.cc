@@ -45,14 +45,13 @@ std::unique_ptr<algo::arena::Arena> createArena(Store& store, const std::string&
 // agree on it as createArena's do; then the hosts agree (each host's first rank publishes its
 // host's outcome), so either every host has one or none keeps it: the algorithm choice must be
 // the same on every rank.
-std::unique_ptr<algo::arena::Arena> createHostArena(Store& store, const std::string& prefix,
-                                                    const transport::Transport& transport,
-                                                    const Config& config, const Options& options,
-                                                    const core::Settings& settings) {
+core::HostArena createHostArena(Store& store, const std::string& prefix,
+                                const transport::Transport& transport, const Config& config,
+                                const Options& options, const core::Settings& settings) {
   std::vector<std::string> names;
   for (const auto& peer : transport.peers()) names.push_back(peer.host);
   const algo::patterns::HostLayout layout = algo::patterns::hostLayout(names);
-  if (static_cast<int>(names.size()) != transport.size() || !layout.hierarchical()) return nullptr;
+  if (static_cast<int>(names.size()) != transport.size() || !layout.hierarchical()) return {};
   const int rank = transport.rank();
   const int host = layout.hostOf[static_cast<size_t>(rank)];
   const int index = layout.localIndex(rank);
@@ -75,9 +74,10 @@ std::unique_ptr<algo::arena::Arena> createHostArena(Store& store, const std::str
       SMDDP_WARN(rank, "no shared-memory arenas across hosts (" << refusal
                                                                 << "): collectives are flat");
     }
-    return nullptr;
+    return {};
   }
-  return std::make_unique<algo::arena::Arena>(std::move(segment));
+  return {std::make_unique<algo::arena::Arena>(std::move(segment)), layout.local(rank),
+          layout.cross(rank)};
 }
 
 algo::CollectiveArgs barrierArgs() {

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <thread>
 
-#include "algorithms/patterns/hosts.h"
 #include "common/clock.h"
 #include "common/logging.h"
 #include "core/recycling_allocator.h"
@@ -61,10 +60,10 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
                                    const std::string& prefix,
                                    std::unique_ptr<algo::arena::Arena> arena,
                                    std::unique_ptr<transport::Transport> p2pTransport,
-                                   std::unique_ptr<algo::arena::Arena> hostArena)
+                                   HostArena hostArena)
     : transport_(std::move(transport)),
       arena_(std::move(arena)),
-      hostArena_(std::move(hostArena)),
+      hostArena_(std::move(hostArena.arena)),
       settings_(settings),
       rank_(transport_->rank()),
       size_(transport_->size()),
@@ -107,11 +106,8 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   exec_.monitor = watch_->monitor();
   exec_.arena = arena_.get();
   if (hostArena_) {
-    std::vector<std::string> names;
-    for (const auto& peer : transport_->peers()) names.push_back(peer.host);
-    const algo::patterns::HostLayout layout = algo::patterns::hostLayout(names);
-    hostGroups_.local = layout.local(rank_);
-    hostGroups_.cross = layout.cross(rank_);
+    hostGroups_.local = std::move(hostArena.local);
+    hostGroups_.cross = std::move(hostArena.cross);
     hostGroups_.localSettings = exec_;
     hostGroups_.localSettings.arena = hostArena_.get();
     hostGroups_.crossSettings = exec_;

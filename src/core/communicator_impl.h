@@ -29,6 +29,14 @@ using watch::Signature;
 using watch::WatchSettings;
 using watch::foldSignature;
 
+// This rank's host's arena and groups, for a communicator over several hosts with the same number
+// (>= 2) of ranks on each (algorithms/patterns/hosts.h); empty otherwise.
+struct HostArena {
+  std::unique_ptr<algo::arena::Arena> arena;
+  std::vector<int> local;  // the ranks on this rank's host, ascending
+  std::vector<int> cross;  // the ranks with this rank's local index, one per host
+};
+
 // Options resolved against the configuration: every field set.
 struct Settings {
   std::chrono::milliseconds timeout{300000};
@@ -48,13 +56,13 @@ class CommunicatorImpl {
   // store and prefix (optional) carry the progress beacons (watch/progress_beacon.h); arena
   // (optional) enables the shared-memory algorithms (every rank on one host).
   // p2pTransport (optional) carries send and recv (point_to_point.h): a second endpoint.
-  // hostArena (optional): this rank's host's arena, when the ranks span several hosts with the
-  // same number (>= 2) on each (patterns/hosts.h); enables the hierarchical algorithms.
+  // hostArena (optional): this rank's host's arena and groups (HostArena); enables the
+  // hierarchical algorithms.
   CommunicatorImpl(std::unique_ptr<transport::Transport> transport, const Settings& settings,
                    std::shared_ptr<Store> store = nullptr, const std::string& prefix = "",
                    std::unique_ptr<algo::arena::Arena> arena = nullptr,
                    std::unique_ptr<transport::Transport> p2pTransport = nullptr,
-                   std::unique_ptr<algo::arena::Arena> hostArena = nullptr);
+                   HostArena hostArena = {});
   ~CommunicatorImpl();
 
   int rank() const { return rank_; }

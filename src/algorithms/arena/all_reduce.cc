@@ -78,7 +78,14 @@ void allReduceSplit(Exec& exec, const CollectiveArgs& args) {
       reduce::finishAverage(args.dtype, acc, mineCount, n);
     }
     step.publish(2);
-    copySlicesOut(step, n, rank, count, es, out + off);
+    for (int i = 0; i < n; ++i) {
+      const int q = (rank + i) % n;  // start with our own slice: peers' may still be in flight
+      if (q != rank) step.await(q, 2);
+      const patterns::Range s = patterns::ringChunk(count, n, q);
+      if (s.count > 0) {
+        std::memcpy(out + off + s.begin * es, step.slotOf(q) + s.begin * es, s.count * es);
+      }
+    }
     step.release();
   }
 }

@@ -19,14 +19,12 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <utility>
 
 #include "algorithms/arena/arena.h"
 #include "algorithms/arena/segment.h"
 #include "algorithms/exec.h"
-#include "algorithms/patterns/ring.h"
 #include "reduce/reducer.h"
 #include "smddp/error.h"
 
@@ -150,23 +148,6 @@ inline void reduceSlots(SlotStep& step, const CollectiveArgs& args, int n, void*
     reduce::reduce(args.dtype, args.op, out, out, step.slotOf(r) + at, count);
   }
   if (args.op == ReduceOp::kAvg) reduce::finishAverage(args.dtype, out, count, n);
-}
-
-// The last step of a split all_reduce chunk (arena_split, hier_split): rank q of n has published
-// phase 2 with slice q of the chunk's `count` elements (patterns::ringChunk) reduced in its slot;
-// every slice is copied from its owner's slot into out, this rank's own first (the peers' may
-// still be in flight).
-inline void copySlicesOut(SlotStep& step, int n, int rank, size_t count, size_t elementSize,
-                          unsigned char* out) {
-  for (int i = 0; i < n; ++i) {
-    const int q = (rank + i) % n;
-    if (q != rank) step.await(q, 2);
-    const patterns::Range s = patterns::ringChunk(count, n, q);
-    if (s.count > 0) {
-      std::memcpy(out + s.begin * elementSize, step.slotOf(q) + s.begin * elementSize,
-                  s.count * elementSize);
-    }
-  }
 }
 
 // Bytes per rank and use when every use carries one piece for each rank (reduce_scatter,
