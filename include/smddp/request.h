@@ -22,7 +22,12 @@ class Request {
   // True once the collective finished; throws its Error if it failed.
   bool test();
   // Waits for completion up to the communicator timeout (plus a grace period); throws on failure.
+  // For a collective on CUDA buffers, also waits (bounded) until the result is in device memory.
   void wait();
+  // For a collective on CUDA buffers: work enqueued on `stream` (a cudaStream_t; nullptr: the
+  // default stream) after this call runs after the result is in device memory; the host does not
+  // wait. Throws the collective's error if it already failed. For host buffers: wait().
+  void waitOnStream(void* stream);
   // Waits at most `timeout`; throws Error(kTimeout) if the collective is still running then
   // (the collective itself goes on until its own deadline).
   void wait(std::chrono::milliseconds timeout);

@@ -62,11 +62,17 @@ struct Buffer {
   DataType dtype = DataType::kFloat32;
   MemoryType memory = MemoryType::kHost;
   int device = -1;  // CUDA device ordinal when memory == kCuda
+  // kCuda only: the stream (a cudaStream_t; nullptr: the default stream) that orders this
+  // buffer's producers and consumers. The collective starts after the work queued on it before
+  // the call; Request::waitOnStream orders later work after the result. Every CUDA buffer of one
+  // call names the same stream.
+  void* stream = nullptr;
 
   Buffer() = default;
   // Takes const memory too: the engine never writes through a send buffer.
-  Buffer(const void* d, size_t n, DataType t, MemoryType m = MemoryType::kHost, int dev = -1)
-      : data(const_cast<void*>(d)), count(n), dtype(t), memory(m), device(dev) {}
+  Buffer(const void* d, size_t n, DataType t, MemoryType m = MemoryType::kHost, int dev = -1,
+         void* str = nullptr)
+      : data(const_cast<void*>(d)), count(n), dtype(t), memory(m), device(dev), stream(str) {}
 
   size_t bytes() const { return count * dataTypeSize(dtype); }
 };

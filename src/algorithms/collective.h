@@ -29,6 +29,11 @@ struct CollectiveArgs : Call {
   // in `blocks` and element counts here (send piece r goes to rank r, recv piece q comes from
   // rank q). Empty otherwise; all_to_all's pieces are the blocks of send and recv.
   std::vector<size_t> counts;
+  // Where the buffers live (core/validate: one kind per call). kCuda calls are staged through
+  // host memory by the core before any algorithm sees them: algorithms get host memory only.
+  MemoryType memory = MemoryType::kHost;
+  int device = -1;          // the CUDA device of a kCuda call
+  void* stream = nullptr;   // the stream of a kCuda call (Buffer::stream)
 
   CollectiveArgs() = default;
   CollectiveArgs(const Call& call, const void* sendBuf, void* recvBuf)

@@ -140,6 +140,13 @@ Config Config::fromMap(const std::map<std::string, std::string>& given) {
   if (c.arenaMailBytes < 0 || c.arenaMailBytes > 65536) {
     bad("SMDDP_ARENA_MAIL_BYTES", std::to_string(c.arenaMailBytes), "between 0 and 64K");
   }
+  if (c.device != "auto" && c.device != "cuda" && c.device != "fake" && c.device != "none") {
+    bad("SMDDP_DEVICE", c.device, "auto, cuda, fake or none");
+  }
+  if (c.fakeDelayUs < 0 || c.fakeDelayUs > 1000000) {
+    bad("SMDDP_FAKE_DEVICE_DELAY_US", std::to_string(c.fakeDelayUs), "between 0 and 1000000");
+  }
+  if (c.stagingBytes < 4096) bad("SMDDP_STAGING_BYTES", std::to_string(c.stagingBytes), "at least 4K");
   if (c.spinUs < -1) bad("SMDDP_SPIN_US", std::to_string(c.spinUs), "a count >= 0, or -1 (auto)");
   return c;
 }

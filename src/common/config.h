@@ -77,6 +77,16 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
     "1: a hash of each collective's signature goes into the message tags, so ranks that called "   \
     "different collectives never exchange data, and the beacons name both sides (kMismatch). "     \
     "0: off.")                                                                                     \
+  X(device, "SMDDP_DEVICE", String, "auto",                                                        \
+    "The device layer for CUDA buffers: auto (CUDA when this build has it and a GPU is "           \
+    "visible), cuda, fake (a GPU simulated on the host: its memory is not host-accessible and "    \
+    "its streams run on threads; a test mode) or none (CUDA buffers are refused).")                \
+  X(fakeDelayUs, "SMDDP_FAKE_DEVICE_DELAY_US", Int, int64_t{0},                                    \
+    "Fake device only: each stream waits a random 0..N microseconds before every operation, so "   \
+    "missing stream ordering shows up as wrong data. 0: no delays.")                               \
+  X(stagingBytes, "SMDDP_STAGING_BYTES", Bytes, 4194304,                                           \
+    "CUDA buffers without GPUDirect go through pinned host memory in pipeline segments of this "   \
+    "size (all_reduce, broadcast, reduce): segment k's copies overlap segment k-1's exchange.")    \
   X(dumpOnTimeout, "SMDDP_DUMP_ON_TIMEOUT", String, "",                                            \
     "When set to a path, a collective that fails by timeout, peer failure or mismatch writes "     \
     "the flight recorder (last 256 collectives) and the peers' beacons to <path>.<rank>.")
@@ -100,6 +110,9 @@ struct Config {
   int64_t heartbeatTimeoutMs;
   int64_t checkMismatch;
   std::string dumpOnTimeout;
+  std::string device;
+  int64_t fakeDelayUs;
+  int64_t stagingBytes;
   // libfabric's own FI_PROVIDER, honoured when SMDDP_PROVIDER is auto.
   std::string fiProvider;
 

@@ -40,6 +40,7 @@ Settings resolveSettings(const Options& options, const Config& config) {
   Settings s;
   s.timeout = options.timeout.value_or(std::chrono::milliseconds(config.timeoutMs));
   s.segmentBytes = options.segmentBytes.value_or(static_cast<size_t>(config.segmentBytes));
+  s.stagingBytes = static_cast<size_t>(config.stagingBytes);
   s.spinUs = config.spinUs;
   s.overrides = algo::parseAlgorithmOverrides(options.algorithms.value_or(config.algorithms));
   s.watch.beaconPeriod = std::chrono::milliseconds(config.beaconMs);
@@ -117,7 +118,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   // Sequence numbers are assigned under the engine's lock, so they follow the queue's order even
   // when several threads post.
   engine_ = Engine::start(
-      [this](RequestState& r) { r.complete(execute(r.args, r.desc, r.algorithm)); },
+      [this](RequestState& r) { r.complete(run(r)); },
       [this](RequestState& r) { describe(r.args, r.desc, r.algorithm); }, settings_.timeout);
 }
 
@@ -125,12 +126,14 @@ CommunicatorImpl::~CommunicatorImpl() {
   p2p_.reset();  // fails what is still in flight, then closes its endpoint
   engine_->stop();
   engine_.reset();
+  stager_.reset();  // every segment ran or failed: its stream drains
   settleDeferredCheck();
   watch_.reset();  // joins the beacon thread
   transport_.reset();  // closes the endpoint before the op records it might reference go away
 }
 
 Request CommunicatorImpl::post(algo::CollectiveArgs args) {
+  if (args.memory == MemoryType::kCuda) return postStaged(args);
   auto state = std::allocate_shared<RequestState>(RecyclingAllocator<RequestState>());
   state->engine = engine_.get();
   state->desc.call() = args.call();
@@ -140,6 +143,10 @@ Request CommunicatorImpl::post(algo::CollectiveArgs args) {
 }
 
 void CommunicatorImpl::runBlocking(algo::CollectiveArgs args) {
+  if (args.memory == MemoryType::kCuda) {
+    postStaged(args).wait();
+    return;
+  }
   algo::CollectiveDesc desc;
   desc.call() = args.call();
   const algo::Algorithm* algorithm = nullptr;

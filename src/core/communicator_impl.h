@@ -15,6 +15,7 @@
 #include "algorithms/exec.h"
 #include "algorithms/registry.h"
 #include "common/config.h"
+#include "core/device_stager.h"
 #include "core/engine.h"
 #include "core/point_to_point.h"
 #include "smddp/communicator.h"
@@ -41,6 +42,8 @@ struct HostArena {
 struct Settings {
   std::chrono::milliseconds timeout{300000};
   size_t segmentBytes = 1048576;
+  size_t stagingBytes = 4194304;  // pipeline segment of CUDA calls staged through host memory
+  device::Device* device = nullptr;  // the device of CUDA calls; null: device::processDevice()
   int64_t spinUs = -1;  // -1: automatic (see spinForHost)
   algo::AlgorithmOverrides overrides;
   WatchSettings watch;  // beacon, heartbeat, mismatch check, dump (collective_watch.h)
@@ -105,6 +108,13 @@ class CommunicatorImpl {
   std::exception_ptr execute(const algo::CollectiveArgs& args, const algo::CollectiveDesc& desc,
                              const algo::Algorithm* algorithm);
   void runLocal(const algo::CollectiveArgs& args);
+  // A CUDA call: staged through pinned host memory (device_stager.h), one request per segment;
+  // returns the last one's.
+  Request postStaged(const algo::CollectiveArgs& args);
+  // Runs a request: for a staged segment, once its input reached host memory, then lets its
+  // output copies go whatever happened.
+  std::exception_ptr run(RequestState& r);
+  DeviceStager& stager(const algo::CollectiveArgs& args);
   void markBroken(const std::string& reason);
   void settleDeferredCheck();
   void logChoice(const algo::Algorithm& algorithm, const algo::CollectiveDesc& desc, size_t bytes);
@@ -140,6 +150,8 @@ class CommunicatorImpl {
   algo::ExecSettings exec_;  // this communicator's knobs for every Exec (set once watch_ exists)
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<PointToPoint> p2p_;  // null: no send / recv
+  std::mutex stagerMutex_;                // guards the creation of stager_
+  std::unique_ptr<DeviceStager> stager_;  // made by the first CUDA call
 };
 
 }  // namespace smddp::core

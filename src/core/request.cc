@@ -3,6 +3,7 @@
 #include "smddp/request.h"
 
 #include "core/communicator_impl.h"
+#include "core/device_stager.h"
 #include "core/point_to_point.h"
 #include "smddp/error.h"
 
@@ -66,6 +67,26 @@ void Request::wait() {
     }
   }
   test();
+  if (state_->staged) {
+    // The engine's part is done; the copies back to the device follow on the staging stream.
+    const auto bound = state_->desc.timeout + std::chrono::seconds(5);
+    core::StagedCall& call = *state_->staged;
+    if (!device::waitEvent(call.device(), call.end(), std::chrono::steady_clock::now() + bound)) {
+      throw Error(ErrorCode::kTimeout, "smddp: " + state_->desc.describe() +
+                                           ": the copy of the result to " + call.device().name() +
+                                           " device memory did not finish within " +
+                                           std::to_string(bound.count()) + " ms");
+    }
+  }
+}
+
+void Request::waitOnStream(void* stream) {
+  if (!state_->staged) {
+    wait();
+    return;
+  }
+  if (auto e = state_->error()) std::rethrow_exception(e);
+  state_->staged->device().streamWait(stream, state_->staged->end());
 }
 
 }  // namespace smddp

@@ -22,6 +22,7 @@ namespace smddp::core {
 
 class Engine;
 class PointToPoint;
+class StagedCall;
 
 class RequestState {
  public:
@@ -40,6 +41,11 @@ class RequestState {
   PointToPoint* p2p = nullptr;
   // A completed recv's sender (set before completion); -1 otherwise.
   int source = -1;
+  // A segment of a CUDA call (core/device_stager.h): the engine runs args once the segment's
+  // input is in host memory, then lets its output copies go. The call's last segment is the one
+  // the caller's Request holds.
+  std::shared_ptr<StagedCall> staged;
+  size_t segment = 0;
   // Callers asleep in a wait on this request (changed under the engine's mutex, read by the
   // completer without it): see Engine::announce().
   std::atomic<int> sleepers{0};

@@ -3,9 +3,12 @@
 smddp_layer(smddp_core
   core/communicator.cc
   core/communicator_impl.cc
+  core/communicator_staged.cc
+  core/device_stager.cc
   core/engine.cc
   core/request.cc
   core/request_state.cc
+  core/staged_layout.cc
   core/validate.cc
   core/validate_all_to_all.cc
   core/validate_lists.cc
@@ -13,4 +16,4 @@ smddp_layer(smddp_core
   core/point_to_point.cc
   core/point_to_point_mail.cc)
 target_link_libraries(smddp_core PUBLIC smddp_watch smddp_algorithms smddp_transport smddp_store
-  smddp_reduce smddp_common)
+  smddp_device smddp_reduce smddp_common)

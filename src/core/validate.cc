@@ -4,6 +4,7 @@
 #include "core/validate.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -31,12 +32,61 @@ void rejectBuffer(const CallSite& at, CollectiveKind kind, const char* name, con
   if (static_cast<int>(b.dtype) >= kNumDataTypes) {
     fail(at, kind, ErrorCode::kInvalidArgument, std::string(name) + " has an invalid dtype");
   }
-  if (b.memory == MemoryType::kCuda) {
-    fail(at, kind, ErrorCode::kUnsupported,
-         std::string(name) + " is CUDA memory (device " + std::to_string(b.device) +
-             "), but this build of smddp supports host memory only");
+  if (static_cast<unsigned>(b.memory) > static_cast<unsigned>(MemoryType::kCuda)) {
+    fail(at, kind, ErrorCode::kInvalidArgument, std::string(name) + " has an invalid memory kind");
   }
   fail(at, kind, ErrorCode::kInternal, std::string(name) + " failed a check that names no reason");
+}
+
+namespace {
+
+std::string whereIs(const Buffer& b) {
+  if (b.memory == MemoryType::kHost) return "host memory";
+  char stream[32];
+  std::snprintf(stream, sizeof(stream), "%p", b.stream);
+  return "CUDA memory of device " + std::to_string(b.device) + " on stream " + stream;
+}
+
+bool sameMemory(const Buffer& a, const Buffer& b) {
+  return a.memory == b.memory &&
+         (a.memory == MemoryType::kHost || (a.device == b.device && a.stream == b.stream));
+}
+
+}  // namespace
+
+void setMemory(const CallSite& at, CollectiveKind kind, algo::CollectiveArgs& args,
+               std::initializer_list<const Buffer*> used) {
+  const Buffer* first = nullptr;
+  int index = 0;
+  for (const Buffer* b : used) {
+    if (first == nullptr) {
+      first = b;
+    } else if (!sameMemory(*first, *b)) {
+      fail(at, kind, ErrorCode::kInvalidArgument,
+           "buffer " + std::to_string(index) + " is " + whereIs(*b) + " but buffer 0 is " +
+               whereIs(*first) + ": one call uses one kind of memory, one device, one stream");
+    }
+    ++index;
+  }
+  if (first != nullptr && first->memory == MemoryType::kCuda) {
+    args.memory = MemoryType::kCuda;
+    args.device = first->device;
+    args.stream = first->stream;
+  }
+}
+
+void setMemory(const CallSite& at, CollectiveKind kind, algo::CollectiveArgs& args,
+               const std::vector<Buffer>& list, const Buffer* also) {
+  const Buffer& first = also != nullptr ? *also : list.front();
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!sameMemory(first, list[i])) {
+      fail(at, kind, ErrorCode::kInvalidArgument,
+           "list entry " + std::to_string(i) + " is " + whereIs(list[i]) + " but " +
+               (also != nullptr ? "the other buffer" : "entry 0") + " is " + whereIs(first) +
+               ": one call uses one kind of memory, one device, one stream");
+    }
+  }
+  setMemory(at, kind, args, {&first});
 }
 
 void checkSameType(const CallSite& at, CollectiveKind kind, const Buffer& send, const Buffer& recv) {
@@ -125,7 +175,9 @@ algo::CollectiveArgs checkAllReduce(const CallSite& at, const Buffer& send, cons
   checkBuffer(at, kind, "recv", recv);
   checkSendRecvPair(at, kind, send, recv);
   checkOp(at, kind, send.dtype, op);
-  return {Call::of(kind, send.dtype, send.count, op), send.data, recv.data};
+  algo::CollectiveArgs args(Call::of(kind, send.dtype, send.count, op), send.data, recv.data);
+  setMemory(at, kind, args, {&send, &recv});
+  return args;
 }
 
 algo::CollectiveArgs checkBroadcast(const CallSite& at, const Buffer& send, const Buffer& recv,
@@ -137,8 +189,14 @@ algo::CollectiveArgs checkBroadcast(const CallSite& at, const Buffer& send, cons
     checkBuffer(at, kind, "send", send);
     checkSendRecvPair(at, kind, send, recv);
   }
-  return {Call::of(kind, recv.dtype, recv.count, ReduceOp::kSum, root),
-          at.rank == root ? send.data : recv.data, recv.data};
+  algo::CollectiveArgs args(Call::of(kind, recv.dtype, recv.count, ReduceOp::kSum, root),
+                            at.rank == root ? send.data : recv.data, recv.data);
+  if (at.rank == root) {
+    setMemory(at, kind, args, {&send, &recv});
+  } else {
+    setMemory(at, kind, args, {&recv});
+  }
+  return args;
 }
 
 algo::CollectiveArgs checkAllGather(const CallSite& at, const Buffer& send, const Buffer& recv) {
@@ -146,7 +204,9 @@ algo::CollectiveArgs checkAllGather(const CallSite& at, const Buffer& send, cons
   checkBuffer(at, kind, "send", send);
   checkBuffer(at, kind, "recv", recv);
   checkBlockOf(at, kind, "recv", recv, "send", send);
-  return {Call::of(kind, send.dtype, send.count), send.data, recv.data};
+  algo::CollectiveArgs args(Call::of(kind, send.dtype, send.count), send.data, recv.data);
+  setMemory(at, kind, args, {&send, &recv});
+  return args;
 }
 
 algo::CollectiveArgs checkReduceScatter(const CallSite& at, const Buffer& send, const Buffer& recv,
@@ -156,7 +216,9 @@ algo::CollectiveArgs checkReduceScatter(const CallSite& at, const Buffer& send, 
   checkBuffer(at, kind, "recv", recv);
   checkBlockOf(at, kind, "send", send, "recv", recv);
   checkOp(at, kind, send.dtype, op);
-  return {Call::of(kind, recv.dtype, recv.count, op), send.data, recv.data};
+  algo::CollectiveArgs args(Call::of(kind, recv.dtype, recv.count, op), send.data, recv.data);
+  setMemory(at, kind, args, {&send, &recv});
+  return args;
 }
 
 algo::CollectiveArgs checkReduce(const CallSite& at, const Buffer& send, const Buffer& recv,
@@ -169,8 +231,14 @@ algo::CollectiveArgs checkReduce(const CallSite& at, const Buffer& send, const B
     checkSendRecvPair(at, kind, send, recv);
   }
   checkOp(at, kind, send.dtype, op);
-  return {Call::of(kind, send.dtype, send.count, op, root), send.data,
-          at.rank == root ? recv.data : nullptr};
+  algo::CollectiveArgs args(Call::of(kind, send.dtype, send.count, op, root), send.data,
+                            at.rank == root ? recv.data : nullptr);
+  if (at.rank == root) {
+    setMemory(at, kind, args, {&send, &recv});
+  } else {
+    setMemory(at, kind, args, {&send});
+  }
+  return args;
 }
 
 algo::CollectiveArgs checkGather(const CallSite& at, const Buffer& send, const Buffer& recv,
@@ -182,8 +250,14 @@ algo::CollectiveArgs checkGather(const CallSite& at, const Buffer& send, const B
     checkBuffer(at, kind, "recv", recv);
     checkBlockOf(at, kind, "recv", recv, "send", send);
   }
-  return {Call::of(kind, send.dtype, send.count, ReduceOp::kSum, root), send.data,
-          at.rank == root ? recv.data : nullptr};
+  algo::CollectiveArgs args(Call::of(kind, send.dtype, send.count, ReduceOp::kSum, root),
+                            send.data, at.rank == root ? recv.data : nullptr);
+  if (at.rank == root) {
+    setMemory(at, kind, args, {&send, &recv});
+  } else {
+    setMemory(at, kind, args, {&send});
+  }
+  return args;
 }
 
 algo::CollectiveArgs checkScatter(const CallSite& at, const Buffer& send, const Buffer& recv,
@@ -195,8 +269,14 @@ algo::CollectiveArgs checkScatter(const CallSite& at, const Buffer& send, const 
     checkBuffer(at, kind, "send", send);
     checkBlockOf(at, kind, "send", send, "recv", recv);
   }
-  return {Call::of(kind, recv.dtype, recv.count, ReduceOp::kSum, root),
-          at.rank == root ? send.data : nullptr, recv.data};
+  algo::CollectiveArgs args(Call::of(kind, recv.dtype, recv.count, ReduceOp::kSum, root),
+                            at.rank == root ? send.data : nullptr, recv.data);
+  if (at.rank == root) {
+    setMemory(at, kind, args, {&send, &recv});
+  } else {
+    setMemory(at, kind, args, {&recv});
+  }
+  return args;
 }
 
 }  // namespace smddp::core

@@ -67,7 +67,9 @@ algo::CollectiveArgs checkAllToAll(const CallSite& at, const Buffer& send, const
   if (overlaps(send.data, send.bytes(), recv.data, recv.bytes())) {
     fail(at, kind, ErrorCode::kInvalidArgument, "send and recv overlap (no in place form)");
   }
-  return {Call::of(kind, send.dtype, send.count / n), send.data, recv.data};
+  algo::CollectiveArgs args(Call::of(kind, send.dtype, send.count / n), send.data, recv.data);
+  setMemory(at, kind, args, {&send, &recv});
+  return args;
 }
 
 algo::CollectiveArgs checkAllToAllV(const CallSite& at, const std::vector<Buffer>& sends,
@@ -101,6 +103,8 @@ algo::CollectiveArgs checkAllToAllV(const CallSite& at, const std::vector<Buffer
              std::to_string(recvs[self].count));
   }
   checkDisjointOutputs(at, kind, sends, recvs);
+  setMemory(at, kind, args, sends, &recvs[0]);
+  setMemory(at, kind, args, recvs, &sends[0]);
   return args;
 }
 
@@ -125,7 +129,7 @@ std::vector<Buffer> piecesOf(const CallSite& at, const char* name, const Buffer&
                ", +" + std::to_string(counts[r]) + ") lies outside " + describe(name, whole));
     }
     pieces.emplace_back(static_cast<unsigned char*>(whole.data) + offsets[r] * es, counts[r],
-                        whole.dtype, whole.memory, whole.device);
+                        whole.dtype, whole.memory, whole.device, whole.stream);
   }
   return pieces;
 }

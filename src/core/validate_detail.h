@@ -5,8 +5,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <vector>
 
+#include "algorithms/collective.h"
 #include "common/call.h"
 #include "core/validate.h"
 #include "smddp/error.h"
@@ -23,15 +26,22 @@ std::string describe(const char* name, const Buffer& b);
 [[gnu::cold, gnu::noinline]] void rejectBuffer(const CallSite& at, CollectiveKind kind,
                                                const char* name, const Buffer& b);
 
-// A usable host buffer: data for its count, a valid dtype, not CUDA memory. The detailed checks
-// run only when the few compares of the common case fail, which keeps a valid call's check short.
+// A usable buffer: data for its count, a valid dtype and memory kind. The detailed checks run
+// only when the few compares of the common case fail, which keeps a valid call's check short.
 inline void checkBuffer(const CallSite& at, CollectiveKind kind, const char* name,
                         const Buffer& b) {
   const bool valid = (b.data != nullptr || b.count == 0) &&
                      static_cast<unsigned>(b.dtype) < static_cast<unsigned>(kNumDataTypes) &&
-                     b.memory != MemoryType::kCuda;
+                     static_cast<unsigned>(b.memory) <= static_cast<unsigned>(MemoryType::kCuda);
   if (!valid) rejectBuffer(at, kind, name, b);
 }
+
+// Records in args the memory of the buffers a call uses: host, or CUDA memory of one device
+// ordered by one stream. Throws kInvalidArgument naming two buffers that disagree.
+void setMemory(const CallSite& at, CollectiveKind kind, algo::CollectiveArgs& args,
+               std::initializer_list<const Buffer*> used);
+void setMemory(const CallSite& at, CollectiveKind kind, algo::CollectiveArgs& args,
+               const std::vector<Buffer>& list, const Buffer* also);
 
 void checkSameType(const CallSite& at, CollectiveKind kind, const Buffer& send, const Buffer& recv);
 // A root in [0, size).

@@ -58,6 +58,7 @@ algo::CollectiveArgs checkAllGatherList(const CallSite& at, const Buffer& send,
   checkBuffer(at, kind, "send", send);
   algo::CollectiveArgs args(Call::of(kind, send.dtype, send.count), send.data, nullptr);
   args.blocks = checkBlockList(at, kind, send, "send", recvs, true, at.rank);
+  setMemory(at, kind, args, recvs, &send);
   return args;
 }
 
@@ -68,7 +69,12 @@ algo::CollectiveArgs checkGatherList(const CallSite& at, const Buffer& send,
   checkBuffer(at, kind, "send", send);
   algo::CollectiveArgs args(Call::of(kind, send.dtype, send.count, ReduceOp::kSum, root), send.data,
                             nullptr);
-  if (at.rank == root) args.blocks = checkBlockList(at, kind, send, "send", recvs, true, root);
+  if (at.rank == root) {
+    args.blocks = checkBlockList(at, kind, send, "send", recvs, true, root);
+    setMemory(at, kind, args, recvs, &send);
+  } else {
+    setMemory(at, kind, args, {&send});
+  }
   return args;
 }
 
@@ -79,7 +85,12 @@ algo::CollectiveArgs checkScatterList(const CallSite& at, const std::vector<Buff
   checkBuffer(at, kind, "recv", recv);
   algo::CollectiveArgs args(Call::of(kind, recv.dtype, recv.count, ReduceOp::kSum, root), nullptr,
                             recv.data);
-  if (at.rank == root) args.blocks = checkBlockList(at, kind, recv, "recv", sends, false, root);
+  if (at.rank == root) {
+    args.blocks = checkBlockList(at, kind, recv, "recv", sends, false, root);
+    setMemory(at, kind, args, sends, &recv);
+  } else {
+    setMemory(at, kind, args, {&recv});
+  }
   return args;
 }
 

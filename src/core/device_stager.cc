@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+// Staging of CUDA calls through pinned host memory (device_stager.h).
+#include "core/device_stager.h"
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "common/logging.h"
+#include "smddp/error.h"
+
+namespace smddp::core {
+
+// Pinned blocks by power-of-two size class: allocating pinned memory costs milliseconds, so
+// blocks are kept for the next call of the same class (a few per class).
+class PinnedPool : public std::enable_shared_from_this<PinnedPool> {
+ public:
+  explicit PinnedPool(device::Device& device) : device_(device) {}
+  ~PinnedPool() {
+    for (auto& [bytes, blocks] : free_) {
+      for (char* b : blocks) device_.freePinned(b);
+    }
+  }
+  std::shared_ptr<char> acquire(size_t bytes) {
+    size_t size = 4096;
+    while (size < bytes) size *= 2;
+    char* block = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto& list = free_[size];
+      if (!list.empty()) {
+        block = list.back();
+        list.pop_back();
+      }
+    }
+    if (block == nullptr) block = static_cast<char*>(device_.allocPinned(size));
+    std::weak_ptr<PinnedPool> pool = weak_from_this();
+    device::Device* device = &device_;
+    return std::shared_ptr<char>(block, [pool, device, size](char* b) {
+      if (auto p = pool.lock()) {
+        p->give(b, size);
+      } else {
+        device->freePinned(b);
+      }
+    });
+  }
+
+ private:
+  static constexpr size_t kKeepPerClass = 4;
+  void give(char* block, size_t size) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto& list = free_[size];
+      if (list.size() < kKeepPerClass) {
+        list.push_back(block);
+        return;
+      }
+    }
+    device_.freePinned(block);
+  }
+  device::Device& device_;
+  std::mutex mutex_;
+  std::map<size_t, std::vector<char*>> free_;
+};
+
+StagedCall::StagedCall(device::Device& device, int ordinal, size_t segments) : device_(device) {
+  start_ = device.createEvent(ordinal);
+  end_ = device.createEvent(ordinal);
+  ready_.reserve(segments);
+  for (size_t k = 0; k < segments; ++k) ready_.push_back(device.createEvent(ordinal));
+}
+
+StagedCall::~StagedCall() {
+  releaseAll();
+  for (device::Event e : ready_) device_.destroyEvent(e);
+  device_.destroyEvent(start_);
+  device_.destroyEvent(end_);
+}
+
+void StagedCall::release(size_t k) {
+  if (flags_ != nullptr && k < ready_.size()) __atomic_store_n(&flags_[k], 1u, __ATOMIC_RELEASE);
+}
+
+void StagedCall::releaseAll() {
+  for (size_t k = 0; k < ready_.size(); ++k) release(k);
+}
+
+DeviceStager::DeviceStager(device::Device& device, int ordinal, int rank, int size,
+                           size_t segmentBytes)
+    : device_(device),
+      ordinal_(ordinal),
+      rank_(rank),
+      size_(size),
+      segmentBytes_(segmentBytes),
+      pool_(std::make_shared<PinnedPool>(device)) {
+  stream_ = device.createStream(ordinal);
+}
+
+DeviceStager::~DeviceStager() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool drained = true;
+  for (auto& call : inflight_) {
+    call->releaseAll();
+    drained = drained && device::waitEvent(device_, call->end(), deadline);
+  }
+  if (!drained) {
+    SMDDP_WARN(rank_, "the staging stream of " << device_.name() << " device " << ordinal_
+                                               << " did not drain within 30 s at shutdown; its "
+                                                  "pinned buffers are left allocated");
+    for (auto& call : inflight_) new std::shared_ptr<StagedCall>(call);  // never freed
+    return;
+  }
+  inflight_.clear();
+  device_.destroyStream(stream_);
+}
+
+void DeviceStager::checkPointers(const algo::CollectiveArgs& args, const StagedLayout& layout,
+                                 const char* what) const {
+  for (const StagedSegment& s : layout.segments) {
+    for (const auto* pieces : {&s.in, &s.out}) {
+      for (const StagedPiece& p : *pieces) {
+        const device::PointerInfo info = device_.query(p.device);
+        if (info.kind == device::MemoryKind::kDevice && info.ordinal == ordinal_) continue;
+        char address[32];
+        std::snprintf(address, sizeof(address), "%p", p.device);
+        throw Error(ErrorCode::kInvalidArgument,
+                    "smddp: rank " + std::to_string(rank_) + "/" + std::to_string(size_) + " (" +
+                        hostName() + "): " + what + ": the " +
+                        (pieces == &s.in ? "input" : "output") + " at " + address +
+                        " is said to be CUDA memory of device " + std::to_string(args.device) +
+                        " but the " + device_.name() + " device layer finds " +
+                        device::toString(info.kind) + " memory" +
+                        (info.ordinal >= 0 ? " of device " + std::to_string(info.ordinal) : ""));
+      }
+    }
+  }
+}
+
+void DeviceStager::reap() {
+  while (!inflight_.empty() && device_.done(inflight_.front()->end())) inflight_.pop_front();
+}
+
+std::shared_ptr<StagedCall> DeviceStager::stage(const algo::CollectiveArgs& args,
+                                                const char* what) {
+  const StagedLayout shape = layoutStaged(args, rank_, size_, segmentBytes_, nullptr);
+  checkPointers(args, shape, what);
+  const size_t segments = shape.segments.size();
+  const size_t flagBytes = (segments * sizeof(uint32_t) + 63) / 64 * 64;
+  std::lock_guard<std::mutex> lock(mutex_);
+  reap();
+  auto call = std::make_shared<StagedCall>(device_, ordinal_, segments);
+  call->block_ = pool_->acquire(flagBytes + shape.blockBytes);
+  char* base = call->block_.get();
+  call->flags_ = reinterpret_cast<uint32_t*>(base);
+  std::memset(base, 0, flagBytes);
+  call->layout_ = layoutStaged(args, rank_, size_, segmentBytes_, base + flagBytes);
+  char* data = base + flagBytes;
+  // From here on the call is in flight: if enqueueing fails half way, its destructor raises the
+  // flags so whatever was enqueued drains.
+  inflight_.push_back(call);
+  device_.record(call->start_, args.stream);
+  device_.streamWait(stream_, call->start_);
+  for (size_t k = 0; k < segments; ++k) {
+    for (const StagedPiece& p : call->layout_.segments[k].in) {
+      device_.copyAsync(data + p.offset, p.device, p.bytes, stream_);
+    }
+    device_.record(call->ready_[k], stream_);
+  }
+  for (size_t k = 0; k < segments; ++k) {
+    device_.waitValue(stream_, &call->flags_[k], 1);
+    for (const StagedPiece& p : call->layout_.segments[k].out) {
+      device_.copyAsync(const_cast<void*>(p.device), data + p.offset, p.bytes, stream_);
+    }
+  }
+  device_.record(call->end_, stream_);
+  return call;
+}
+
+}  // namespace smddp::core

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+// Staging of CUDA calls through pinned host memory: the data path that works over every provider.
+// At post time, on the caller's thread, everything device-side is enqueued on the communicator's
+// staging stream, in this order:
+//   wait(start, recorded on the caller's stream)  -- after the work queued before the call
+//   copy every segment's inputs to the pinned block, recording segment k's `ready` event
+//   for each segment k: wait until flag[k] is raised, copy its outputs back to the device
+//   record `end`
+// The engine runs segment k's host call once `ready[k]` completed and raises flag[k] after it
+// (also when it failed or never ran), so the device copies of one segment overlap the exchange of
+// the others without the host ever blocking on the device. The caller's stream waits on `end`
+// (Request::waitOnStream), again without blocking the host. The staging stream also orders each
+// call after the previous one, as a communicator's collectives are ordered.
+// Invariants: every flag is raised exactly once before its StagedCall is destroyed; a pinned block
+// goes back to the pool only after its call's `end` completed; ~DeviceStager raises what is left,
+// waits (bounded) for the stream, and leaks rather than frees memory the device may still write.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "algorithms/collective.h"
+#include "core/staged_layout.h"
+#include "device/device.h"
+
+namespace smddp::core {
+
+class PinnedPool;
+
+class StagedCall {
+ public:
+  StagedCall(device::Device& device, int ordinal, size_t segments);
+  ~StagedCall();
+  StagedCall(const StagedCall&) = delete;
+  StagedCall& operator=(const StagedCall&) = delete;
+
+  size_t segments() const { return ready_.size(); }
+  const algo::CollectiveArgs& hostArgs(size_t k) const { return layout_.segments[k].host; }
+  device::Event ready(size_t k) const { return ready_[k]; }
+  device::Event end() const { return end_; }
+  device::Device& device() const { return device_; }
+  // Lets segment k's device copies go on (idempotent).
+  void release(size_t k);
+  void releaseAll();
+
+ private:
+  friend class DeviceStager;
+  device::Device& device_;
+  StagedLayout layout_;
+  std::shared_ptr<char> block_;  // the pinned block; back to the pool when this call goes
+  uint32_t* flags_ = nullptr;    // pinned, one per segment
+  device::Event start_ = nullptr;
+  std::vector<device::Event> ready_;
+  device::Event end_ = nullptr;
+};
+
+class DeviceStager {
+ public:
+  DeviceStager(device::Device& device, int ordinal, int rank, int size, size_t segmentBytes);
+  ~DeviceStager();
+  DeviceStager(const DeviceStager&) = delete;
+  DeviceStager& operator=(const DeviceStager&) = delete;
+
+  int ordinal() const { return ordinal_; }
+  device::Device& device() const { return device_; }
+  // Checks that every pointer of args (a validated kCuda call) is device memory of this stager's
+  // device (Error(kInvalidArgument) naming the buffer otherwise, nothing enqueued), then enqueues
+  // the call's device side (see above) and returns it.
+  std::shared_ptr<StagedCall> stage(const algo::CollectiveArgs& args, const char* what);
+
+ private:
+  void checkPointers(const algo::CollectiveArgs& args, const StagedLayout& layout,
+                     const char* what) const;
+  void reap();
+
+  device::Device& device_;
+  const int ordinal_;
+  const int rank_;
+  const int size_;
+  const size_t segmentBytes_;
+  device::Stream stream_ = nullptr;
+  std::shared_ptr<PinnedPool> pool_;
+  std::mutex mutex_;  // guards inflight_ (and the order of what goes on stream_)
+  std::deque<std::shared_ptr<StagedCall>> inflight_;
+};
+
+}  // namespace smddp::core

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fake device: Device over FakeMemory, FakeStream and FakeEvent. Copies and reductions run on
+// the stream's worker thread through the memory's shadow mapping, with the CPU reducer.
+#include "device/fake/device_fake.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "device/fake/fake_memory.h"
+#include "device/fake/fake_stream.h"
+#include "reduce/reducer.h"
+#include "smddp/error.h"
+
+namespace smddp::device {
+namespace {
+
+using fake::FakeEvent;
+using fake::FakeStream;
+
+constexpr uint32_t kEventMagic = 0x66657674;  // "fevt"
+
+struct IpcEventWire {
+  uint32_t magic;
+  int32_t pid;
+  int32_t fd;
+  int32_t ordinal;
+};
+static_assert(sizeof(IpcEventWire) <= sizeof(IpcEventHandle::bytes));
+
+[[noreturn]] void invalid(const std::string& what) {
+  throw Error(ErrorCode::kInvalidArgument, "smddp: fake device: " + what);
+}
+
+class FakeDevice final : public Device {
+ public:
+  FakeDevice(int devices, int64_t delayUs, uint64_t seed)
+      : devices_(devices), delayUs_(delayUs), seed_(seed) {}
+
+  const char* name() const override { return "fake"; }
+  int count() const override { return devices_; }
+  PointerInfo query(const void* p) const override { return memory_.query(p); }
+  void* allocDevice(size_t bytes, int ordinal) override {
+    checkOrdinal(ordinal);
+    return memory_.allocDevice(bytes, ordinal);
+  }
+  void freeDevice(void* p) override { memory_.freeDevice(p); }
+  void* allocPinned(size_t bytes) override { return memory_.allocPinned(bytes); }
+  void freePinned(void* p) override { memory_.freePinned(p); }
+
+  Stream createStream(int ordinal) override {
+    checkOrdinal(ordinal);
+    std::lock_guard<std::mutex> lock(mutex_);
+    return new FakeStream(ordinal, delayUs_, seed_ + streams_++);
+  }
+  void destroyStream(Stream stream) override { delete static_cast<FakeStream*>(stream); }
+  Event createEvent(int ordinal) override {
+    checkOrdinal(ordinal);
+    return new FakeEvent(ordinal);
+  }
+  // A queued task may still name the event: it is deleted once its last record ran.
+  void destroyEvent(Event event) override {
+    if (event == nullptr) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    graveyard_.push_back(static_cast<FakeEvent*>(event));
+    sweep();
+  }
+  ~FakeDevice() override {
+    defaultStream_.reset();
+    for (FakeEvent* e : graveyard_) delete e;
+  }
+
+  void record(Event event, Stream stream) override {
+    auto* e = checked(event);
+    const uint64_t ticket = e->tickets().recorded.fetch_add(1) + 1;
+    resolve(stream).enqueue([e, ticket] {
+      auto& completed = e->tickets().completed;
+      uint64_t seen = completed.load();
+      while (seen < ticket && !completed.compare_exchange_weak(seen, ticket)) {
+      }
+    });
+  }
+  void streamWait(Stream stream, Event event) override {
+    auto* e = checked(event);
+    const uint64_t ticket = e->tickets().recorded.load();
+    if (e->tickets().completed.load() >= ticket) return;
+    e->waiters.fetch_add(1);
+    resolve(stream).enqueue([e, ticket] {
+      fake::waitUntil([e, ticket] { return e->tickets().completed.load() >= ticket; }, "an event");
+      e->waiters.fetch_sub(1);
+    });
+  }
+  bool done(Event event) override {
+    auto* e = checked(event);
+    return e->tickets().completed.load() >= e->tickets().recorded.load();
+  }
+
+  void copyAsync(void* dst, const void* src, size_t bytes, Stream stream) override {
+    if (bytes == 0) return;
+    if (dst == nullptr || src == nullptr) invalid("copyAsync with a null pointer");
+    void* to = memory_.resolve(dst, bytes);
+    const void* from = memory_.resolve(src, bytes);
+    resolve(stream).enqueue([to, from, bytes] { std::memmove(to, from, bytes); });
+  }
+  void reduceAsync(DataType dtype, ReduceOp op, void* dst, const void* a, const void* b,
+                   size_t count, Stream stream) override {
+    if (count == 0) return;
+    const size_t bytes = count * dataTypeSize(dtype);
+    if (dst == nullptr || a == nullptr || b == nullptr) invalid("reduceAsync with a null pointer");
+    if (!reduce::supported(dtype, op)) {
+      throw Error(ErrorCode::kUnsupported, std::string("smddp: fake device: reduceAsync: ") +
+                                               toString(op) + " on " + toString(dtype));
+    }
+    void* to = memory_.resolve(dst, bytes);
+    const void* x = memory_.resolve(a, bytes);
+    const void* y = memory_.resolve(b, bytes);
+    const ReduceOp applied = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+    resolve(stream).enqueue([=] { reduce::reduce(dtype, applied, to, x, y, count); });
+  }
+  void waitValue(Stream stream, const uint32_t* flag, uint32_t value) override {
+    if (flag == nullptr) invalid("waitValue on a null flag");
+    resolve(stream).enqueue([flag, value] {
+      fake::waitUntil([flag, value] { return __atomic_load_n(flag, __ATOMIC_ACQUIRE) >= value; },
+                      "a host flag");
+    });
+  }
+
+  IpcMemHandle exportMemory(void* base) override { return memory_.exportMemory(base); }
+  void* openMemory(const IpcMemHandle& handle) override { return memory_.openMemory(handle); }
+  void closeMemory(void* p) override { memory_.closeMemory(p); }
+  IpcEventHandle exportEvent(Event event) override {
+    auto* e = checked(event);
+    IpcEventWire wire{kEventMagic, static_cast<int32_t>(getpid()), e->fd(), e->ordinal()};
+    IpcEventHandle handle;
+    std::memcpy(handle.bytes, &wire, sizeof(wire));
+    return handle;
+  }
+  Event openEvent(const IpcEventHandle& handle) override {
+    IpcEventWire wire;
+    std::memcpy(&wire, handle.bytes, sizeof(wire));
+    if (wire.magic != kEventMagic) invalid("not a fake-device event handle");
+    return new FakeEvent(wire.pid, wire.fd);
+  }
+
+ private:
+  void checkOrdinal(int ordinal) const {
+    if (ordinal < 0 || ordinal >= devices_) {
+      invalid("device " + std::to_string(ordinal) + " does not exist (" +
+              std::to_string(devices_) + " device(s))");
+    }
+  }
+  static FakeEvent* checked(Event event) {
+    if (event == nullptr) invalid("a null event");
+    return static_cast<FakeEvent*>(event);
+  }
+  // Under mutex_: deletes the destroyed events no queued task names any more.
+  void sweep() {
+    size_t kept = 0;
+    for (FakeEvent* e : graveyard_) {
+      if (e->tickets().completed.load() >= e->tickets().recorded.load() &&
+          e->waiters.load() == 0) {
+        delete e;
+      } else {
+        graveyard_[kept++] = e;
+      }
+    }
+    graveyard_.resize(kept);
+  }
+  FakeStream& resolve(Stream stream) {
+    if (stream != nullptr) return *static_cast<FakeStream*>(stream);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!defaultStream_) defaultStream_ = std::make_unique<FakeStream>(0, delayUs_, seed_ - 1);
+    return *defaultStream_;
+  }
+
+  const int devices_;
+  const int64_t delayUs_;
+  const uint64_t seed_;
+  // Before the default stream: destroyed after it, so its queued work still finds the memory.
+  fake::FakeMemory memory_;
+  std::mutex mutex_;  // guards streams_ and defaultStream_
+  uint64_t streams_ = 0;
+  std::unique_ptr<FakeStream> defaultStream_;
+  std::vector<FakeEvent*> graveyard_;  // destroyed, awaiting their last record
+};
+
+}  // namespace
+
+std::unique_ptr<Device> makeFakeDevice(int devices, int64_t delayUs, uint64_t seed) {
+  if (devices < 1) invalid("at least one device, got " + std::to_string(devices));
+  return std::make_unique<FakeDevice>(devices, delayUs, seed);
+}
+
+}  // namespace smddp::device
