@@ -22,7 +22,8 @@ class Request {
   // True once the collective finished; throws its Error if it failed.
   bool test();
   // Waits for completion up to the communicator timeout (plus a grace period); throws on failure.
-  // For a collective on CUDA buffers, also waits (bounded) until the result is in device memory.
+  // For a collective on CUDA buffers, also waits (bounded) until the result is in device memory,
+  // failed or not: once it returns or throws, the device no longer touches the call's buffers.
   void wait();
   // For a collective on CUDA buffers: work enqueued on `stream` (a cudaStream_t; nullptr: the
   // default stream) after this call runs after the result is in device memory; the host does not

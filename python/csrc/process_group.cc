@@ -103,9 +103,22 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::finish(
     OpType opType, SmddpWork::Requests requests, Tensors outputs, Staging staging,
     std::chrono::milliseconds perOpTimeout) {
   ++issued_;
+  // CUDA tensors: registered copies go on the caller's stream now, after the results; in the
+  // fake-device test mode the mirrors come back at completion.
+  int device = -1;
+  for (const auto& t : outputs) {
+    if (t.defined() && t.is_cuda()) device = t.get_device();
+  }
+  staging.settleMirrors();
+  if (device >= 0 || fakeDeviceMode()) {
+    const std::vector<Request> posted(requests.begin(), requests.end());
+    if (device >= 0) staging.copyBackOnStream(posted, device);
+    std::vector<Mirror> mirrors = takeMirrors();
+    if (!mirrors.empty()) staging.setMirrors(Mirrors(std::move(mirrors), posted));
+  }
   c10::intrusive_ptr<Work> work = SmddpWork::create(
       rank_, opType, std::move(requests), std::move(outputs), std::move(staging), completions_,
-      compat::effectiveTimeout(perOpTimeout, timeout()), timeout(), timing_);
+      compat::effectiveTimeout(perOpTimeout, timeout()), timeout(), timing_, device);
   if (coalescing_) coalesced_.push_back(work);
   return work;
 }

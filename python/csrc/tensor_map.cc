@@ -7,6 +7,8 @@
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include "device_streams.h"
+
 namespace smddp::torch_shim {
 
 DataType toDataType(const at::Tensor& tensor, const char* what) {
@@ -73,10 +75,11 @@ void premultiply(const at::Tensor& tensor, const ::c10d::ReduceOp& op, const cha
 
 void checkTensor(const at::Tensor& tensor, const char* what) {
   TORCH_CHECK(tensor.defined(), "smddp: ", what, " got an undefined tensor");
-  TORCH_CHECK(!tensor.is_cuda(), "smddp: ", what,
-              " got a CUDA tensor, but this build of torch_smddp supports CPU tensors only");
-  TORCH_CHECK(tensor.device().is_cpu(), "smddp: ", what, " supports CPU tensors only, got ",
-              tensor.device());
+  TORCH_CHECK(!tensor.is_cuda() || kShimHasCuda, "smddp: ", what,
+              " got a CUDA tensor, but this build of torch_smddp has no CUDA support (torch "
+              "without CUDA, or no CUDA toolkit when it was built)");
+  TORCH_CHECK(tensor.device().is_cpu() || tensor.is_cuda(), "smddp: ", what,
+              " supports CPU and CUDA tensors, got ", tensor.device());
   TORCH_CHECK(tensor.layout() == at::kStrided, "smddp: ", what,
               " supports dense (strided) tensors only, got layout ", tensor.layout());
   toDataType(tensor, what);
@@ -90,8 +93,22 @@ void checkSingle(const std::vector<at::Tensor>& tensors, const char* what) {
 
 Buffer toBuffer(const at::Tensor& tensor, const char* what) {
   TORCH_INTERNAL_ASSERT(tensor.is_contiguous(), "smddp: ", what, " staged a non-contiguous tensor");
+  const DataType dtype = toDataType(tensor, what);
+  if (tensor.is_cuda()) {
+    const int device = tensor.get_device();
+    checkNotCapturing(device, what);
+    return Buffer(tensor.data_ptr(), static_cast<size_t>(tensor.numel()), dtype,
+                  MemoryType::kCuda, device, currentStream(device));
+  }
+  if (fakeDeviceMode()) return mirrorOf(tensor, dtype);
+  return toHostBuffer(tensor, what);
+}
+
+Buffer toHostBuffer(const at::Tensor& tensor, const char* what) {
+  TORCH_INTERNAL_ASSERT(tensor.is_contiguous(), "smddp: ", what, " staged a non-contiguous tensor");
   return Buffer(tensor.data_ptr(), static_cast<size_t>(tensor.numel()), toDataType(tensor, what),
-                MemoryType::kHost, -1);
+                tensor.is_cuda() ? MemoryType::kCuda : MemoryType::kHost,
+                tensor.is_cuda() ? tensor.get_device() : -1);
 }
 
 at::Tensor Staging::stage(const at::Tensor& tensor, bool copyIn, bool copyBack) {
@@ -115,13 +132,26 @@ void Staging::addCopyBack(at::Tensor to, at::Tensor from) {
 }
 
 void Staging::copyBack() {
+  mirrors_.download();
   at::NoGradGuard noGrad;
   for (auto& [to, from] : copies_) {
     to.copy_(from);
   }
 }
 
+void Staging::copyBackOnStream(const std::vector<Request>& requests, int device) {
+  if (copies_.empty()) return;
+  void* stream = currentStream(device);
+  for (Request r : requests) r.waitOnStream(stream);
+  at::NoGradGuard noGrad;
+  for (auto& [to, from] : copies_) {
+    to.copy_(from);  // on the current stream, after the results
+  }
+  copies_.clear();
+}
+
 void Staging::release() {
+  mirrors_.release();
   copies_.clear();
   alive_.clear();
 }

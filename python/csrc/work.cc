@@ -9,6 +9,7 @@
 
 #include <utility>
 
+#include "device_streams.h"
 #include "smddp/error.h"
 
 namespace smddp::torch_shim {
@@ -28,10 +29,11 @@ c10::intrusive_ptr<SmddpWork> SmddpWork::create(int rank, ::c10d::OpType opType,
                                                 std::shared_ptr<CompletionQueue> completions,
                                                 std::chrono::milliseconds timeout,
                                                 std::chrono::milliseconds groupTimeout,
-                                                bool timed) {
+                                                bool timed, int device) {
   auto work = c10::make_intrusive<SmddpWork>(Key(), rank, opType, std::move(requests),
                                              std::move(outputs), std::move(staging),
                                              std::move(completions), timeout, groupTimeout);
+  work->device_ = device;
   if (timed) {
     work->timed_ = true;
     work->postedAt_ = std::chrono::steady_clock::now();
@@ -150,6 +152,9 @@ bool SmddpWork::finishIfDoneLocked() {
 void SmddpWork::completeFuture(c10::ivalue::Future& future, const std::exception_ptr& failure) {
   if (failure) {
     future.setError(failure);
+  } else if (device_ >= 0) {
+    markCompletedOnDevice(future, c10::IValue(outputs_),
+                          std::vector<Request>(requests_.begin(), requests_.end()), device_);
   } else {
     future.markCompleted(c10::IValue(outputs_));
   }
@@ -231,7 +236,8 @@ c10::intrusive_ptr<c10::ivalue::Future> SmddpWork::getFuture() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (future_) return future_;
     const bool finished = finishIfDoneLocked();
-    future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors());
+    future = device_ >= 0 ? makeDeviceFuture(device_)
+                          : c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors());
     // Fresh, so no callbacks yet: completing it under our lock calls nothing back. Kept only
     // once complete or armed, so a throw here never leaves a Future that nobody completes.
     if (finished) {
@@ -245,7 +251,17 @@ c10::intrusive_ptr<c10::ivalue::Future> SmddpWork::getFuture() {
   return future;
 }
 
+void SmddpWork::synchronize() {
+  if (device_ >= 0) wait();
+  ::c10d::Work::synchronize();
+}
+
 bool SmddpWork::wait(std::chrono::milliseconds timeout) {
+  if (device_ >= 0) {
+    void* stream = currentStream(device_);
+    for (auto& request : requests_) request.waitOnStream(stream);
+    return true;
+  }
   const bool explicitLimit = timeout != kNoTimeout || timeout_ != groupTimeout_;
   const auto limit = timeout != kNoTimeout ? timeout : timeout_;
   if (!explicitLimit) {

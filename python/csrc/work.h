@@ -47,13 +47,14 @@ class SmddpWork : public ::c10d::Work {
   // keep alive. `timeout` is this collective's (per-op option or the group's); `groupTimeout`
   // the group's.
   // `timed` (the group's collective timing is on): the Work is armed at once and its last
-  // request's completion stamps the end, for getDuration().
+  // request's completion stamps the end, for getDuration(). `device` >= 0: the tensors are on
+  // that CUDA device (see wait()).
   static c10::intrusive_ptr<SmddpWork> create(int rank, ::c10d::OpType opType, Requests requests,
                                               std::vector<at::Tensor> outputs, Staging staging,
                                               std::shared_ptr<CompletionQueue> completions,
                                               std::chrono::milliseconds timeout,
                                               std::chrono::milliseconds groupTimeout,
-                                              bool timed = false);
+                                              bool timed = false, int device = -1);
   SmddpWork(Key, int rank, ::c10d::OpType opType, Requests requests,
             std::vector<at::Tensor> outputs, Staging staging,
             std::shared_ptr<CompletionQueue> completions, std::chrono::milliseconds timeout,
@@ -69,11 +70,17 @@ class SmddpWork : public ::c10d::Work {
   std::exception_ptr exception() const override;
   std::vector<at::Tensor> result() override { return outputs_; }
   // CPU tensors: results are in place once completed; the base's bookkeeping (2.x: the
-  // registry of in-flight collectives used as graph inputs) still runs.
-  void synchronize() override { ::c10d::Work::synchronize(); }
+  // registry of in-flight collectives used as graph inputs) still runs. CUDA tensors: the
+  // current stream waits for the results, as wait().
+  void synchronize() override;
+  // CPU tensors: returns once the results are in place (bounded). CUDA tensors (as
+  // ProcessGroupNCCL): the current stream waits on the device for the results and the host
+  // returns at once; a collective that already failed throws here, a later failure surfaces at
+  // the next collective (the communicator is then broken). isCompleted() stays the host's view.
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
-  // CPU tensors have no stream to make wait: the host waits (bounded, as wait()).
+  // CPU tensors have no stream to make wait: the host waits (bounded, as wait()). CUDA tensors:
+  // the current stream waits.
   void blockCurrentStream() SMDDP_OVERRIDE_2X { wait(); }
   // Milliseconds from the post to the engine's completion of the last request; needs the
   // group's collective timing on (enableCollectivesTiming) and a completed Work.
@@ -120,6 +127,7 @@ class SmddpWork : public ::c10d::Work {
   bool timed_ = false;
   std::chrono::steady_clock::time_point postedAt_{};
   std::chrono::steady_clock::time_point doneAt_{};  // guarded by mutex_; set when pending_ hits 0
+  int device_ = -1;  // the CUDA device of the tensors; -1: host memory (or the fake test mode)
 };
 
 }  // namespace smddp::torch_shim

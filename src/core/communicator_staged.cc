@@ -19,7 +19,8 @@ DeviceStager& CommunicatorImpl::stager(const algo::CollectiveArgs& args) {
                          " (" + hostName() + "): " + toString(args.kind) + ": ";
   std::lock_guard<std::mutex> lock(stagerMutex_);
   if (!stager_) {
-    device::Device* device = settings_.device != nullptr ? settings_.device : device::processDevice();
+    device::Device* device =
+        settings_.device != nullptr ? settings_.device : device::processDevice();
     if (device == nullptr) {
       std::string why;
       if (Config::global().device == "none") {
@@ -36,8 +37,8 @@ DeviceStager& CommunicatorImpl::stager(const algo::CollectiveArgs& args) {
                   at + "CUDA device " + std::to_string(args.device) + " does not exist (" +
                       std::to_string(device->count()) + " " + device->name() + " device(s))");
     }
-    stager_ = std::make_unique<DeviceStager>(*device, args.device, rank_, size_,
-                                             settings_.stagingBytes);
+    stager_ =
+        std::make_unique<DeviceStager>(*device, args.device, rank_, size_, settings_.stagingBytes);
     SMDDP_INFO(rank_, "CUDA calls on " << device->name() << " device " << args.device
                                        << " are staged through pinned host memory in segments of "
                                        << algo::formatBytes(settings_.stagingBytes));
@@ -95,8 +96,8 @@ std::exception_ptr CommunicatorImpl::run(RequestState& r) {
                      " ms (the work queued before it on the caller's stream has not finished)"
                : "not run: aborted";
       const Error e(late ? ErrorCode::kTimeout : ErrorCode::kAborted,
-                    "smddp: rank " + std::to_string(rank_) + " (" + hostName() + "): " +
-                        r.desc.describe() + ": " + why);
+                    "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
+                        "): " + r.desc.describe() + ": " + why);
       markBroken(e.what());
       SMDDP_WARN(rank_, e.what());
       error = std::make_exception_ptr(e);

@@ -66,9 +66,10 @@ void Request::wait() {
                                             std::to_string(bound.count()) + " ms");
     }
   }
-  test();
   if (state_->staged) {
     // The engine's part is done; the copies back to the device follow on the staging stream.
+    // Waited for even when the collective failed: once wait() returns or throws, the device is
+    // done with the call's buffers.
     const auto bound = state_->desc.timeout + std::chrono::seconds(5);
     core::StagedCall& call = *state_->staged;
     if (!device::waitEvent(call.device(), call.end(), std::chrono::steady_clock::now() + bound)) {
@@ -78,6 +79,7 @@ void Request::wait() {
                                            std::to_string(bound.count()) + " ms");
     }
   }
+  test();
 }
 
 void Request::waitOnStream(void* stream) {

@@ -4,6 +4,7 @@ smddp_layer(smddp_core
   core/communicator.cc
   core/communicator_impl.cc
   core/communicator_staged.cc
+  core/device_api.cc
   core/device_stager.cc
   core/engine.cc
   core/request.cc

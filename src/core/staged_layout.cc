@@ -116,8 +116,8 @@ bool segmentable(CollectiveKind kind) {
 
 }  // namespace
 
-StagedLayout layoutStaged(const algo::CollectiveArgs& args, int rank, int size,
-                          size_t segmentBytes, char* base) {
+StagedLayout layoutStaged(const algo::CollectiveArgs& args, int rank, int size, size_t segmentBytes,
+                          char* base) {
   if (segmentBytes == 0) {
     throw Error(ErrorCode::kInvalidArgument, "smddp: the staging segment must be positive");
   }

@@ -42,7 +42,7 @@ struct StagedLayout {
 
 // args: a validated kCuda call of this rank (of `size` ranks); base: the pinned block (any
 // address when only blockBytes is wanted). Throws Error(kInvalidArgument) if segmentBytes is 0.
-StagedLayout layoutStaged(const algo::CollectiveArgs& args, int rank, int size,
-                          size_t segmentBytes, char* base);
+StagedLayout layoutStaged(const algo::CollectiveArgs& args, int rank, int size, size_t segmentBytes,
+                          char* base);
 
 }  // namespace smddp::core

@@ -17,9 +17,12 @@ namespace smddp::device {
 
 const char* toString(MemoryKind kind) {
   switch (kind) {
-    case MemoryKind::kHost: return "host";
-    case MemoryKind::kPinned: return "pinned";
-    case MemoryKind::kDevice: return "device";
+    case MemoryKind::kHost:
+      return "host";
+    case MemoryKind::kPinned:
+      return "pinned";
+    case MemoryKind::kDevice:
+      return "device";
   }
   return "unknown";
 }
@@ -43,7 +46,7 @@ Device* cudaDevice(std::string* why) {
 }
 
 Device* processDevice() {
-  static Device* const device = [] () -> Device* {
+  static Device* const device = []() -> Device* {
     const std::string& choice = Config::global().device;
     if (choice == "none") return nullptr;
     if (choice == "fake") return &fakeDevice();

@@ -27,9 +27,9 @@ using Bytes = std::vector<unsigned char>;
 using reduce::testing::storeFloat;
 using reduce::testing::storeInt;
 
-constexpr DataType kTypes[] = {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16,
+constexpr DataType kTypes[] = {DataType::kFloat32,  DataType::kFloat64, DataType::kFloat16,
                                DataType::kBFloat16, DataType::kInt8,    DataType::kUInt8,
-                               DataType::kInt32,   DataType::kInt64};
+                               DataType::kInt32,    DataType::kInt64};
 constexpr int kWorlds[] = {1, 2, 3, 5, 7};
 constexpr size_t kStaging = 1024;  // 1 KiB segments: every count above 256 floats pipelines
 
@@ -73,7 +73,7 @@ Bytes expectedReduce(DataType t, ReduceOp op, int n, size_t count) {
     int64_t acc = value(op, 0, i);
     for (int r = 1; r < n; ++r) {
       const int64_t v = value(op, r, i);
-      acc = op == ReduceOp::kProd ? acc * v
+      acc = op == ReduceOp::kProd  ? acc * v
             : op == ReduceOp::kMin ? std::min(acc, v)
             : op == ReduceOp::kMax ? std::max(acc, v)
                                    : acc + v;
@@ -95,8 +95,8 @@ TEST(DeviceCollectives, AllReduceEveryDtypeAndOpAndWorld) {
     runRanks(comms, [&](int rank, Communicator& c) {
       DeviceRank dev(fakeWithDelays());
       for (DataType t : kTypes) {
-        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax,
-                            ReduceOp::kAvg}) {
+        for (ReduceOp op :
+             {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
           if (op == ReduceOp::kAvg && !isFloatingPoint(t)) continue;
           for (size_t count : {size_t{0}, size_t{1}, size_t{13}, size_t{1001}}) {
             const Bytes in = inputOf(t, op, rank, count);
@@ -192,7 +192,8 @@ TEST(DeviceCollectives, EveryOtherCollective) {
           auto* own = static_cast<char*>(ip) + rank * mine.size();
           c.allGather(dev.buffer(own, count, t), dev.buffer(ip, count * sz, t))
               .waitOnStream(dev.stream());
-          ASSERT_EQ(dev.download(ip, mine.size() * sz), concat(all)) << "all_gather in place " << at;
+          ASSERT_EQ(dev.download(ip, mine.size() * sz), concat(all))
+              << "all_gather in place " << at;
           // all_gather into a list
           std::vector<void*> outs;
           std::vector<Buffer> list;
@@ -309,7 +310,8 @@ TEST(DeviceCollectives, ChainedCallsWithoutHostWaits) {
     runRanks(comms, [&](int rank, Communicator& c) {
       DeviceRank dev(fakeWithDelays());
       const size_t count = 700;
-      void* x = dev.upload(inputOf(DataType::kFloat64, ReduceOp::kMax, 0, count));  // all ranks alike
+      void* x =
+          dev.upload(inputOf(DataType::kFloat64, ReduceOp::kMax, 0, count));  // all ranks alike
       Request last = c.barrier();
       for (int k = 0; k < 6; ++k) {
         last = c.allReduce(dev.buffer(x, count, DataType::kFloat64),

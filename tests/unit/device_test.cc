@@ -3,10 +3,11 @@
 // and with random stream delays, and on CUDA when a GPU is visible (skipped otherwise), so the fake
 // is checked to behave as CUDA does. Fake-only tests show that its memory cannot be touched by the
 // host and that a missing stream wait gives wrong data under delays (the fake can catch one).
-#include <gtest/gtest.h>
+#include "device/device.h"
 
-#include <unistd.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -16,7 +17,6 @@
 #include <thread>
 #include <vector>
 
-#include "device/device.h"
 #include "device/fake/device_fake.h"
 #include "reduce/reducer.h"
 #include "smddp/error.h"
@@ -86,7 +86,7 @@ TEST_P(DeviceTest, CopiesRoundTripInStreamOrder) {
   auto* pinned = static_cast<float*>(dev_->allocPinned(n * sizeof(float)));
   for (int round = 0; round < 20; ++round) {
     in[0] = static_cast<float>(round);
-    dev_->copyAsync(a, in.data(), n * sizeof(float), s);      // host -> device
+    dev_->copyAsync(a, in.data(), n * sizeof(float), s);        // host -> device
     dev_->copyAsync(b + 1, a + 1, (n - 1) * sizeof(float), s);  // device -> device, offset
     dev_->copyAsync(b, a, sizeof(float), s);
     dev_->copyAsync(pinned, b, n * sizeof(float), s);  // device -> pinned
@@ -160,9 +160,9 @@ TEST_P(DeviceTest, WaitValueGatesTheStream) {
 
 TEST_P(DeviceTest, ReduceMatchesTheCpuReducer) {
   const size_t n = 1031;
-  for (DataType t : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16,
-                     DataType::kBFloat16, DataType::kInt8, DataType::kUInt8, DataType::kInt32,
-                     DataType::kInt64}) {
+  for (DataType t :
+       {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16,
+        DataType::kInt8, DataType::kUInt8, DataType::kInt32, DataType::kInt64}) {
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax}) {
       const size_t bytes = n * dataTypeSize(t);
       std::vector<unsigned char> a(bytes), b(bytes), want(bytes), got(bytes);
@@ -266,8 +266,8 @@ TEST(FakeDevice, IpcMemoryAndEventsAcrossProcesses) {
     other->copyAsync(out.data(), peer, n * sizeof(float), ps);
     Event done = other->createEvent(0);
     other->record(done, ps);
-    const bool ok = waitEvent(*other, done, Clock::now() + kBound) && out[0] == 42.0f &&
-                    out[n - 1] == 42.0f;
+    const bool ok =
+        waitEvent(*other, done, Clock::now() + kBound) && out[0] == 42.0f && out[n - 1] == 42.0f;
     _exit(ok ? 0 : 1);
   }
   dev->copyAsync(d, v.data(), n * sizeof(float), s);

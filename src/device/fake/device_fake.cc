@@ -147,8 +147,8 @@ class FakeDevice final : public Device {
  private:
   void checkOrdinal(int ordinal) const {
     if (ordinal < 0 || ordinal >= devices_) {
-      invalid("device " + std::to_string(ordinal) + " does not exist (" +
-              std::to_string(devices_) + " device(s))");
+      invalid("device " + std::to_string(ordinal) + " does not exist (" + std::to_string(devices_) +
+              " device(s))");
     }
   }
   static FakeEvent* checked(Event event) {
@@ -159,8 +159,7 @@ class FakeDevice final : public Device {
   void sweep() {
     size_t kept = 0;
     for (FakeEvent* e : graveyard_) {
-      if (e->tickets().completed.load() >= e->tickets().recorded.load() &&
-          e->waiters.load() == 0) {
+      if (e->tickets().completed.load() >= e->tickets().recorded.load() && e->waiters.load() == 0) {
         delete e;
       } else {
         graveyard_[kept++] = e;

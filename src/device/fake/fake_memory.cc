@@ -149,8 +149,8 @@ void* FakeMemory::resolve(const void* p, size_t bytes) const {
   const Region* r = find(address, &base);
   if (r == nullptr) return const_cast<void*>(p);
   if (address + bytes > base + r->bytes) {
-    fail(ErrorCode::kInvalidArgument, "a range of " + std::to_string(bytes) +
-                                          " bytes at offset " + std::to_string(address - base) +
+    fail(ErrorCode::kInvalidArgument, "a range of " + std::to_string(bytes) + " bytes at offset " +
+                                          std::to_string(address - base) +
                                           " leaves its allocation of " + std::to_string(r->bytes));
   }
   return r->shadow + (address - base);
@@ -160,7 +160,8 @@ IpcMemHandle FakeMemory::exportMemory(void* p) const {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto it = regions_.find(reinterpret_cast<uintptr_t>(p));
   if (it == regions_.end()) {
-    fail(ErrorCode::kInvalidArgument, "exportMemory of an address that is not an allocation's base");
+    fail(ErrorCode::kInvalidArgument,
+         "exportMemory of an address that is not an allocation's base");
   }
   IpcMemWire wire{kIpcMagic, static_cast<int32_t>(getpid()), it->second.fd, it->second.ordinal,
                   it->second.bytes};

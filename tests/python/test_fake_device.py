@@ -1,0 +1,30 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The CUDA path of torch_smddp and the engine, without a GPU: with SMDDP_DEVICE=fake every tensor
+of a collective is mirrored into the fake device's memory (which the host cannot touch) and the
+collective runs on it as on CUDA tensors — staged through pinned host memory, started after the
+work queued on the rank's stream, the results waited for on that stream — with random delays on
+every stream (SMDDP_FAKE_DEVICE_DELAY_US), so a missing stream wait gives wrong data. The checks
+are the host tests' own: the collectives suite (closed-form results, every collective, dtype and
+op, in place and strided, async and dropped Works) and DDP trained exactly as over gloo."""
+import pytest
+
+import harness
+import workers_collectives
+import workers_ddp
+
+
+@pytest.fixture(autouse=True)
+def fake_device(monkeypatch):
+    monkeypatch.setenv("SMDDP_DEVICE", "fake")
+    monkeypatch.setenv("SMDDP_FAKE_DEVICE_DELAY_US", "50")
+    # small pipeline segments, so the 300,007-element collectives of the suite run multi-segment
+    monkeypatch.setenv("SMDDP_STAGING_BYTES", "256K")
+
+
+@pytest.mark.parametrize("world,init", [(1, "file"), (3, "tcp")])
+def test_collectives_on_the_fake_device(world, init):
+    harness.run(workers_collectives.suite, world, init=init, timeout=240)
+
+
+def test_ddp_on_the_fake_device_matches_gloo():
+    harness.run(workers_ddp.suite, 2, init="tcp", timeout=240)
