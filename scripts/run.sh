@@ -103,6 +103,8 @@ run_tests() {
   check_rules
   step "C++ tests (ctest: unit, loopback, mp)"
   (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 600)
+  step "the GPU validation script's CPU side (tests/gpu/run_gpu.sh, DRY_RUN=1: the fake device)"
+  DRY_RUN=1 BUILD_DIR="$BUILD_DIR" OUT="$BUILD_DIR/gpu-dry-run" bash tests/gpu/run_gpu.sh
   step "Python tests, torch $(.venv/bin/python -c 'import torch; print(torch.__version__)')"
   .venv/bin/python -m pytest -q -p no:cacheprovider --durations=10 tests/python
   step "Python tests, legacy tier: torch 1.13"

@@ -32,7 +32,7 @@ bool fakeDeviceMode() {
 Buffer mirrorOf(const at::Tensor& tensor, DataType dtype) {
   const auto count = static_cast<size_t>(tensor.numel());
   if (count == 0) return Buffer(nullptr, 0, dtype, MemoryType::kCuda, 0, threadStream());
-  auto* host = static_cast<char*>(tensor.storage().mutable_data());
+  auto* host = static_cast<char*>(tensor.storage().data_ptr().get());
   const size_t begin = static_cast<size_t>(static_cast<char*>(tensor.data_ptr()) - host);
   const size_t end = begin + count * tensor.element_size();
   Mirror* mirror = nullptr;

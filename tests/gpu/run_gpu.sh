@@ -8,10 +8,25 @@
 # everything to ${OUT:-./build-gpu-out}/.
 # TORCH_ONLY=1 skips the CUDA build, tests and bench; TORCH_TESTS="test_a.py test_b.py" runs
 # those Python tests instead of the default list (a short re-check within one device call).
+# DRY_RUN=1: the CPU side only, on any machine (part of the README's test command; see below).
 # Invariant: touches nothing outside the repository and $OUT; every step is time-bounded.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
+if [ -n "${DRY_RUN:-}" ]; then
+  # The CPU side, on a machine without a GPU, from an existing build ($BUILD_DIR, default build)
+  # and the project venv: the device layer's conformance tests (fake; the CUDA cases skip), the
+  # collectives on fake device memory across processes, and torch_cuda_check.py --dry-run.
+  build=${BUILD_DIR:-build}
+  py=${PYTHON:-.venv/bin/python}
+  set -e
+  echo "== dry run: device tests on the fake device ($build)"
+  (cd "$build" && ctest --output-on-failure --timeout 300 \
+     -R '^(smddp_unit_device|smddp_loopback_core_device|smddp_mp_device)$')
+  echo "== dry run: tests/gpu/torch_cuda_check.py on the fake device"
+  timeout 300 "$py" tests/gpu/torch_cuda_check.py --dry-run --out "${OUT:-$build/gpu-dry-run}"
+  exit 0
+fi
 out=${OUT:-$root/build-gpu-out}  # /build*/ is git-ignored
 mkdir -p "$out"
 log=$out/gpu-run.log
@@ -54,12 +69,15 @@ timeout 300 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DSMDDP_CUDA_ARCH
 
 echo "== build"
 targets=(reduce_cuda_plan_test reduce_cuda_api_test reduce_cuda_ops_test reduce_cuda_kernels_test
-         reduce_cuda_bench reduce_kernels_test)
+         reduce_cuda_bench reduce_kernels_test smddp_unit_device smddp_mp_device)
 timeout 480 cmake --build build-gpu -j"$jobs" --target "${targets[@]}" || exit 1
 
 echo "== tests"
-(cd build-gpu && timeout 120 ctest -R '^(reduce_cuda_.*|reduce_kernels_test)$' --output-on-failure)
+(cd build-gpu && timeout 180 ctest -R '^(reduce_cuda_.*|reduce_kernels_test|smddp_unit_device)$' \
+   --output-on-failure)
 test_rc=$?
+echo "== collectives on CUDA memory across processes (SMDDP_DEVICE=cuda, ranks share the GPU)"
+SMDDP_DEVICE=cuda SMDDP_STAGING_BYTES=64K timeout 180 build-gpu/tests/smddp_mp_device || test_rc=1
 cp build-gpu/Testing/Temporary/LastTest.log "$out/" 2>/dev/null || true
 
 echo "== bench (256 MiB buffers, 20 iterations)"
@@ -87,6 +105,8 @@ if [ -n "$torch_prefix" ]; then
     (cd tests/python && PYTHONPATH=$site timeout 420 python3 -m pytest -q -p no:cacheprovider \
        -n 8 ${TORCH_TESTS:-$default_tests} 2>&1 | tee "$out/torch-tests.txt")
     torch_rc=${PIPESTATUS[0]}
+    echo "== CUDA tensors through torch: collectives, stream order, DDP vs gloo, busbw vs gloo/nccl"
+    PYTHONPATH=$site timeout 400 python3 tests/gpu/torch_cuda_check.py --out "$out" || torch_rc=1
   fi
 fi
 echo "== done: tests rc=$test_rc bench rc=$bench_rc torch rc=$torch_rc"

@@ -1,0 +1,235 @@
+# SPDX-License-Identifier: Apache-2.0
+"""CUDA tensors through torch_smddp, for the GPU machine (one GPU, several ranks on it), and its
+dry run on a CPU machine (--dry-run: CPU tensors on the fake device, SMDDP_DEVICE=fake, with random
+stream delays; NCCL and the timings are skipped).
+
+Checks, each rank against closed-form values (#wrong counts elements):
+  collectives   all_reduce (sum, avg, max), broadcast, all_gather_into_tensor,
+                reduce_scatter_tensor, all_to_all_single; float16/bfloat16/float32; sizes
+                1 .. 64 MiB and odd counts; 2, 4 and 8 ranks on the GPU
+  streams       a long kernel writes the input on the current stream, the collective is posted
+                async, wait() is called, another kernel reads the output — no synchronize()
+  ddp           20 steps of DDP over smddp and over gloo on CUDA give the same parameters
+  busbw         all_reduce float32 1-64 MiB through torch: smddp, gloo, nccl (nccl with
+                NCCL_MULTI_RANK_GPU_ENABLE=1; its version is reported)
+Writes torch_cuda.json and torch_cuda.md under --out; exits 1 if anything was wrong.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+DTYPES = [torch.float16, torch.bfloat16, torch.float32]
+
+
+def device_of(rank, dry):
+    return torch.device("cpu") if dry else torch.device("cuda", 0)
+
+
+def closed_form_checks(rank, world, dev, sizes):
+    """Returns (name, wrong) pairs; values are small integers, exact in every dtype."""
+    results = []
+
+    def record(name, got, want):
+        results.append((name, int((got.float() != want.float()).sum().item())))
+
+    for dtype in DTYPES:
+        for n in sizes:
+            x = torch.full((n,), float(rank + 1), dtype=dtype, device=dev)
+            x[: min(n, 5)] = torch.arange(min(n, 5), dtype=dtype, device=dev) + rank
+            y = x.clone()
+            dist.all_reduce(y)
+            want = torch.full((n,), float(world * (world + 1) // 2), dtype=dtype, device=dev)
+            want[: min(n, 5)] = torch.arange(min(n, 5), dtype=dtype, device=dev) * world + sum(
+                range(world))
+            record(f"all_reduce sum {dtype} x {n}", y, want)
+            z = torch.full((n,), float(2 * rank), dtype=dtype, device=dev)
+            dist.all_reduce(z, op=dist.ReduceOp.AVG)
+            record(f"all_reduce avg {dtype} x {n}", z, torch.full_like(z, float(world - 1)))
+            m = torch.full((n,), float(rank), dtype=dtype, device=dev)
+            dist.all_reduce(m, op=dist.ReduceOp.MAX)
+            record(f"all_reduce max {dtype} x {n}", m, torch.full_like(m, float(world - 1)))
+            b = torch.full((n,), float(rank + 7), dtype=dtype, device=dev)
+            dist.broadcast(b, src=world - 1)
+            record(f"broadcast {dtype} x {n}", b, torch.full_like(b, float(world + 6)))
+            per = max(1, n // world)
+            g = torch.empty(per * world, dtype=dtype, device=dev)
+            dist.all_gather_into_tensor(g, torch.full((per,), float(rank), dtype=dtype, device=dev))
+            record(f"all_gather {dtype} x {per}", g,
+                   torch.arange(world, device=dev).repeat_interleave(per).to(dtype))
+            rs = torch.empty(per, dtype=dtype, device=dev)
+            dist.reduce_scatter_tensor(rs, torch.ones(per * world, dtype=dtype, device=dev))
+            record(f"reduce_scatter {dtype} x {per}", rs, torch.full_like(rs, float(world)))
+            a = torch.full((per * world,), float(rank), dtype=dtype, device=dev)
+            out = torch.empty_like(a)
+            dist.all_to_all_single(out, a)
+            record(f"all_to_all {dtype} x {per}", out,
+                   torch.arange(world, device=dev).repeat_interleave(per).to(dtype))
+    return results
+
+
+def stream_check(rank, world, dev, dry):
+    """Input written by a slow kernel, collective async, wait(), output read by a kernel."""
+    n = 1 << 20
+    x = torch.zeros(n, device=dev)
+    if not dry:
+        torch.cuda._sleep(200_000_000)  # ~0.1 s of GPU time before the write below runs
+    x.fill_(float(rank + 1))
+    work = dist.all_reduce(x, async_op=True)
+    work.wait()  # the current stream waits; the host does not
+    y = x * 2  # a kernel on the current stream, after the result
+    want = float(world * (world + 1))
+    return [("stream order: slow producer, async, wait, consumer",
+             int((y != want).sum().item()))]
+
+
+def ddp_check(rank, world, dev):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+    results = {}
+    for backend in ("smddp", "gloo"):
+        group = dist.new_group(backend=backend)
+        net = torch.nn.parallel.DistributedDataParallel(
+            _clone(model).to(dev), process_group=group,
+            device_ids=None if dev.type == "cpu" else [0])
+        opt = torch.optim.SGD(net.parameters(), lr=0.1)
+        gen = torch.Generator().manual_seed(rank)
+        for _ in range(20):
+            data = torch.randn(16, 32, generator=gen).to(dev)
+            opt.zero_grad()
+            net(data).square().mean().backward()
+            opt.step()
+        results[backend] = [p.detach().cpu() for p in net.parameters()]
+        dist.destroy_process_group(group)
+    wrong = sum(int((a != b).sum().item()) for a, b in zip(results["smddp"], results["gloo"]))
+    return [("ddp smddp == gloo (20 steps)", wrong)]
+
+
+def _clone(model):
+    import copy
+    return copy.deepcopy(model)
+
+
+def busbw(rank, world, dev, backend, sizes, iters):
+    group = dist.new_group(backend=backend)
+    rows = []
+    for nbytes in sizes:
+        x = torch.ones(nbytes // 4, device=dev)
+        for _ in range(3):
+            dist.all_reduce(x, group=group)
+        torch.cuda.synchronize()
+        dist.barrier(group=group)
+        start = time.perf_counter()
+        for _ in range(iters):
+            dist.all_reduce(x, group=group)
+        torch.cuda.synchronize()
+        seconds = (time.perf_counter() - start) / iters
+        rows.append({"backend": backend, "bytes": nbytes, "us": seconds * 1e6,
+                     "busbw_gbps": nbytes / seconds / 1e9 * 2 * (world - 1) / world})
+    dist.destroy_process_group(group)
+    return rows
+
+
+def worker(rank, world, init, dry, out_queue):
+    try:
+        import torch_smddp  # noqa: F401
+        dev = device_of(rank, dry)
+        dist.init_process_group("smddp", init_method=init, rank=rank, world_size=world)
+        sizes = [1, 1023, 262_147] + ([] if dry else [1 << 20, 16 << 20])
+        checks = closed_form_checks(rank, world, dev, sizes)
+        checks += stream_check(rank, world, dev, dry)
+        checks += ddp_check(rank, world, dev)
+        rows = []
+        if not dry:
+            sizes = [1 << 20, 4 << 20, 16 << 20, 64 << 20]
+            for backend in ("smddp", "gloo", "nccl"):
+                rows += busbw(rank, world, dev, backend, sizes, iters=10)
+        dist.destroy_process_group()
+        out_queue.put((rank, checks, rows, None))
+    except BaseException as e:  # report, never hang the parent
+        import traceback
+        out_queue.put((rank, [], [], f"{e!r}\n{traceback.format_exc()}"))
+
+
+def run_world(world, dry, timeout):
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    init = f"file:///tmp/smddp-torch-cuda-{os.getpid()}-{world}"
+    procs = [ctx.Process(target=worker, args=(r, world, init, dry, queue)) for r in range(world)]
+    for p in procs:
+        p.start()
+    results, deadline = {}, time.monotonic() + timeout
+    while len(results) < world and time.monotonic() < deadline:
+        try:
+            rank, checks, rows, error = queue.get(timeout=max(0.1, deadline - time.monotonic()))
+            results[rank] = (checks, rows, error)
+        except Exception:
+            break
+    for p in procs:
+        p.join(5)
+        if p.is_alive():
+            p.kill()
+    return results
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--worlds", default=None, help="comma-separated (default 2,4,8; dry run: 2)")
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--timeout", type=float, default=240)
+    args = ap.parse_args()
+    if args.dry_run:
+        os.environ["SMDDP_DEVICE"] = "fake"
+        os.environ.setdefault("SMDDP_FAKE_DEVICE_DELAY_US", "50")
+    else:
+        os.environ.setdefault("NCCL_MULTI_RANK_GPU_ENABLE", "1")
+    worlds = [int(w) for w in (args.worlds or ("2" if args.dry_run else "2,4,8")).split(",")]
+    report = {"torch": torch.__version__, "dry_run": args.dry_run, "worlds": {}}
+    if not args.dry_run:
+        report["device"] = torch.cuda.get_device_name(0)
+        report["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+    failed = False
+    lines = []
+    for world in worlds:
+        results = run_world(world, args.dry_run, args.timeout)
+        entry = {"checks": {}, "busbw": [], "errors": {}}
+        for rank in range(world):
+            if rank not in results:
+                entry["errors"][rank] = "did not report within the timeout"
+                continue
+            checks, rows, error = results[rank]
+            if error:
+                entry["errors"][rank] = error
+            for name, wrong in checks:
+                entry["checks"][name] = entry["checks"].get(name, 0) + wrong
+            if rank == 0:
+                entry["busbw"] = rows
+        bad = {k: v for k, v in entry["checks"].items() if v}
+        failed = failed or bool(bad) or bool(entry["errors"]) or not entry["checks"]
+        lines.append(f"world {world}: {len(entry['checks'])} checks, #wrong "
+                     f"{sum(entry['checks'].values())}, errors {len(entry['errors'])}")
+        for k, v in bad.items():
+            lines.append(f"  WRONG {k}: {v}")
+        for rank, error in entry["errors"].items():
+            lines.append(f"  rank {rank}: {error.splitlines()[0]}")
+        for row in entry["busbw"]:
+            lines.append(f"  {row['backend']:6s} {row['bytes'] >> 20:3d} MiB  {row['us']:10.1f} us"
+                         f"  busbw {row['busbw_gbps']:7.2f} GB/s")
+        report["worlds"][world] = entry
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "torch_cuda.json"), "w") as f:
+        json.dump(report, f, indent=1, default=str)
+    with open(os.path.join(args.out, "torch_cuda.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
