@@ -27,6 +27,7 @@ struct Options {
   std::optional<std::string> algorithms;             // SMDDP_ALGO: "allreduce:ring;broadcast:tree"
   std::optional<size_t> segmentBytes;                // SMDDP_SEGMENT_BYTES
   std::optional<bool> sharedMemory;                  // SMDDP_ARENA: the intra-host arena
+  std::optional<bool> deviceIpc;                     // SMDDP_DEVICE_IPC: CUDA IPC in a host
   // Distinguishes communicators that share one store (keys are prefixed with it).
   std::string name = "smddp";
 };

@@ -146,6 +146,9 @@ Config Config::fromMap(const std::map<std::string, std::string>& given) {
   if (c.fakeDelayUs < 0 || c.fakeDelayUs > 1000000) {
     bad("SMDDP_FAKE_DEVICE_DELAY_US", std::to_string(c.fakeDelayUs), "between 0 and 1000000");
   }
+  if (c.deviceIpc != 0 && c.deviceIpc != 1) {
+    bad("SMDDP_DEVICE_IPC", std::to_string(c.deviceIpc), "0 or 1");
+  }
   if (c.stagingBytes < 4096) bad("SMDDP_STAGING_BYTES", std::to_string(c.stagingBytes), "at least 4K");
   if (c.spinUs < -1) bad("SMDDP_SPIN_US", std::to_string(c.spinUs), "a count >= 0, or -1 (auto)");
   return c;

@@ -84,6 +84,10 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
   X(fakeDelayUs, "SMDDP_FAKE_DEVICE_DELAY_US", Int, int64_t{0},                                    \
     "Fake device only: each stream waits a random 0..N microseconds before every operation, so "   \
     "missing stream ordering shows up as wrong data. 0: no delays.")                               \
+  X(deviceIpc, "SMDDP_DEVICE_IPC", Int, 1,                                                         \
+    "1: all_reduce (sum, prod, min, max) on CUDA memory among ranks of one host runs on the "      \
+    "devices, each reading its peers' device scratch through CUDA IPC. 0: staged through host "    \
+    "memory like every other call.")                                                              \
   X(stagingBytes, "SMDDP_STAGING_BYTES", Bytes, 4194304,                                           \
     "CUDA buffers without GPUDirect go through pinned host memory in pipeline segments of this "   \
     "size (all_reduce, broadcast, reduce): segment k's copies overlap segment k-1's exchange.")    \
@@ -112,6 +116,7 @@ struct Config {
   std::string dumpOnTimeout;
   std::string device;
   int64_t fakeDelayUs;
+  int64_t deviceIpc;
   int64_t stagingBytes;
   // libfabric's own FI_PROVIDER, honoured when SMDDP_PROVIDER is auto.
   std::string fiProvider;

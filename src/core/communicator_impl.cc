@@ -41,6 +41,7 @@ Settings resolveSettings(const Options& options, const Config& config) {
   s.timeout = options.timeout.value_or(std::chrono::milliseconds(config.timeoutMs));
   s.segmentBytes = options.segmentBytes.value_or(static_cast<size_t>(config.segmentBytes));
   s.stagingBytes = static_cast<size_t>(config.stagingBytes);
+  s.deviceIpc = options.deviceIpc.value_or(config.deviceIpc != 0);
   s.spinUs = config.spinUs;
   s.overrides = algo::parseAlgorithmOverrides(options.algorithms.value_or(config.algorithms));
   s.watch.beaconPeriod = std::chrono::milliseconds(config.beaconMs);
@@ -127,6 +128,7 @@ CommunicatorImpl::~CommunicatorImpl() {
   engine_->stop();
   engine_.reset();
   stager_.reset();  // every segment ran or failed: its stream drains
+  ipc_.reset();     // after the stream that read the peers' scratch
   settleDeferredCheck();
   watch_.reset();  // joins the beacon thread
   transport_.reset();  // closes the endpoint before the op records it might reference go away

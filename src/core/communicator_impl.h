@@ -44,6 +44,7 @@ struct Settings {
   size_t segmentBytes = 1048576;
   size_t stagingBytes = 4194304;  // pipeline segment of CUDA calls staged through host memory
   device::Device* device = nullptr;  // the device of CUDA calls; null: device::processDevice()
+  bool deviceIpc = true;             // within a host, CUDA all_reduce through CUDA IPC
   int64_t spinUs = -1;  // -1: automatic (see spinForHost)
   algo::AlgorithmOverrides overrides;
   WatchSettings watch;  // beacon, heartbeat, mismatch check, dump (collective_watch.h)
@@ -84,6 +85,8 @@ class CommunicatorImpl {
   void runBlocking(algo::CollectiveArgs args);
   // Blocking collectives run on the caller's thread without a request so far (tests).
   uint64_t inlineRuns() const { return inlineRuns_.load(std::memory_order_relaxed); }
+  // CUDA all_reduce calls that went through CUDA IPC so far (tests).
+  uint64_t ipcCalls() const { return ipcCalls_.load(std::memory_order_relaxed); }
 
   // A checked send or recv (args.kind kSend / kRecv) to or from `peer` (transport::kAnyPeer for
   // a recv from any rank), bounded by timeout(). Error(kUnsupported) without a p2p transport.
@@ -115,6 +118,11 @@ class CommunicatorImpl {
   // output copies go whatever happened.
   std::exception_ptr run(RequestState& r);
   DeviceStager& stager(const algo::CollectiveArgs& args);
+  // Queues one request per segment of a staged call; returns the last one's.
+  Request submitSegments(const std::shared_ptr<StagedCall>& call);
+  // True when this CUDA call goes through CUDA IPC (device_ipc.h); the first eligible call
+  // connects the ranks' scratch (collectively: every rank takes the same path).
+  bool useIpc(const algo::CollectiveArgs& args);
   void markBroken(const std::string& reason);
   void settleDeferredCheck();
   void logChoice(const algo::Algorithm& algorithm, const algo::CollectiveDesc& desc, size_t bytes);
@@ -152,6 +160,10 @@ class CommunicatorImpl {
   std::unique_ptr<PointToPoint> p2p_;  // null: no send / recv
   std::mutex stagerMutex_;                // guards the creation of stager_
   std::unique_ptr<DeviceStager> stager_;  // made by the first CUDA call
+  enum class IpcState { kUntried, kOn, kOff };
+  IpcState ipcState_ = IpcState::kUntried;  // guarded by stagerMutex_ after the first call
+  std::unique_ptr<IpcPeers> ipc_;           // set when kOn
+  std::atomic<uint64_t> ipcCalls_{0};
 };
 
 }  // namespace smddp::core

@@ -51,16 +51,68 @@ DeviceStager& CommunicatorImpl::stager(const algo::CollectiveArgs& args) {
   return *stager_;
 }
 
-Request CommunicatorImpl::postStaged(const algo::CollectiveArgs& args) {
+bool CommunicatorImpl::useIpc(const algo::CollectiveArgs& args) {
+  const bool eligible = settings_.deviceIpc && args.kind == CollectiveKind::kAllReduce &&
+                        args.op != ReduceOp::kAvg && args.count > 0 && size_ > 1 &&
+                        topology_.hosts == 1;
+  if (!eligible) return false;
   DeviceStager& s = stager(args);
-  // A refused algorithm override fails here, before the device is given work.
-  const auto layout = layoutStaged(args, rank_, size_, settings_.stagingBytes, nullptr);
-  for (const StagedSegment& seg : layout.segments) {
-    if (size_ > 1 && (seg.host.count > 0 || seg.host.kind == CollectiveKind::kAllToAllV)) {
-      algo::selectAlgorithm(seg.host.kind, seg.host.bytes(), topology_, settings_.overrides);
-    }
+  {
+    std::lock_guard<std::mutex> lock(stagerMutex_);
+    if (ipcState_ != IpcState::kUntried) return ipcState_ == IpcState::kOn;
+    ipcState_ = IpcState::kOff;  // unless every rank connects below
   }
-  std::shared_ptr<StagedCall> call = s.stage(args, toString(args.kind));
+  // Every rank gets here in the same call: the exchanges are host all_gathers of the communicator.
+  struct Offer {
+    device::IpcMemHandle handle;
+    int32_t ok;
+  };
+  Offer mine{};
+  std::unique_ptr<IpcPeers> peers;
+  std::string why;
+  try {
+    peers = std::make_unique<IpcPeers>(s.device(), s.ordinal(), settings_.stagingBytes);
+    mine.handle = peers->handle();
+    mine.ok = 1;
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  auto allGather = [this](const void* send, void* recv, size_t bytes) {
+    algo::CollectiveArgs a(Call::of(CollectiveKind::kAllGather, DataType::kUInt8, bytes), send,
+                           recv);
+    post(std::move(a)).wait();
+  };
+  std::vector<Offer> offers(static_cast<size_t>(size_));
+  allGather(&mine, offers.data(), sizeof(Offer));
+  int32_t opened = 1;
+  for (const Offer& o : offers) opened = opened && o.ok;
+  if (opened) {
+    std::vector<device::IpcMemHandle> handles;
+    for (const Offer& o : offers) handles.push_back(o.handle);
+    opened = peers->open(handles, rank_, &why) ? 1 : 0;
+  } else if (why.empty()) {
+    why = "a peer could not export its device memory";
+  }
+  std::vector<int32_t> results(static_cast<size_t>(size_));
+  allGather(&opened, results.data(), sizeof(int32_t));
+  bool all = true;
+  for (int32_t r : results) all = all && r != 0;
+  if (!all && why.empty()) why = "a peer could not map this rank's device memory";
+  std::lock_guard<std::mutex> lock(stagerMutex_);
+  if (all) {
+    ipc_ = std::move(peers);
+    ipcState_ = IpcState::kOn;
+    SMDDP_INFO(rank_, "all_reduce on " << s.device().name()
+                                       << " device memory within this host: CUDA IPC");
+  } else {
+    SMDDP_WARN(rank_, "no CUDA IPC between this host's ranks (" << why
+                                                                << "): CUDA calls are staged "
+                                                                   "through host memory");
+  }
+  return all;
+}
+
+Request CommunicatorImpl::submitSegments(const std::shared_ptr<StagedCall>& call) {
   std::shared_ptr<RequestState> last;
   size_t k = 0;
   try {
@@ -79,6 +131,22 @@ Request CommunicatorImpl::postStaged(const algo::CollectiveArgs& args) {
     throw;
   }
   return Request(std::move(last));
+}
+
+Request CommunicatorImpl::postStaged(const algo::CollectiveArgs& args) {
+  if (useIpc(args)) {
+    ipcCalls_.fetch_add(1, std::memory_order_relaxed);
+    return submitSegments(stager(args).stageIpc(args, *ipc_, toString(args.kind)));
+  }
+  DeviceStager& s = stager(args);
+  // A refused algorithm override fails here, before the device is given work.
+  const auto layout = layoutStaged(args, rank_, size_, settings_.stagingBytes, nullptr);
+  for (const StagedSegment& seg : layout.segments) {
+    if (size_ > 1 && (seg.host.count > 0 || seg.host.kind == CollectiveKind::kAllToAllV)) {
+      algo::selectAlgorithm(seg.host.kind, seg.host.bytes(), topology_, settings_.overrides);
+    }
+  }
+  return submitSegments(s.stage(args, toString(args.kind)));
 }
 
 std::exception_ptr CommunicatorImpl::run(RequestState& r) {

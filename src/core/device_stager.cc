@@ -2,6 +2,7 @@
 // Staging of CUDA calls through pinned host memory (device_stager.h).
 #include "core/device_stager.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -171,6 +172,59 @@ std::shared_ptr<StagedCall> DeviceStager::stage(const algo::CollectiveArgs& args
     device_.waitValue(stream_, &call->flags_[k], 1);
     for (const StagedPiece& p : call->layout_.segments[k].out) {
       device_.copyAsync(const_cast<void*>(p.device), data + p.offset, p.bytes, stream_);
+    }
+  }
+  device_.record(call->end_, stream_);
+  return call;
+}
+
+std::shared_ptr<StagedCall> DeviceStager::stageIpc(const algo::CollectiveArgs& args,
+                                                   IpcPeers& peers, const char* what) {
+  checkPointers(args, layoutStaged(args, rank_, size_, segmentBytes_, nullptr), what);
+  const size_t es = args.elementSize();
+  const size_t perChunk = std::max<size_t>(1, peers.slotBytes() / es);
+  const size_t chunks = (args.count + perChunk - 1) / perChunk;
+  const size_t segments = 2 * chunks;
+  const size_t flagBytes = (segments * sizeof(uint32_t) + 63) / 64 * 64;
+  const algo::CollectiveArgs barrier(Call::of(CollectiveKind::kBarrier, DataType::kUInt8, 0),
+                                     nullptr, nullptr);
+  std::lock_guard<std::mutex> lock(mutex_);
+  reap();
+  auto call = std::make_shared<StagedCall>(device_, ordinal_, segments);
+  call->layout_.segments.assign(segments, StagedSegment{barrier, {}, {}});
+  call->block_ = pool_->acquire(flagBytes);
+  call->flags_ = reinterpret_cast<uint32_t*>(call->block_.get());
+  std::memset(call->flags_, 0, flagBytes);
+  inflight_.push_back(call);
+  device_.record(call->start_, args.stream);
+  device_.streamWait(stream_, call->start_);
+  const auto* send = static_cast<const char*>(args.send);
+  auto* recv = static_cast<char*>(args.recv);
+  for (size_t k = 0; k < chunks; ++k) {
+    const size_t first = k * perChunk;
+    const size_t count = std::min(perChunk, args.count - first);
+    device_.copyAsync(peers.in(rank_), send + first * es, count * es, stream_);
+    device_.record(call->ready_[2 * k], stream_);
+    device_.waitValue(stream_, &call->flags_[2 * k], 1);
+    size_t at = 0;
+    size_t length = 0;
+    sliceOf(count, size_, rank_, &at, &length);
+    if (length > 0) {
+      char* mine = peers.out(rank_) + at * es;
+      device_.reduceAsync(args.dtype, args.op, mine, peers.in(0) + at * es, peers.in(1) + at * es,
+                          length, stream_);
+      for (int q = 2; q < size_; ++q) {
+        device_.reduceAsync(args.dtype, args.op, mine, mine, peers.in(q) + at * es, length,
+                            stream_);
+      }
+    }
+    device_.record(call->ready_[2 * k + 1], stream_);
+    device_.waitValue(stream_, &call->flags_[2 * k + 1], 1);
+    for (int q = 0; q < size_; ++q) {
+      sliceOf(count, size_, q, &at, &length);
+      if (length > 0) {
+        device_.copyAsync(recv + (first + at) * es, peers.out(q) + at * es, length * es, stream_);
+      }
     }
   }
   device_.record(call->end_, stream_);

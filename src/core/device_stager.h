@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "algorithms/collective.h"
+#include "core/device_ipc.h"
 #include "core/staged_layout.h"
 #include "device/device.h"
 
@@ -72,6 +73,12 @@ class DeviceStager {
   // device (Error(kInvalidArgument) naming the buffer otherwise, nothing enqueued), then enqueues
   // the call's device side (see above) and returns it.
   std::shared_ptr<StagedCall> stage(const algo::CollectiveArgs& args, const char* what);
+  // An all_reduce (SUM, PROD, MIN or MAX; count > 0) of this stager's device within one host,
+  // through `peers` (device_ipc.h): enqueues the device side and returns a call whose segments
+  // are the two host barriers of each chunk (2k: the chunk is in every rank's `in`; 2k + 1: every
+  // slice is reduced). Pointers are checked as stage() does.
+  std::shared_ptr<StagedCall> stageIpc(const algo::CollectiveArgs& args, IpcPeers& peers,
+                                       const char* what);
 
  private:
   void checkPointers(const algo::CollectiveArgs& args, const StagedLayout& layout,

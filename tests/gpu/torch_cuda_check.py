@@ -10,6 +10,7 @@ Checks, each rank against closed-form values (#wrong counts elements):
   streams       a long kernel writes the input on the current stream, the collective is posted
                 async, wait() is called, another kernel reads the output — no synchronize()
   ddp           20 steps of DDP over smddp and over gloo on CUDA give the same parameters
+                (within rounding: the reduction orders differ)
   busbw         all_reduce float32 1-64 MiB through torch: smddp, gloo, nccl (nccl with
                 NCCL_MULTI_RANK_GPU_ENABLE=1; its version is reported)
 Writes torch_cuda.json and torch_cuda.md under --out; exits 1 if anything was wrong.
@@ -106,8 +107,10 @@ def ddp_check(rank, world, dev):
             opt.step()
         results[backend] = [p.detach().cpu() for p in net.parameters()]
         dist.destroy_process_group(group)
-    wrong = sum(int((a != b).sum().item()) for a, b in zip(results["smddp"], results["gloo"]))
-    return [("ddp smddp == gloo (20 steps)", wrong)]
+    # within rounding: smddp's reduction order (CUDA IPC: rank order) is not gloo's
+    wrong = sum(int((~torch.isclose(a, b, rtol=1e-4, atol=1e-6)).sum().item())
+                for a, b in zip(results["smddp"], results["gloo"]))
+    return [("ddp smddp == gloo within rounding (20 steps)", wrong)]
 
 
 def _clone(model):

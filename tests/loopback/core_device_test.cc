@@ -114,6 +114,45 @@ TEST(DeviceCollectives, AllReduceEveryDtypeAndOpAndWorld) {
           }
         }
       }
+      // Within one host, SUM/PROD/MIN/MAX with data went through CUDA IPC.
+      const uint64_t ipc = c.impl().ipcCalls();
+      if (n > 1) {
+        EXPECT_EQ(ipc, 8u * 4u * 3u * 2u) << "rank " << rank << " world " << n;
+      }
+    });
+  }
+}
+
+// Through CUDA IPC every rank reduces its slice in rank order, so random floats give the
+// rank-order sum, the same bits on every rank; many chunks (1 KiB staging), odd counts.
+TEST(DeviceCollectives, IpcAllReduceIsTheRankOrderSumOnEveryRank) {
+  for (int n : {2, 3, 5, 7}) {
+    auto comms = makeLoopbackGroup(n, bounded(), nullptr, 0, &fakeWithDelays(), kStaging);
+    runRanks(comms, [&](int rank, Communicator& c) {
+      DeviceRank dev(fakeWithDelays());
+      for (size_t count : {size_t{1}, size_t{5}, size_t{257}, size_t{4099}}) {
+        std::vector<std::vector<float>> all(static_cast<size_t>(n), std::vector<float>(count));
+        for (int r = 0; r < n; ++r) {
+          std::mt19937 rng(static_cast<unsigned>(r * 31 + count));
+          std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+          for (float& v : all[static_cast<size_t>(r)]) v = u(rng);
+        }
+        std::vector<float> want = all[0];
+        for (int r = 1; r < n; ++r) {
+          for (size_t i = 0; i < count; ++i) want[i] += all[static_cast<size_t>(r)][i];
+        }
+        Bytes in(count * 4);
+        std::memcpy(in.data(), all[static_cast<size_t>(rank)].data(), in.size());
+        void* d = dev.upload(in);
+        void* out = dev.upload(Bytes(in.size(), 0));
+        c.allReduce(dev.buffer(d, count, DataType::kFloat32),
+                    dev.buffer(out, count, DataType::kFloat32), ReduceOp::kSum)
+            .waitOnStream(dev.stream());
+        const Bytes got = dev.download(out, in.size());
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size()), 0)
+            << "rank " << rank << " world " << n << " count " << count;
+      }
+      EXPECT_EQ(c.impl().ipcCalls(), 4u) << "rank " << rank;
     });
   }
 }
@@ -122,7 +161,7 @@ TEST(DeviceCollectives, AllReduceEveryDtypeAndOpAndWorld) {
 // path bit for bit (one segment: the same algorithm over the same reduction order).
 TEST(DeviceCollectives, AllReduceEqualsTheHostPathBitForBit) {
   for (int n : {2, 3, 5}) {
-    auto comms = makeLoopbackGroup(n, bounded(), nullptr, 0, &fakeWithDelays(), 1 << 20);
+    auto comms = makeLoopbackGroup(n, bounded(), nullptr, 0, &fakeWithDelays(), 1 << 20, false);
     runRanks(comms, [&](int rank, Communicator& c) {
       DeviceRank dev(fakeWithDelays());
       std::mt19937 rng(static_cast<unsigned>(rank * 7 + n));

@@ -23,17 +23,18 @@ namespace smddp::testing {
 // mailBytes > 0: the ranks also share a heap arena whose mailboxes take send/recv messages of up
 // to mailBytes (larger ones go through the loopback fabric), as ranks of one host do.
 // device: the device of CUDA calls (null: the process's, SMDDP_DEVICE); stagingBytes: their
-// pipeline segment (0: the default).
+// pipeline segment (0: the default); deviceIpc: CUDA all_reduce through IPC within the host.
 inline std::vector<std::unique_ptr<Communicator>> makeLoopbackGroup(
     int n, const Options& options = Options(),
     std::shared_ptr<transport::LoopbackFabric>* fabricOut = nullptr, size_t mailBytes = 0,
-    device::Device* device = nullptr, size_t stagingBytes = 0) {
+    device::Device* device = nullptr, size_t stagingBytes = 0, bool deviceIpc = true) {
   auto fabric = transport::LoopbackFabric::create(n);
   auto p2pFabric = transport::LoopbackFabric::create(n);  // send / recv: a second endpoint
   if (fabricOut != nullptr) *fabricOut = fabric;
   Config config = Config::fromMap({});
   core::Settings settings = core::resolveSettings(options, config);
   settings.device = device;
+  settings.deviceIpc = deviceIpc;
   if (stagingBytes > 0) settings.stagingBytes = stagingBytes;
   std::unique_ptr<algo::arena::HeapSegments> arenas;
   if (mailBytes > 0 && n > 1) {

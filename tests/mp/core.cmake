@@ -3,7 +3,8 @@ if(TARGET smddp_core)
   smddp_add_test(smddp_mp_collectives mp 300 LIBS smddp_core SOURCES mp/core_collectives_test.cc)
   smddp_add_test(smddp_mp_p2p mp 300 LIBS smddp_core SOURCES mp/p2p_test.cc)
   smddp_add_test(smddp_mp_subgroups mp 300 LIBS smddp_core SOURCES mp/subgroups_test.cc)
-  # Device memory on the fake device (random stream delays, 64 KiB staging segments).
+  # Device memory on the fake device (random stream delays, 64 KiB staging segments): through
+  # CUDA IPC within the host, and staged through host memory (Options::deviceIpc false).
   smddp_add_test(smddp_mp_device mp 300 LIBS smddp_core SOURCES mp/core_device_test.cc)
   set_tests_properties(smddp_mp_device PROPERTIES ENVIRONMENT
     "SMDDP_DEVICE=fake;SMDDP_FAKE_DEVICE_DELAY_US=30;SMDDP_STAGING_BYTES=64K")

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+// CUDA IPC scratch between the ranks of one host (device_ipc.h).
+#include "core/device_ipc.h"
+
+#include "smddp/error.h"
+
+namespace smddp::core {
+
+IpcPeers::IpcPeers(device::Device& device, int ordinal, size_t slotBytes)
+    : device_(device), slotBytes_(slotBytes) {
+  scratch_ = device.allocDevice(2 * slotBytes, ordinal);
+  try {
+    handle_ = device.exportMemory(scratch_);
+  } catch (...) {
+    device.freeDevice(scratch_);
+    throw;
+  }
+}
+
+IpcPeers::~IpcPeers() {
+  for (size_t r = 0; r < mapped_.size(); ++r) {
+    if (static_cast<int>(r) != self_ && mapped_[r] != nullptr) device_.closeMemory(mapped_[r]);
+  }
+  device_.freeDevice(scratch_);
+}
+
+bool IpcPeers::open(const std::vector<device::IpcMemHandle>& handles, int self, std::string* why) {
+  self_ = self;
+  mapped_.assign(handles.size(), nullptr);
+  for (size_t r = 0; r < handles.size(); ++r) {
+    if (static_cast<int>(r) == self) {
+      mapped_[r] = scratch_;
+      continue;
+    }
+    try {
+      mapped_[r] = device_.openMemory(handles[r]);
+    } catch (const std::exception& e) {
+      *why = "rank " + std::to_string(r) + "'s scratch: " + e.what();
+      for (size_t q = 0; q < r; ++q) {
+        if (static_cast<int>(q) != self && mapped_[q] != nullptr) device_.closeMemory(mapped_[q]);
+      }
+      mapped_.clear();
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace smddp::core
