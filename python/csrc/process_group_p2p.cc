@@ -38,7 +38,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::send(Tensors& tensors, int d
   at::Tensor in = staging.stage(tensors[0], /*copyIn=*/true, /*copyBack=*/false);
   staging.keepAlive(tensors[0]);
   SmddpWork::Requests requests;
-  requests.push_back(c.send(toHostBuffer(in, what), dstRank, t));
+  requests.push_back(c.send(toBuffer(in, what), dstRank, t));
   return finish(OpType::SEND, std::move(requests), {}, std::move(staging), ::c10d::kUnsetTimeout);
 }
 
@@ -51,7 +51,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::receive(Tensors& tensors, in
   Staging staging;
   at::Tensor out = staging.stage(tensors[0], /*copyIn=*/false, /*copyBack=*/true);
   SmddpWork::Requests requests;
-  requests.push_back(c.recv(toHostBuffer(out, what), srcRank, t));
+  requests.push_back(c.recv(toBuffer(out, what), srcRank, t));
   return finish(opType, std::move(requests), tensors, std::move(staging), ::c10d::kUnsetTimeout);
 }
 

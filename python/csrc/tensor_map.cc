@@ -101,14 +101,8 @@ Buffer toBuffer(const at::Tensor& tensor, const char* what) {
                   MemoryType::kCuda, device, currentStream(device));
   }
   if (fakeDeviceMode()) return mirrorOf(tensor, dtype);
-  return toHostBuffer(tensor, what);
-}
-
-Buffer toHostBuffer(const at::Tensor& tensor, const char* what) {
-  TORCH_INTERNAL_ASSERT(tensor.is_contiguous(), "smddp: ", what, " staged a non-contiguous tensor");
-  return Buffer(tensor.data_ptr(), static_cast<size_t>(tensor.numel()), toDataType(tensor, what),
-                tensor.is_cuda() ? MemoryType::kCuda : MemoryType::kHost,
-                tensor.is_cuda() ? tensor.get_device() : -1);
+  return Buffer(tensor.data_ptr(), static_cast<size_t>(tensor.numel()), dtype, MemoryType::kHost,
+                -1);
 }
 
 at::Tensor Staging::stage(const at::Tensor& tensor, bool copyIn, bool copyBack) {

@@ -40,8 +40,6 @@ void checkSingle(const std::vector<at::Tensor>& tensors, const char* what);
 // tensor is mirrored into fake device memory (fake_mirror.h; finish() hands the mirrors to the
 // collective's Staging).
 Buffer toBuffer(const at::Tensor& tensor, const char* what);
-// The tensor's own memory, host or CUDA, never mirrored (send and recv).
-Buffer toHostBuffer(const at::Tensor& tensor, const char* what);
 
 // Tensors the engine works on, and what to copy back into the caller's tensors afterwards.
 class Staging {

@@ -323,6 +323,7 @@ Request CommunicatorImpl::postPointToPoint(const algo::CollectiveArgs& args, int
                                              toString(args.kind) +
                                              ": this communicator has no point-to-point transport");
   }
+  if (args.memory == MemoryType::kCuda) return postStagedMessage(args, peer, tag);
   return p2p_->post(args, peer, tag, timeout());
 }
 

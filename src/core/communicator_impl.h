@@ -118,6 +118,10 @@ class CommunicatorImpl {
   // output copies go whatever happened.
   std::exception_ptr run(RequestState& r);
   DeviceStager& stager(const algo::CollectiveArgs& args);
+  // A send or recv of CUDA memory through a pinned host buffer: a send copies to it first (the
+  // caller waits, bounded, for that copy); a recv's copy to the device waits on the device for
+  // the message.
+  Request postStagedMessage(const algo::CollectiveArgs& args, int peer, uint32_t tag);
   // Queues one request per segment of a staged call; returns the last one's.
   Request submitSegments(const std::shared_ptr<StagedCall>& call);
   // True when this CUDA call goes through CUDA IPC (device_ipc.h); the first eligible call

@@ -133,6 +133,40 @@ Request CommunicatorImpl::submitSegments(const std::shared_ptr<StagedCall>& call
   return Request(std::move(last));
 }
 
+Request CommunicatorImpl::postStagedMessage(const algo::CollectiveArgs& args, int peer,
+                                            uint32_t tag) {
+  std::shared_ptr<StagedCall> call = stager(args).stageMessage(args, toString(args.kind));
+  algo::CollectiveArgs host = call->hostArgs(0);
+  if (args.kind == CollectiveKind::kSend) {
+    // The message leaves from the pinned copy: wait (bounded) until it is there.
+    const auto deadline = Clock::now() + timeout();
+    if (!device::waitEvent(call->device(), call->ready(0), deadline)) {
+      call->release(0);
+      throw Error(ErrorCode::kTimeout,
+                  "smddp: rank " + std::to_string(rank_) + " (" + hostName() + "): send to rank " +
+                      std::to_string(peer) +
+                      ": the device did not copy the message to host "
+                      "memory within " +
+                      std::to_string(timeout().count()) +
+                      " ms (the work queued before it on the caller's stream has not finished)");
+    }
+    call->release(0);
+    return p2p_->post(host, peer, tag, timeout(), call);
+  }
+  Request request = [&] {
+    try {
+      return p2p_->post(host, peer, tag, timeout(), call);
+    } catch (...) {
+      call->release(0);  // not posted: the staging stream must not wait for it
+      throw;
+    }
+  }();
+  // Whatever happens to the message, the copy to the device goes on (garbage if it failed: the
+  // error is the request's).
+  request.onComplete([call] { call->release(0); });
+  return request;
+}
+
 Request CommunicatorImpl::postStaged(const algo::CollectiveArgs& args) {
   if (useIpc(args)) {
     ipcCalls_.fetch_add(1, std::memory_order_relaxed);

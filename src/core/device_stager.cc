@@ -114,6 +114,7 @@ DeviceStager::~DeviceStager() {
   }
   inflight_.clear();
   device_.destroyStream(stream_);
+  for (auto& [stream, last] : messageStreams_) device_.destroyStream(stream);
 }
 
 void DeviceStager::checkPointers(const algo::CollectiveArgs& args, const StagedLayout& layout,
@@ -139,17 +140,43 @@ void DeviceStager::checkPointers(const algo::CollectiveArgs& args, const StagedL
 }
 
 void DeviceStager::reap() {
-  while (!inflight_.empty() && device_.done(inflight_.front()->end())) inflight_.pop_front();
+  for (auto it = inflight_.begin(); it != inflight_.end();) {
+    it = device_.done((*it)->end()) ? inflight_.erase(it) : std::next(it);
+  }
 }
 
 std::shared_ptr<StagedCall> DeviceStager::stage(const algo::CollectiveArgs& args,
                                                 const char* what) {
   const StagedLayout shape = layoutStaged(args, rank_, size_, segmentBytes_, nullptr);
   checkPointers(args, shape, what);
-  const size_t segments = shape.segments.size();
-  const size_t flagBytes = (segments * sizeof(uint32_t) + 63) / 64 * 64;
   std::lock_guard<std::mutex> lock(mutex_);
   reap();
+  return enqueue(args, shape, stream_);
+}
+
+std::shared_ptr<StagedCall> DeviceStager::stageMessage(const algo::CollectiveArgs& args,
+                                                       const char* what) {
+  const StagedLayout shape = layoutStaged(args, rank_, size_, segmentBytes_, nullptr);
+  checkPointers(args, shape, what);
+  std::lock_guard<std::mutex> lock(mutex_);
+  reap();
+  for (auto& [stream, last] : messageStreams_) {
+    if (!last || device_.done(last->end())) {
+      last = enqueue(args, shape, stream);
+      return last;
+    }
+  }
+  messageStreams_.emplace_back(device_.createStream(ordinal_), nullptr);
+  auto& entry = messageStreams_.back();
+  entry.second = enqueue(args, shape, entry.first);
+  return entry.second;
+}
+
+std::shared_ptr<StagedCall> DeviceStager::enqueue(const algo::CollectiveArgs& args,
+                                                  const StagedLayout& shape,
+                                                  device::Stream stream) {
+  const size_t segments = shape.segments.size();
+  const size_t flagBytes = (segments * sizeof(uint32_t) + 63) / 64 * 64;
   auto call = std::make_shared<StagedCall>(device_, ordinal_, segments);
   call->block_ = pool_->acquire(flagBytes + shape.blockBytes);
   char* base = call->block_.get();
@@ -161,20 +188,20 @@ std::shared_ptr<StagedCall> DeviceStager::stage(const algo::CollectiveArgs& args
   // flags so whatever was enqueued drains.
   inflight_.push_back(call);
   device_.record(call->start_, args.stream);
-  device_.streamWait(stream_, call->start_);
+  device_.streamWait(stream, call->start_);
   for (size_t k = 0; k < segments; ++k) {
     for (const StagedPiece& p : call->layout_.segments[k].in) {
-      device_.copyAsync(data + p.offset, p.device, p.bytes, stream_);
+      device_.copyAsync(data + p.offset, p.device, p.bytes, stream);
     }
-    device_.record(call->ready_[k], stream_);
+    device_.record(call->ready_[k], stream);
   }
   for (size_t k = 0; k < segments; ++k) {
-    device_.waitValue(stream_, &call->flags_[k], 1);
+    device_.waitValue(stream, &call->flags_[k], 1);
     for (const StagedPiece& p : call->layout_.segments[k].out) {
-      device_.copyAsync(const_cast<void*>(p.device), data + p.offset, p.bytes, stream_);
+      device_.copyAsync(const_cast<void*>(p.device), data + p.offset, p.bytes, stream);
     }
   }
-  device_.record(call->end_, stream_);
+  device_.record(call->end_, stream);
   return call;
 }
 

@@ -73,6 +73,10 @@ class DeviceStager {
   // device (Error(kInvalidArgument) naming the buffer otherwise, nothing enqueued), then enqueues
   // the call's device side (see above) and returns it.
   std::shared_ptr<StagedCall> stage(const algo::CollectiveArgs& args, const char* what);
+  // The same for a send or recv, on a stream of its own (one whose earlier message is done, or a
+  // new one): a receive's copy waits on the device for its message, and messages are in no
+  // order with each other or with the collectives, so none may wait behind another.
+  std::shared_ptr<StagedCall> stageMessage(const algo::CollectiveArgs& args, const char* what);
   // An all_reduce (SUM, PROD, MIN or MAX; count > 0) of this stager's device within one host,
   // through `peers` (device_ipc.h): enqueues the device side and returns a call whose segments
   // are the two host barriers of each chunk (2k: the chunk is in every rank's `in`; 2k + 1: every
@@ -84,6 +88,9 @@ class DeviceStager {
   void checkPointers(const algo::CollectiveArgs& args, const StagedLayout& layout,
                      const char* what) const;
   void reap();
+  // Enqueues a staged call on `stream` (mutex_ held).
+  std::shared_ptr<StagedCall> enqueue(const algo::CollectiveArgs& args, const StagedLayout& shape,
+                                      device::Stream stream);
 
   device::Device& device_;
   const int ordinal_;
@@ -94,6 +101,8 @@ class DeviceStager {
   std::shared_ptr<PinnedPool> pool_;
   std::mutex mutex_;  // guards inflight_ (and the order of what goes on stream_)
   std::deque<std::shared_ptr<StagedCall>> inflight_;
+  // Streams of send and recv, each with the last message staged on it (free once that is done).
+  std::vector<std::pair<device::Stream, std::shared_ptr<StagedCall>>> messageStreams_;
 };
 
 }  // namespace smddp::core

@@ -63,8 +63,9 @@ std::string PointToPoint::where(int peer) const {
 }
 
 Request PointToPoint::post(const algo::CollectiveArgs& args, int peer, uint32_t tag,
-                           std::chrono::milliseconds timeout) {
+                           std::chrono::milliseconds timeout, std::shared_ptr<StagedCall> staged) {
   auto state = std::allocate_shared<RequestState>(RecyclingAllocator<RequestState>());
+  state->staged = std::move(staged);
   state->args = args;
   state->desc.call() = args.call();
   state->desc.timeout = timeout;

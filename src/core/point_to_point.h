@@ -65,8 +65,10 @@ class PointToPoint {
 
   // Posts a send or a receive (peer transport::kAnyPeer: from any rank) of `args` (kind kSend or
   // kRecv, checked by the caller) bounded by `timeout`; fails at once with kAborted after abort().
+  // `staged`: the device side of a message on CUDA memory, staged through args' host buffer
+  // (device_stager.h); the request keeps it.
   Request post(const algo::CollectiveArgs& args, int peer, uint32_t tag,
-               std::chrono::milliseconds timeout);
+               std::chrono::milliseconds timeout, std::shared_ptr<StagedCall> staged = nullptr);
   // Drives progress until `request` is done or `deadline` passes; returns request.done().
   bool waitUntil(RequestState& request, Clock::time_point deadline);
   // Fails everything in flight and every later post with kAborted.

@@ -58,6 +58,12 @@ std::vector<Region> regionsOf(const algo::CollectiveArgs& a, int rank, int size)
       add(a.send, a.bytes() * n, false);
       add(a.recv, a.bytes() * n, true);
       break;
+    case CollectiveKind::kSend:
+      add(a.send, a.bytes(), false);
+      break;
+    case CollectiveKind::kRecv:
+      add(a.recv, a.bytes(), true);
+      break;
     case CollectiveKind::kAllToAllV:
       for (size_t q = 0; q < n; ++q) {
         add(a.sendPiece(q), a.sendPieceBytes(q), false);

@@ -25,14 +25,11 @@ algo::CollectiveArgs checkPeerMessage(const CallSite& at, CollectiveKind kind, c
     fail(at, kind, ErrorCode::kInvalidArgument,
          "peer " + std::to_string(peer) + " is this rank: a rank does not send to itself");
   }
-  if (buf.memory == MemoryType::kCuda) {
-    fail(at, kind, ErrorCode::kUnsupported,
-         "CUDA memory (device " + std::to_string(buf.device) +
-             "): send and recv take host memory so far; collectives take CUDA memory");
-  }
   const bool send = kind == CollectiveKind::kSend;
-  return {Call::of(kind, buf.dtype, buf.count), send ? buf.data : nullptr,
-          send ? nullptr : buf.data};
+  algo::CollectiveArgs args(Call::of(kind, buf.dtype, buf.count), send ? buf.data : nullptr,
+                            send ? nullptr : buf.data);
+  setMemory(at, kind, args, {&buf});
+  return args;
 }
 
 }  // namespace

@@ -5,12 +5,14 @@ collective runs on it as on CUDA tensors — staged through pinned host memory, 
 work queued on the rank's stream, the results waited for on that stream — with random delays on
 every stream (SMDDP_FAKE_DEVICE_DELAY_US), so a missing stream wait gives wrong data. The checks
 are the host tests' own: the collectives suite (closed-form results, every collective, dtype and
-op, in place and strided, async and dropped Works) and DDP trained exactly as over gloo."""
+op, in place and strided, async and dropped Works), send/recv (ring exchanges, any source,
+batches, objects) and DDP trained exactly as over gloo."""
 import pytest
 
 import harness
 import workers_collectives
 import workers_ddp
+import workers_p2p
 
 
 @pytest.fixture(autouse=True)
@@ -28,3 +30,7 @@ def test_collectives_on_the_fake_device(world, init):
 
 def test_ddp_on_the_fake_device_matches_gloo():
     harness.run(workers_ddp.suite, 2, init="tcp", timeout=240)
+
+
+def test_send_and_recv_on_the_fake_device():
+    harness.run(workers_p2p.suite, 3, init="file", timeout=240)
