@@ -29,8 +29,8 @@ class Request {
   // default stream) after this call runs after the result is in device memory; the host does not
   // wait. Throws the collective's error if it already failed. For host buffers: wait().
   void waitOnStream(void* stream);
-  // Waits at most `timeout`; throws Error(kTimeout) if the collective is still running then
-  // (the collective itself goes on until its own deadline).
+  // Waits at most `timeout` (for CUDA buffers: until the result is in device memory); throws
+  // Error(kTimeout) if the collective is still running then (it goes on until its own deadline).
   void wait(std::chrono::milliseconds timeout);
   // True once finished, successfully or not; never throws.
   bool completed() const;

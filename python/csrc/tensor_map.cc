@@ -136,7 +136,12 @@ void Staging::copyBack() {
 void Staging::copyBackOnStream(const std::vector<Request>& requests, int device) {
   if (copies_.empty()) return;
   void* stream = currentStream(device);
-  for (Request r : requests) r.waitOnStream(stream);
+  for (Request r : requests) {
+    try {
+      r.waitOnStream(stream);  // enqueued even when the request failed (the Work reports it)
+    } catch (const std::exception&) {
+    }
+  }
   at::NoGradGuard noGrad;
   for (auto& [to, from] : copies_) {
     to.copy_(from);  // on the current stream, after the results

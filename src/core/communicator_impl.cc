@@ -127,8 +127,11 @@ CommunicatorImpl::~CommunicatorImpl() {
   p2p_.reset();  // fails what is still in flight, then closes its endpoint
   engine_->stop();
   engine_.reset();
-  stager_.reset();  // every segment ran or failed: its stream drains
-  ipc_.reset();     // after the stream that read the peers' scratch
+  // Every segment ran or failed: the staging streams drain; the scratch goes after them (or is
+  // left mapped when they did not drain).
+  if (stager_ && !stager_->drain()) (void)ipc_.release();
+  stager_.reset();
+  ipc_.reset();
   settleDeferredCheck();
   watch_.reset();  // joins the beacon thread
   transport_.reset();  // closes the endpoint before the op records it might reference go away

@@ -163,6 +163,9 @@ class CommunicatorImpl {
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<PointToPoint> p2p_;  // null: no send / recv
   std::mutex stagerMutex_;                // guards the creation of stager_
+  // Held from staging a CUDA call on the device to queueing its requests, so that the device
+  // and the engine see concurrent posts in one order.
+  std::mutex stagedPostMutex_;
   std::unique_ptr<DeviceStager> stager_;  // made by the first CUDA call
   enum class IpcState { kUntried, kOn, kOff };
   IpcState ipcState_ = IpcState::kUntried;  // guarded by stagerMutex_ after the first call

@@ -66,6 +66,7 @@ bool CommunicatorImpl::useIpc(const algo::CollectiveArgs& args) {
   struct Offer {
     device::IpcMemHandle handle;
     int32_t ok;
+    uint64_t slotBytes;  // every rank's scratch must have the same layout
   };
   Offer mine{};
   std::unique_ptr<IpcPeers> peers;
@@ -74,6 +75,7 @@ bool CommunicatorImpl::useIpc(const algo::CollectiveArgs& args) {
     peers = std::make_unique<IpcPeers>(s.device(), s.ordinal(), settings_.stagingBytes);
     mine.handle = peers->handle();
     mine.ok = 1;
+    mine.slotBytes = settings_.stagingBytes;
   } catch (const std::exception& e) {
     why = e.what();
   }
@@ -85,8 +87,14 @@ bool CommunicatorImpl::useIpc(const algo::CollectiveArgs& args) {
   std::vector<Offer> offers(static_cast<size_t>(size_));
   allGather(&mine, offers.data(), sizeof(Offer));
   int32_t opened = 1;
-  for (const Offer& o : offers) opened = opened && o.ok;
-  if (opened) {
+  for (const Offer& o : offers) {
+    opened = opened && o.ok;
+    if (o.ok && o.slotBytes != settings_.stagingBytes && why.empty()) {
+      opened = 0;
+      why = "the ranks' SMDDP_STAGING_BYTES differ";
+    }
+  }
+  if (opened && peers) {
     std::vector<device::IpcMemHandle> handles;
     for (const Offer& o : offers) handles.push_back(o.handle);
     opened = peers->open(handles, rank_, &why) ? 1 : 0;
@@ -170,6 +178,7 @@ Request CommunicatorImpl::postStagedMessage(const algo::CollectiveArgs& args, in
 Request CommunicatorImpl::postStaged(const algo::CollectiveArgs& args) {
   if (useIpc(args)) {
     ipcCalls_.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> order(stagedPostMutex_);
     return submitSegments(stager(args).stageIpc(args, *ipc_, toString(args.kind)));
   }
   DeviceStager& s = stager(args);
@@ -180,16 +189,34 @@ Request CommunicatorImpl::postStaged(const algo::CollectiveArgs& args) {
       algo::selectAlgorithm(seg.host.kind, seg.host.bytes(), topology_, settings_.overrides);
     }
   }
+  std::lock_guard<std::mutex> order(stagedPostMutex_);
   return submitSegments(s.stage(args, toString(args.kind)));
 }
 
 std::exception_ptr CommunicatorImpl::run(RequestState& r) {
   if (!r.staged) return execute(r.args, r.desc, r.algorithm);
   StagedCall& call = *r.staged;
+  struct Release {  // whatever happens below, the segment's device copies go on
+    StagedCall& call;
+    size_t segment;
+    ~Release() { call.release(segment); }
+  } release{call, r.segment};
   std::exception_ptr error;
   const auto deadline = Clock::now() + r.desc.timeout;
   auto pause = std::chrono::microseconds(1);
-  while (!call.device().done(call.ready(r.segment))) {
+  // A broken communicator fails the segment at once in execute(): no reason to wait for it.
+  auto inputReady = [&] {
+    try {
+      return call.device().done(call.ready(r.segment));
+    } catch (const std::exception& e) {  // the device failed: so does the collective
+      error = std::make_exception_ptr(Error(
+          ErrorCode::kInternal,
+          "smddp: rank " + std::to_string(rank_) + ": " + r.desc.describe() + ": " + e.what()));
+      markBroken(e.what());
+      return true;
+    }
+  };
+  while (!broken_.load(std::memory_order_acquire) && !inputReady()) {
     const bool late = Clock::now() > deadline;
     if (late || aborted_.load()) {
       const std::string why =
@@ -209,7 +236,6 @@ std::exception_ptr CommunicatorImpl::run(RequestState& r) {
     pause = std::min(pause * 2, std::chrono::microseconds(100));
   }
   if (!error) error = execute(r.args, r.desc, r.algorithm);
-  call.release(r.segment);
   return error;
 }
 

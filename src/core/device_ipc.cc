@@ -7,7 +7,7 @@
 namespace smddp::core {
 
 IpcPeers::IpcPeers(device::Device& device, int ordinal, size_t slotBytes)
-    : device_(device), slotBytes_(slotBytes) {
+    : device_(device), slotBytes_((slotBytes + 255) / 256 * 256) {  // `out` stays aligned
   scratch_ = device.allocDevice(2 * slotBytes, ordinal);
   try {
     handle_ = device.exportMemory(scratch_);

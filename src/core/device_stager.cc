@@ -97,8 +97,11 @@ DeviceStager::DeviceStager(device::Device& device, int ordinal, int rank, int si
   stream_ = device.createStream(ordinal);
 }
 
-DeviceStager::~DeviceStager() {
+DeviceStager::~DeviceStager() { drain(); }
+
+bool DeviceStager::drain() {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (drained_ >= 0) return drained_ == 1;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   bool drained = true;
   for (auto& call : inflight_) {
@@ -110,11 +113,14 @@ DeviceStager::~DeviceStager() {
                                                << " did not drain within 30 s at shutdown; its "
                                                   "pinned buffers are left allocated");
     for (auto& call : inflight_) new std::shared_ptr<StagedCall>(call);  // never freed
-    return;
+    drained_ = 0;
+    return false;
   }
   inflight_.clear();
   device_.destroyStream(stream_);
   for (auto& [stream, last] : messageStreams_) device_.destroyStream(stream);
+  drained_ = 1;
+  return true;
 }
 
 void DeviceStager::checkPointers(const algo::CollectiveArgs& args, const StagedLayout& layout,
@@ -183,10 +189,21 @@ std::shared_ptr<StagedCall> DeviceStager::enqueue(const algo::CollectiveArgs& ar
   call->flags_ = reinterpret_cast<uint32_t*>(base);
   std::memset(base, 0, flagBytes);
   call->layout_ = layoutStaged(args, rank_, size_, segmentBytes_, base + flagBytes);
-  char* data = base + flagBytes;
-  // From here on the call is in flight: if enqueueing fails half way, its destructor raises the
-  // flags so whatever was enqueued drains.
   inflight_.push_back(call);
+  try {
+    enqueueCopies(*call, args, stream);
+  } catch (...) {
+    abandon(call, stream);
+    throw;
+  }
+  return call;
+}
+
+void DeviceStager::enqueueCopies(StagedCall& c, const algo::CollectiveArgs& args,
+                                 device::Stream stream) {
+  StagedCall* call = &c;
+  const size_t segments = call->segments();
+  char* data = call->block_.get() + (segments * sizeof(uint32_t) + 63) / 64 * 64;
   device_.record(call->start_, args.stream);
   device_.streamWait(stream, call->start_);
   for (size_t k = 0; k < segments; ++k) {
@@ -202,7 +219,18 @@ std::shared_ptr<StagedCall> DeviceStager::enqueue(const algo::CollectiveArgs& ar
     }
   }
   device_.record(call->end_, stream);
-  return call;
+}
+
+void DeviceStager::abandon(const std::shared_ptr<StagedCall>& call, device::Stream stream) {
+  // What was enqueued must drain before the block is reused: raise every flag and end the call
+  // on the stream. Without an end event it never counts as done: it is leaked, not reused.
+  call->releaseAll();
+  try {
+    device_.record(call->end_, stream);
+  } catch (...) {
+    inflight_.pop_back();
+    new std::shared_ptr<StagedCall>(call);  // never freed: the device may still use it
+  }
 }
 
 std::shared_ptr<StagedCall> DeviceStager::stageIpc(const algo::CollectiveArgs& args,
@@ -223,6 +251,20 @@ std::shared_ptr<StagedCall> DeviceStager::stageIpc(const algo::CollectiveArgs& a
   call->flags_ = reinterpret_cast<uint32_t*>(call->block_.get());
   std::memset(call->flags_, 0, flagBytes);
   inflight_.push_back(call);
+  try {
+    enqueueIpc(*call, args, peers);
+  } catch (...) {
+    abandon(call, stream_);
+    throw;
+  }
+  return call;
+}
+
+void DeviceStager::enqueueIpc(StagedCall& c, const algo::CollectiveArgs& args, IpcPeers& peers) {
+  StagedCall* call = &c;
+  const size_t es = args.elementSize();
+  const size_t perChunk = std::max<size_t>(1, peers.slotBytes() / es);
+  const size_t chunks = call->segments() / 2;
   device_.record(call->start_, args.stream);
   device_.streamWait(stream_, call->start_);
   const auto* send = static_cast<const char*>(args.send);
@@ -255,7 +297,6 @@ std::shared_ptr<StagedCall> DeviceStager::stageIpc(const algo::CollectiveArgs& a
     }
   }
   device_.record(call->end_, stream_);
-  return call;
 }
 
 }  // namespace smddp::core

@@ -68,6 +68,10 @@ class DeviceStager {
   DeviceStager& operator=(const DeviceStager&) = delete;
 
   int ordinal() const { return ordinal_; }
+  // Lets every queued device copy go and waits (bounded: 30 s) until the streams drained; false
+  // when they did not (then what they use is left allocated, and so must be what they read).
+  // The destructor calls it when nobody did.
+  bool drain();
   device::Device& device() const { return device_; }
   // Checks that every pointer of args (a validated kCuda call) is device memory of this stager's
   // device (Error(kInvalidArgument) naming the buffer otherwise, nothing enqueued), then enqueues
@@ -91,6 +95,10 @@ class DeviceStager {
   // Enqueues a staged call on `stream` (mutex_ held).
   std::shared_ptr<StagedCall> enqueue(const algo::CollectiveArgs& args, const StagedLayout& shape,
                                       device::Stream stream);
+  void enqueueCopies(StagedCall& call, const algo::CollectiveArgs& args, device::Stream stream);
+  void enqueueIpc(StagedCall& call, const algo::CollectiveArgs& args, IpcPeers& peers);
+  // The last call in inflight_ failed half enqueued (mutex_ held): see device_stager.cc.
+  void abandon(const std::shared_ptr<StagedCall>& call, device::Stream stream);
 
   device::Device& device_;
   const int ordinal_;
@@ -103,6 +111,7 @@ class DeviceStager {
   std::deque<std::shared_ptr<StagedCall>> inflight_;
   // Streams of send and recv, each with the last message staged on it (free once that is done).
   std::vector<std::pair<device::Stream, std::shared_ptr<StagedCall>>> messageStreams_;
+  int drained_ = -1;  // drain()'s outcome once called: 1 drained, 0 not
 };
 
 }  // namespace smddp::core

@@ -151,6 +151,7 @@ bool PointToPoint::driveLocked(FinishedList& out, Clock::time_point now) {
       // (its Op stays valid) and refuse everything from now on.
       aborted_.store(true);
       out.push_back({p.request, failure(p, gone ? Why::kGone : Why::kExpired)});
+      p.keepBuffer = p.request->staged;
       p.request = nullptr;
       p.deadline = Clock::time_point::max();
       ++it;

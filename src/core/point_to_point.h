@@ -82,6 +82,9 @@ class PointToPoint {
     transport::Op op;
     Path path = Path::kFabric;
     std::shared_ptr<RequestState> request;
+    // Set when request is dropped while the transport may still write op.buffer: the staged
+    // pinned block (CUDA messages) that buffer lies in, kept until the op finishes.
+    std::shared_ptr<void> keepBuffer;
     Clock::time_point deadline;
     std::chrono::milliseconds timeout;
     uint32_t tag;

@@ -29,15 +29,13 @@ void Request::onComplete(std::function<void()> fn) { state_->addCallback(std::mo
 int Request::source() const { return state_->source; }
 
 void Request::wait(std::chrono::milliseconds timeout) {
-  if (state_->done()) {
-    test();
-    return;
-  }
-  const bool done =
-      state_->p2p != nullptr
-          ? state_->p2p->waitUntil(*state_, std::chrono::steady_clock::now() + timeout)
-          : state_->engine->waitFor(*state_, timeout);
-  if (!done) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const bool done = state_->done() ||
+                    (state_->p2p != nullptr ? state_->p2p->waitUntil(*state_, deadline)
+                                            : state_->engine->waitFor(*state_, timeout));
+  // A CUDA call is done once its result is in device memory too.
+  if (!done || (state_->staged && !device::waitEvent(state_->staged->device(),
+                                                     state_->staged->end(), deadline))) {
     throw Error(ErrorCode::kTimeout, "smddp: wait on " + state_->desc.describe() +
                                          " gave up after " + std::to_string(timeout.count()) +
                                          " ms; it is still running");
@@ -87,8 +85,10 @@ void Request::waitOnStream(void* stream) {
     wait();
     return;
   }
-  if (auto e = state_->error()) std::rethrow_exception(e);
+  // The stream waits in any case: what it runs next must come after the device's copies, even
+  // of a failed call.
   state_->staged->device().streamWait(stream, state_->staged->end());
+  if (auto e = state_->error()) std::rethrow_exception(e);
 }
 
 }  // namespace smddp

@@ -30,7 +30,7 @@ static_assert(sizeof(cudaIpcEventHandle_t) <= sizeof(IpcEventHandle::bytes), "IP
 
 // cuStreamWaitValue32 (the _v2 ABI, CUDA >= 11.7), as declared in cuda.h.
 using StreamWaitValue32Fn = CUresult(CUDAAPI*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-constexpr std::chrono::minutes kHostWaitLimit{10};
+constexpr std::chrono::minutes kHostWaitLimit{60};  // beyond any collective timeout
 
 void check(cudaError_t err, const char* call) {
   if (err == cudaSuccess) return;
@@ -93,7 +93,7 @@ void CUDART_CB hostWaitValue(void* arg) {
     if (static_cast<int32_t>(now - wait.value) >= 0) return;
     if (std::chrono::steady_clock::now() >= deadline) {
       std::fprintf(stderr,
-                   "smddp: cuda device: waitValue gave up after 10 minutes: flag %p is %u, "
+                   "smddp: cuda device: waitValue gave up after 60 minutes: flag %p is %u, "
                    "waiting for >= %u; releasing the stream\n",
                    static_cast<const void*>(wait.flag), now, wait.value);
       return;

@@ -23,7 +23,8 @@
 
 namespace smddp::device::fake {
 
-constexpr std::chrono::seconds kTaskWaitBound{120};
+// Beyond any collective's timeout (a communicator fails its call first and releases the wait).
+constexpr std::chrono::seconds kTaskWaitBound{3600};
 
 // Polls pred (yielding, then sleeping) until it holds or kTaskWaitBound passes; false then, after
 // naming `what` on stderr.
