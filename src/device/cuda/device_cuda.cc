@@ -17,8 +17,8 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <thread>
 
+#include "device/cuda/wait_flag.h"
 #include "reduce/cuda/reducer_cuda.h"
 #include "smddp/error.h"
 
@@ -30,7 +30,6 @@ static_assert(sizeof(cudaIpcEventHandle_t) <= sizeof(IpcEventHandle::bytes), "IP
 
 // cuStreamWaitValue32 (the _v2 ABI, CUDA >= 11.7), as declared in cuda.h.
 using StreamWaitValue32Fn = CUresult(CUDAAPI*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-constexpr std::chrono::minutes kHostWaitLimit{60};  // beyond any collective timeout
 
 void check(cudaError_t err, const char* call) {
   if (err == cudaSuccess) return;
@@ -75,33 +74,6 @@ class DeviceGuard {
   int previous_ = 0;
   bool changed_ = false;
 };
-
-struct HostWait {
-  const uint32_t* flag;
-  uint32_t value;
-};
-
-// Runs on CUDA's host-callback thread (no CUDA calls allowed here): blocks the stream until the
-// flag reaches the value, or gives up after kHostWaitLimit so a lost flag cannot hang the process.
-void CUDART_CB hostWaitValue(void* arg) {
-  const HostWait wait = *static_cast<HostWait*>(arg);
-  delete static_cast<HostWait*>(arg);
-  const auto deadline = std::chrono::steady_clock::now() + kHostWaitLimit;
-  auto nap = std::chrono::microseconds(1);
-  for (;;) {
-    const uint32_t now = __atomic_load_n(wait.flag, __ATOMIC_ACQUIRE);
-    if (static_cast<int32_t>(now - wait.value) >= 0) return;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      std::fprintf(stderr,
-                   "smddp: cuda device: waitValue gave up after 60 minutes: flag %p is %u, "
-                   "waiting for >= %u; releasing the stream\n",
-                   static_cast<const void*>(wait.flag), now, wait.value);
-      return;
-    }
-    std::this_thread::sleep_for(nap);
-    if (nap < std::chrono::microseconds(100)) nap *= 2;
-  }
-}
 
 class CudaDevice final : public Device {
  public:
@@ -209,11 +181,11 @@ class CudaDevice final : public Device {
     if (flag == nullptr || reinterpret_cast<uintptr_t>(flag) % alignof(uint32_t) != 0) {
       invalid("waitValue: flag is null or not 4-byte aligned");
     }
+    void* devicePtr = nullptr;
+    const cudaError_t err = cudaHostGetDevicePointer(&devicePtr, const_cast<uint32_t*>(flag), 0);
+    ignore(err);
+    if (err != cudaSuccess) invalid("waitValue: flag is not pinned memory from allocPinned");
     if (waitFn_ != nullptr && memOps_.load(std::memory_order_relaxed)) {
-      void* devicePtr = nullptr;
-      const cudaError_t err = cudaHostGetDevicePointer(&devicePtr, const_cast<uint32_t*>(flag), 0);
-      ignore(err);
-      if (err != cudaSuccess) invalid("waitValue: flag is not pinned memory from allocPinned");
       const CUresult res = waitFn_(reinterpret_cast<CUstream>(asStream(stream)),
                                    static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(devicePtr)),
                                    value, CU_STREAM_WAIT_VALUE_GEQ);
@@ -224,10 +196,9 @@ class CudaDevice final : public Device {
       }
       memOps_.store(false, std::memory_order_relaxed);  // stream memory ops unsupported
     }
-    auto* wait = new HostWait{flag, value};
-    const cudaError_t err = cudaLaunchHostFunc(asStream(stream), hostWaitValue, wait);
-    if (err != cudaSuccess) delete wait;
-    check(err, "cudaLaunchHostFunc");
+    // No stream memory operations: a one-thread kernel polls the flag (wait_flag.h).
+    check(launchWaitFlag(static_cast<const uint32_t*>(devicePtr), value, asStream(stream)),
+          "launchWaitFlag");
   }
   IpcMemHandle exportMemory(void* base) override {
     if (base == nullptr) invalid("exportMemory: null pointer");
