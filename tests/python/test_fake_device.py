@@ -6,13 +6,18 @@ work queued on the rank's stream, the results waited for on that stream — with
 every stream (SMDDP_FAKE_DEVICE_DELAY_US), so a missing stream wait gives wrong data. The checks
 are the host tests' own: the collectives suite (closed-form results, every collective, dtype and
 op, in place and strided, async and dropped Works), send/recv (ring exchanges, any source,
-batches, objects) and DDP trained exactly as over gloo."""
+batches, objects), DDP trained exactly as over gloo, FSDP2 equal to gloo and the unsharded model,
+a 1F1B pipeline equal to the unsplit model, tensor parallelism and compiled functional
+collectives."""
 import pytest
 
 import harness
 import workers_collectives
 import workers_ddp
+import workers_fsdp
 import workers_p2p
+import workers_parallel
+import workers_pipeline
 
 
 @pytest.fixture(autouse=True)
@@ -34,3 +39,16 @@ def test_ddp_on_the_fake_device_matches_gloo():
 
 def test_send_and_recv_on_the_fake_device():
     harness.run(workers_p2p.suite, 3, init="file", timeout=240)
+
+
+def test_fsdp2_on_the_fake_device():
+    harness.run(workers_fsdp.suite, 2, init="tcp", timeout=240)
+
+
+def test_pipeline_on_the_fake_device():
+    harness.run(workers_pipeline.suite, 4, init="file", timeout=180, args=("1f1b",))
+
+
+def test_tensor_parallel_and_compiled_collectives_on_the_fake_device():
+    harness.run(workers_parallel.tensor_parallel, 4, init="tcp", timeout=180)
+    harness.run(workers_parallel.compiled_collectives, 2, init="file", timeout=240)
