@@ -29,6 +29,9 @@ class Request {
   // default stream) after this call runs after the result is in device memory; the host does not
   // wait. Throws the collective's error if it already failed. For host buffers: wait().
   void waitOnStream(void* stream);
+  // For a collective on CUDA buffers: the stream on which the engine reads and writes them (a
+  // cudaStream_t), for a caching allocator's record-stream; nullptr for host buffers.
+  void* deviceStream() const;
   // Waits at most `timeout` (for CUDA buffers: until the result is in device memory); throws
   // Error(kTimeout) if the collective is still running then (it goes on until its own deadline).
   void wait(std::chrono::milliseconds timeout);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The shim's CUDA file (device_streams.h over torch's c10/cuda): built when torch has CUDA and the
 // CUDA toolkit's headers are found, which is so in CI without a GPU (the PyPI wheel).
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -28,6 +29,22 @@ void checkNotCapturing(int device, const char* what) {
 c10::intrusive_ptr<c10::ivalue::Future> makeDeviceFuture(int device) {
   std::vector<c10::Device> devices{c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(device))};
   return c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors(), std::move(devices));
+}
+
+void recordEngineStreams(const std::vector<at::Tensor>& tensors,
+                         const std::vector<Request>& requests, int device) {
+  const auto index = static_cast<c10::DeviceIndex>(device);
+  for (const Request& r : requests) {
+    void* engine = r.deviceStream();
+    if (engine == nullptr) continue;
+    const c10::cuda::CUDAStream stream =
+        c10::cuda::getStreamFromExternal(static_cast<cudaStream_t>(engine), index);
+    for (const at::Tensor& t : tensors) {
+      if (t.defined() && t.is_cuda()) {
+        c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(), stream);
+      }
+    }
+  }
 }
 
 void markCompletedOnDevice(c10::ivalue::Future& future, c10::IValue value,

@@ -20,6 +20,9 @@ namespace {
 void* currentStream(int) { noCuda(); }
 void checkNotCapturing(int, const char*) { noCuda(); }
 c10::intrusive_ptr<c10::ivalue::Future> makeDeviceFuture(int) { noCuda(); }
+void recordEngineStreams(const std::vector<at::Tensor>&, const std::vector<Request>&, int) {
+  noCuda();
+}
 void markCompletedOnDevice(c10::ivalue::Future&, c10::IValue, std::vector<Request>, int) {
   noCuda();
 }

@@ -22,6 +22,10 @@ void* currentStream(int device);
 void checkNotCapturing(int device, const char* what);
 // A Future on `device`: its then() callbacks run on streams that waited for its value's work.
 c10::intrusive_ptr<c10::ivalue::Future> makeDeviceFuture(int device);
+// Tells torch's caching allocator that `requests` use `tensors` on their engine streams (as
+// ProcessGroupNCCL records its own stream): memory freed meanwhile is not reused before they end.
+void recordEngineStreams(const std::vector<at::Tensor>& tensors,
+                         const std::vector<Request>& requests, int device);
 // Completes it with `value` on a stream of torch's pool that first waited (on the device, not
 // the host) for every request's result; that is the work its callbacks are ordered after.
 void markCompletedOnDevice(c10::ivalue::Future& future, c10::IValue value,

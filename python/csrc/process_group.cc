@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "coalesced_work.h"
+#include "device_streams.h"
 #include "store_adapter.h"
 
 namespace smddp::torch_shim {
@@ -112,7 +113,11 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::finish(
   staging.settleMirrors();
   if (device >= 0 || fakeDeviceMode()) {
     const std::vector<Request> posted(requests.begin(), requests.end());
-    if (device >= 0) staging.copyBackOnStream(posted, device);
+    if (device >= 0) {
+      recordEngineStreams(outputs, posted, device);  // the engine reads and writes them there
+      recordEngineStreams(staging.kept(), posted, device);
+      staging.copyBackOnStream(posted, device);
+    }
     std::vector<Mirror> mirrors = takeMirrors();
     if (!mirrors.empty()) staging.setMirrors(Mirrors(std::move(mirrors), posted));
   }

@@ -61,6 +61,7 @@ class Staging {
   void settleMirrors() { scope_.settle(); }
   // Tensors that must outlive the collective but are not outputs (inputs, temporaries).
   void keepAlive(const at::Tensor& tensor) { alive_.push_back(tensor); }
+  const std::vector<at::Tensor>& kept() const { return alive_; }
   bool hasCopyBack() const { return !copies_.empty() || !mirrors_.empty(); }
   void release();
 

@@ -189,6 +189,7 @@ std::shared_ptr<StagedCall> DeviceStager::enqueue(const algo::CollectiveArgs& ar
   call->flags_ = reinterpret_cast<uint32_t*>(base);
   std::memset(base, 0, flagBytes);
   call->layout_ = layoutStaged(args, rank_, size_, segmentBytes_, base + flagBytes);
+  call->stream_ = stream;
   inflight_.push_back(call);
   try {
     enqueueCopies(*call, args, stream);
@@ -250,6 +251,7 @@ std::shared_ptr<StagedCall> DeviceStager::stageIpc(const algo::CollectiveArgs& a
   call->block_ = pool_->acquire(flagBytes);
   call->flags_ = reinterpret_cast<uint32_t*>(call->block_.get());
   std::memset(call->flags_, 0, flagBytes);
+  call->stream_ = stream_;
   inflight_.push_back(call);
   try {
     enqueueIpc(*call, args, peers);

@@ -45,6 +45,8 @@ class StagedCall {
   device::Event ready(size_t k) const { return ready_[k]; }
   device::Event end() const { return end_; }
   device::Device& device() const { return device_; }
+  // The stream its device work is enqueued on.
+  device::Stream stream() const { return stream_; }
   // Lets segment k's device copies go on (idempotent).
   void release(size_t k);
   void releaseAll();
@@ -58,6 +60,7 @@ class StagedCall {
   device::Event start_ = nullptr;
   std::vector<device::Event> ready_;
   device::Event end_ = nullptr;
+  device::Stream stream_ = nullptr;
 };
 
 class DeviceStager {

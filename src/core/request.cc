@@ -80,6 +80,10 @@ void Request::wait() {
   test();
 }
 
+void* Request::deviceStream() const {
+  return state_->staged ? state_->staged->stream() : nullptr;
+}
+
 void Request::waitOnStream(void* stream) {
   if (!state_->staged) {
     wait();
