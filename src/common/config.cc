@@ -149,6 +149,7 @@ Config Config::fromMap(const std::map<std::string, std::string>& given) {
   if (c.deviceIpc != 0 && c.deviceIpc != 1) {
     bad("SMDDP_DEVICE_IPC", std::to_string(c.deviceIpc), "0 or 1");
   }
+  if (c.fiHmem != 0 && c.fiHmem != 1) bad("SMDDP_FI_HMEM", std::to_string(c.fiHmem), "0 or 1");
   if (c.stagingBytes < 4096) bad("SMDDP_STAGING_BYTES", std::to_string(c.stagingBytes), "at least 4K");
   if (c.spinUs < -1) bad("SMDDP_SPIN_US", std::to_string(c.spinUs), "a count >= 0, or -1 (auto)");
   return c;

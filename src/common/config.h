@@ -88,6 +88,10 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
     "1: all_reduce (sum, prod, min, max) on CUDA memory among ranks of one host runs on the "      \
     "devices, each reading its peers' device scratch through CUDA IPC. 0: staged through host "    \
     "memory like every other call.")                                                              \
+  X(fiHmem, "SMDDP_FI_HMEM", Int, 1,                                                               \
+    "1: when the provider offers FI_HMEM and can do GPUDirect (efa), endpoints ask for it and "    \
+    "send/recv of CUDA memory to another host go to the provider directly (unvalidated: no "       \
+    "such provider was available to test). 0: CUDA memory is always staged through host memory.") \
   X(stagingBytes, "SMDDP_STAGING_BYTES", Bytes, 4194304,                                           \
     "CUDA buffers without GPUDirect go through pinned host memory in pipeline segments of this "   \
     "size (all_reduce, broadcast, reduce): segment k's copies overlap segment k-1's exchange.")    \
@@ -117,6 +121,7 @@ struct Config {
   std::string device;
   int64_t fakeDelayUs;
   int64_t deviceIpc;
+  int64_t fiHmem;
   int64_t stagingBytes;
   // libfabric's own FI_PROVIDER, honoured when SMDDP_PROVIDER is auto.
   std::string fiProvider;

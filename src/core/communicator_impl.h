@@ -122,6 +122,8 @@ class CommunicatorImpl {
   // caller waits, bounded, for that copy); a recv's copy to the device waits on the device for
   // the message.
   Request postStagedMessage(const algo::CollectiveArgs& args, int peer, uint32_t tag);
+  // The same when the transport moves CUDA memory itself (device_path.h, kDirect; unvalidated).
+  Request postDirectMessage(const algo::CollectiveArgs& args, int peer, uint32_t tag);
   // Queues one request per segment of a staged call; returns the last one's.
   Request submitSegments(const std::shared_ptr<StagedCall>& call);
   // True when this CUDA call goes through CUDA IPC (device_ipc.h); the first eligible call

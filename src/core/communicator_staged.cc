@@ -7,6 +7,7 @@
 
 #include "common/logging.h"
 #include "core/communicator_impl.h"
+#include "core/device_path.h"
 #include "core/recycling_allocator.h"
 #include "smddp/error.h"
 
@@ -52,10 +53,14 @@ DeviceStager& CommunicatorImpl::stager(const algo::CollectiveArgs& args) {
 }
 
 bool CommunicatorImpl::useIpc(const algo::CollectiveArgs& args) {
-  const bool eligible = settings_.deviceIpc && args.kind == CollectiveKind::kAllReduce &&
-                        args.op != ReduceOp::kAvg && args.count > 0 && size_ > 1 &&
-                        topology_.hosts == 1;
-  if (!eligible) return false;
+  DevicePathFacts facts;
+  facts.kind = args.kind;
+  facts.op = args.op;
+  facts.count = args.count;
+  facts.ranks = size_;
+  facts.oneHost = topology_.hosts == 1;
+  facts.ipc = settings_.deviceIpc;
+  if (chooseDevicePath(facts) != DevicePath::kIpc) return false;
   DeviceStager& s = stager(args);
   {
     std::lock_guard<std::mutex> lock(stagerMutex_);
@@ -143,6 +148,17 @@ Request CommunicatorImpl::submitSegments(const std::shared_ptr<StagedCall>& call
 
 Request CommunicatorImpl::postStagedMessage(const algo::CollectiveArgs& args, int peer,
                                             uint32_t tag) {
+  DevicePathFacts facts;
+  facts.kind = args.kind;
+  facts.count = args.count;
+  facts.ranks = size_;
+  facts.providerDirect = p2p_->deviceDirect();
+  const auto& peers = transport_->peers();
+  facts.peerElsewhere =
+      peer >= 0 && static_cast<size_t>(peer) < peers.size() &&
+      static_cast<size_t>(rank_) < peers.size() &&
+      peers[static_cast<size_t>(peer)].host != peers[static_cast<size_t>(rank_)].host;
+  if (chooseDevicePath(facts) == DevicePath::kDirect) return postDirectMessage(args, peer, tag);
   std::shared_ptr<StagedCall> call = stager(args).stageMessage(args, toString(args.kind));
   algo::CollectiveArgs host = call->hostArgs(0);
   if (args.kind == CollectiveKind::kSend) {
@@ -172,6 +188,31 @@ Request CommunicatorImpl::postStagedMessage(const algo::CollectiveArgs& args, in
   // Whatever happens to the message, the copy to the device goes on (garbage if it failed: the
   // error is the request's).
   request.onComplete([call] { call->release(0); });
+  return request;
+}
+
+Request CommunicatorImpl::postDirectMessage(const algo::CollectiveArgs& args, int peer,
+                                            uint32_t tag) {
+  std::shared_ptr<StagedCall> call = stager(args).stageDirect(args, toString(args.kind));
+  // The provider reads or writes the buffer itself: only once the caller's stream is done with
+  // it (ready(0) follows the wait on the caller's stream).
+  if (!device::waitEvent(call->device(), call->ready(0), Clock::now() + timeout())) {
+    call->release(0);
+    throw Error(ErrorCode::kTimeout,
+                "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
+                    "): " + toString(args.kind) + " with rank " + std::to_string(peer) +
+                    ": the work queued before it on the caller's stream did not finish within " +
+                    std::to_string(timeout().count()) + " ms");
+  }
+  Request request = [&] {
+    try {
+      return p2p_->post(call->hostArgs(0), peer, tag, timeout(), call, args.device);
+    } catch (...) {
+      call->release(0);
+      throw;
+    }
+  }();
+  request.onComplete([call] { call->release(0); });  // then the caller's stream may go on
   return request;
 }
 

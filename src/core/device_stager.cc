@@ -178,9 +178,32 @@ std::shared_ptr<StagedCall> DeviceStager::stageMessage(const algo::CollectiveArg
   return entry.second;
 }
 
+std::shared_ptr<StagedCall> DeviceStager::stageDirect(const algo::CollectiveArgs& args,
+                                                      const char* what) {
+  StagedLayout gates = layoutStaged(args, rank_, size_, segmentBytes_, nullptr);
+  checkPointers(args, gates, what);
+  for (StagedSegment& s : gates.segments) {
+    s.in.clear();
+    s.out.clear();
+  }
+  gates.blockBytes = 0;
+  std::lock_guard<std::mutex> lock(mutex_);
+  reap();
+  for (auto& [stream, last] : messageStreams_) {
+    if (!last || device_.done(last->end())) {
+      last = enqueue(args, gates, stream, true);
+      return last;
+    }
+  }
+  messageStreams_.emplace_back(device_.createStream(ordinal_), nullptr);
+  auto& entry = messageStreams_.back();
+  entry.second = enqueue(args, gates, entry.first, true);
+  return entry.second;
+}
+
 std::shared_ptr<StagedCall> DeviceStager::enqueue(const algo::CollectiveArgs& args,
-                                                  const StagedLayout& shape,
-                                                  device::Stream stream) {
+                                                  const StagedLayout& shape, device::Stream stream,
+                                                  bool direct) {
   const size_t segments = shape.segments.size();
   const size_t flagBytes = (segments * sizeof(uint32_t) + 63) / 64 * 64;
   auto call = std::make_shared<StagedCall>(device_, ordinal_, segments);
@@ -188,7 +211,10 @@ std::shared_ptr<StagedCall> DeviceStager::enqueue(const algo::CollectiveArgs& ar
   char* base = call->block_.get();
   call->flags_ = reinterpret_cast<uint32_t*>(base);
   std::memset(base, 0, flagBytes);
-  call->layout_ = layoutStaged(args, rank_, size_, segmentBytes_, base + flagBytes);
+  // Direct: the gates only, and the host call is the call itself (device buffers).
+  call->layout_ =
+      direct ? shape : layoutStaged(args, rank_, size_, segmentBytes_, base + flagBytes);
+  if (direct) call->layout_.segments[0].host = args;
   call->stream_ = stream;
   inflight_.push_back(call);
   try {

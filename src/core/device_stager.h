@@ -84,6 +84,10 @@ class DeviceStager {
   // new one): a receive's copy waits on the device for its message, and messages are in no
   // order with each other or with the collectives, so none may wait behind another.
   std::shared_ptr<StagedCall> stageMessage(const algo::CollectiveArgs& args, const char* what);
+  // A send or recv the transport moves itself (device_path.h, kDirect): no copies, only the
+  // gates — ready(0) once the caller's stream is done with the buffer, and end after the flag
+  // (raised when the message is done), on a message stream.
+  std::shared_ptr<StagedCall> stageDirect(const algo::CollectiveArgs& args, const char* what);
   // An all_reduce (SUM, PROD, MIN or MAX; count > 0) of this stager's device within one host,
   // through `peers` (device_ipc.h): enqueues the device side and returns a call whose segments
   // are the two host barriers of each chunk (2k: the chunk is in every rank's `in`; 2k + 1: every
@@ -97,7 +101,7 @@ class DeviceStager {
   void reap();
   // Enqueues a staged call on `stream` (mutex_ held).
   std::shared_ptr<StagedCall> enqueue(const algo::CollectiveArgs& args, const StagedLayout& shape,
-                                      device::Stream stream);
+                                      device::Stream stream, bool direct = false);
   void enqueueCopies(StagedCall& call, const algo::CollectiveArgs& args, device::Stream stream);
   void enqueueIpc(StagedCall& call, const algo::CollectiveArgs& args, IpcPeers& peers);
   // The last call in inflight_ failed half enqueued (mutex_ held): see device_stager.cc.

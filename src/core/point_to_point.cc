@@ -63,7 +63,8 @@ std::string PointToPoint::where(int peer) const {
 }
 
 Request PointToPoint::post(const algo::CollectiveArgs& args, int peer, uint32_t tag,
-                           std::chrono::milliseconds timeout, std::shared_ptr<StagedCall> staged) {
+                           std::chrono::milliseconds timeout, std::shared_ptr<StagedCall> staged,
+                           int directDevice) {
   auto state = std::allocate_shared<RequestState>(RecyclingAllocator<RequestState>());
   state->staged = std::move(staged);
   state->args = args;
@@ -87,13 +88,19 @@ Request PointToPoint::post(const algo::CollectiveArgs& args, int peer, uint32_t 
     local.op.tag = tag;
     local.op.buffer = send ? const_cast<void*>(args.send) : args.recv;
     local.op.bytes = args.bytes();
+    if (directDevice >= 0) {  // under mutex_: the transport has one driver at a time
+      if (mailbox_) {  // direct is for peers on other hosts; a mailbox means one host
+        throw Error(ErrorCode::kInternal, "smddp: a direct CUDA message on a one-host group");
+      }
+      local.op.desc = transport_->registerDevice(local.op.buffer, local.op.bytes, directDevice);
+    }
     local.request = state;
     local.timeout = timeout;
     local.deadline = coarseNow() + timeout + coarseLag();  // never early; no clock read
     local.tag = tag;
     // The latency path: a letter written at once, or a whole unexpected message taken, completes
     // here without entering the list.
-    if (mailbox_ && (send ? sendNow(local) : takeNow(local))) {
+    if (mailbox_ && directDevice < 0 && (send ? sendNow(local) : takeNow(local))) {
       const std::exception_ptr error = received(local);
       lock.unlock();
       state->complete(error);

@@ -65,10 +65,14 @@ class PointToPoint {
 
   // Posts a send or a receive (peer transport::kAnyPeer: from any rank) of `args` (kind kSend or
   // kRecv, checked by the caller) bounded by `timeout`; fails at once with kAborted after abort().
-  // `staged`: the device side of a message on CUDA memory, staged through args' host buffer
-  // (device_stager.h); the request keeps it.
+  // `staged`: the device side of a message on CUDA memory (device_stager.h); the request keeps
+  // it. directDevice >= 0: args' buffer is CUDA memory of that device, registered with the
+  // transport (deviceDirect()) and handed to it as is.
   Request post(const algo::CollectiveArgs& args, int peer, uint32_t tag,
-               std::chrono::milliseconds timeout, std::shared_ptr<StagedCall> staged = nullptr);
+               std::chrono::milliseconds timeout, std::shared_ptr<StagedCall> staged = nullptr,
+               int directDevice = -1);
+  // The transport moves CUDA memory itself (FI_HMEM).
+  bool deviceDirect() const { return transport_->deviceDirect(); }
   // Drives progress until `request` is done or `deadline` passes; returns request.done().
   bool waitUntil(RequestState& request, Clock::time_point deadline);
   // Fails everything in flight and every later post with kAborted.

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "smddp/error.h"
+
 namespace smddp {
 class Store;
 struct Config;
@@ -41,6 +43,9 @@ struct Op {
   size_t bytes = 0;
   size_t received = 0;  // bytes actually received (recv ops)
   std::string error;    // provider's error text when state == kError
+  // A registration of buffer from registerDevice() (CUDA memory the provider reads and writes
+  // itself); null for host memory.
+  void* desc = nullptr;
 
   bool done() const { return state == OpState::kDone; }
   bool failed() const { return state == OpState::kError; }
@@ -100,6 +105,15 @@ class Transport {
   // chosen for a reason even on one host, and for the loopback transport, whose tests exercise
   // the message algorithms (the arena's tests build their arenas themselves).
   virtual bool hostMemoryOnly() const { return false; }
+  // True when the provider reads and writes CUDA memory itself (libfabric FI_HMEM, GPUDirect):
+  // registerDevice() then gives the desc of ops on CUDA buffers.
+  virtual bool deviceDirect() const { return false; }
+  // Registers [base, base + bytes) of CUDA device `ordinal` (cached: the same range is registered
+  // once) and returns the desc for Op::desc. Error(kUnsupported) unless deviceDirect().
+  virtual void* registerDevice(void* /*base*/, size_t /*bytes*/, int /*ordinal*/) {
+    throw Error(ErrorCode::kUnsupported,
+                "smddp: the " + name() + " transport does not take CUDA memory directly");
+  }
 };
 
 // Creates the libfabric transport for one communicator: picks the provider (config and topology),

@@ -124,14 +124,16 @@ std::unique_ptr<Transport> createOfiTransport(Store& store, const std::string& p
   ofi::ProviderProfile profile =
       ofi::profileFor(ofi::chooseProvider(config, providerOverride, sameHost));
   std::string bind = ofi::bindAddress(profile, config, sameHost);
-  std::unique_ptr<ofi::Endpoint> ep = ofi::openEndpoint(profile, bind, rank, size);
+  std::unique_ptr<ofi::Endpoint> ep =
+      ofi::openEndpoint(profile, bind, rank, size, config.fiHmem != 0);
   SMDDP_INFO(rank, "Selected provider is " << profile.name << ", fabric "
                                            << ep->info->fabric_attr->name << ", domain "
                                            << ep->info->domain_attr->name);
   SMDDP_INFO(rank, profile.name << ": " << ofi::usableTagBits(*ep->info) << " tag bits, inject "
                                 << ep->info->tx_attr->inject_size << " B, tx/rx queue "
                                 << ep->info->tx_attr->size << "/" << ep->info->rx_attr->size
-                                << (bind.empty() ? "" : ", bound to " + bind));
+                                << (bind.empty() ? "" : ", bound to " + bind)
+                                << (ep->hmem ? ", FI_HMEM: CUDA memory direct" : ""));
   logLayout(rank, peers);
   std::vector<fi_addr_t> addrs =
       exchangeAddresses(store, prefix, rank, size, *ep, profile.name, deadline);

@@ -34,8 +34,9 @@ std::string Endpoint::address() const {
 
 namespace {
 
-InfoPtr getInfo(const ProviderProfile& profile, const std::string& bindAddr, int rank) {
-  InfoPtr hints = makeHints(profile);
+InfoPtr getInfo(const ProviderProfile& profile, const std::string& bindAddr, int rank,
+                bool hmem) {
+  InfoPtr hints = makeHints(profile, hmem);
   fi_info* found = nullptr;
   const char* node = bindAddr.empty() ? nullptr : bindAddr.c_str();
   uint64_t flags = bindAddr.empty() ? 0 : FI_SOURCE;  // node is our own address, not a peer's
@@ -76,9 +77,16 @@ InfoPtr getInfo(const ProviderProfile& profile, const std::string& bindAddr, int
 }  // namespace
 
 std::unique_ptr<Endpoint> openEndpoint(const ProviderProfile& profile, const std::string& bindAddr,
-                                       int rank, int size) {
+                                       int rank, int size, bool wantHmem) {
   auto e = std::make_unique<Endpoint>();
-  e->info = getInfo(profile, bindAddr, rank);
+  if (wantHmem && profile.deviceDirect) {
+    try {
+      e->info = getInfo(profile, bindAddr, rank, true);
+      e->hmem = (e->info->caps & FI_HMEM) != 0;
+    } catch (const Error&) {  // no FI_HMEM here: the endpoint every build opens
+    }
+  }
+  if (!e->info) e->info = getInfo(profile, bindAddr, rank, false);
   const std::string& prov = profile.name;
   fid_fabric* fabric = nullptr;
   int rc = libfabric().fabric(e->info->fabric_attr, &fabric, nullptr);

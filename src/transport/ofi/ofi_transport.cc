@@ -89,17 +89,17 @@ ssize_t OfiTransport::tryPost(Op& op) {
   const fi_addr_t addr = op.peer == kAnyPeer ? FI_ADDR_UNSPEC : addrs_[op.peer];
   ssize_t rc;
   bool injected = false;
-  if (op.kind == OpKind::kSend && op.bytes <= injectSize_) {
-    // Small sends are copied out at once and produce no completion.
+  if (op.kind == OpKind::kSend && op.bytes <= injectSize_ && op.desc == nullptr) {
+    // Small host sends are copied out at once and produce no completion.
     rc = fi_tinjectdata(ep, bufferOf(op), op.bytes, rank_, addr, op.tag);
     injected = true;
   } else if (op.kind == OpKind::kSend) {
-    rc = fi_tsenddata(ep, bufferOf(op), op.bytes, nullptr, rank_, addr, op.tag, contextOf(op));
+    rc = fi_tsenddata(ep, bufferOf(op), op.bytes, op.desc, rank_, addr, op.tag, contextOf(op));
   } else {
     // Exact tags only: shm 1.17 matches a receive against an already-arrived message with the
     // ignore mask of whichever receive last used that slot, so a nonzero mask (anywhere on the
     // endpoint) can lose or mismatch messages. kAnyPeer is FI_ADDR_UNSPEC instead.
-    rc = fi_trecv(ep, bufferOf(op), op.bytes, nullptr, addr, op.tag, 0, contextOf(op));
+    rc = fi_trecv(ep, bufferOf(op), op.bytes, op.desc, addr, op.tag, 0, contextOf(op));
   }
   if (rc < 0 && postWouldBlock(profile_, static_cast<int>(-rc))) rc = -FI_EAGAIN;
   if (rc == 0 && injected) {
@@ -246,6 +246,22 @@ bool OfiTransport::cancel(const std::vector<Op*>& ops) {
     if (pending()) std::this_thread::yield();
   }
   return !pending();
+}
+
+void* OfiTransport::registerDevice(void* base, size_t bytes, int ordinal) {
+  if (!endpoint_->hmem) return Transport::registerDevice(base, bytes, ordinal);
+  const auto key = std::make_pair(reinterpret_cast<uintptr_t>(base), bytes);
+  auto it = registrations_.find(key);
+  if (it == registrations_.end()) {
+    iovec iov{};
+    fi_mr_attr attr{};
+    cudaRegistration(base, bytes, ordinal, &iov, &attr);
+    fid_mr* mr = nullptr;
+    const int rc = fi_mr_regattr(endpoint_->domain.get(), &attr, 0, &mr);
+    if (rc != 0) throwFi(rank_, profile_.name, "fi_mr_regattr(FI_HMEM_CUDA)", rc);
+    it = registrations_.emplace(key, FidPtr<fid_mr>(mr)).first;
+  }
+  return fi_mr_desc(it->second.get());
 }
 
 }  // namespace smddp::transport::ofi

@@ -12,8 +12,10 @@
 #include <rdma/fabric.h>
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "transport/ofi/endpoint.h"
@@ -40,6 +42,10 @@ class OfiTransport : public Transport {
   bool cancel(Op& op) override;
   bool cancel(const std::vector<Op*>& ops) override;
   int deadPeer() const override { return deadPeer_; }
+  bool deviceDirect() const override { return endpoint_->hmem; }
+  // fi_mr_regattr with the CUDA interface (cudaRegistration), cached by range; unvalidated: no
+  // provider with CUDA HMEM was available to run it.
+  void* registerDevice(void* base, size_t bytes, int ordinal) override;
   bool peerGone(int peer) const override {
     return peer >= 0 && peer < size_ && gone_[static_cast<size_t>(peer)];
   }
@@ -69,6 +75,8 @@ class OfiTransport : public Transport {
   int deadPeer_ = -1;                // the first peer found gone
   std::vector<bool> gone_;           // every peer found gone
   PeerLiveness liveness_;
+  // CUDA registrations by (address, bytes); closed before the endpoint (declared after it).
+  std::map<std::pair<uintptr_t, size_t>, FidPtr<fid_mr>> registrations_;
 };
 
 }  // namespace smddp::transport::ofi

@@ -63,6 +63,7 @@ ProviderProfile profileFor(const std::string& name) {
   } else if (name == "efa") {
     p.name = "efa";
     p.peerDeathVisible = true;
+    p.deviceDirect = true;
   } else {
     p.name = name;  // generic: FI_PROVIDER=sockets, udp;ofi_rxd, ...
   }
@@ -84,7 +85,7 @@ std::string chooseProvider(const Config& config, const std::string& providerOver
   return profileFor(wanted).name;
 }
 
-InfoPtr makeHints(const ProviderProfile& profile) {
+InfoPtr makeHints(const ProviderProfile& profile, bool hmem) {
   InfoPtr hints(libfabric().allocinfo());
   if (!hints) throw Error(ErrorCode::kTransport, "fi_allocinfo failed (out of memory)");
   hints->caps = FI_TAGGED | FI_DIRECTED_RECV;  // receives name their source peer
@@ -94,8 +95,22 @@ InfoPtr makeHints(const ProviderProfile& profile) {
   hints->domain_attr->threading = FI_THREAD_DOMAIN;  // one thread drives a transport
   hints->domain_attr->av_type = FI_AV_TABLE;
   hints->domain_attr->mr_mode = static_cast<int>(profile.mrMode);
+  if (hmem && profile.deviceDirect) {
+    hints->caps |= FI_HMEM;
+    hints->domain_attr->mr_mode |= FI_MR_HMEM;
+  }
   hints->fabric_attr->prov_name = strdup(profile.name.c_str());
   return hints;
+}
+
+void cudaRegistration(const void* base, size_t bytes, int ordinal, iovec* iov, fi_mr_attr* attr) {
+  *iov = iovec{const_cast<void*>(base), bytes};
+  *attr = fi_mr_attr{};
+  attr->mr_iov = iov;
+  attr->iov_count = 1;
+  attr->access = FI_SEND | FI_RECV;
+  attr->iface = FI_HMEM_CUDA;
+  attr->device.cuda = ordinal;
 }
 
 std::string bindAddress(const ProviderProfile& profile, const Config& config, bool sameHost) {

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <sys/uio.h>
 
 #include <cstdint>
 #include <string>
@@ -22,6 +24,10 @@ struct ProviderProfile {
   bool bindsIp = false;   // the endpoint binds an IP address (tcp): pass node + FI_SOURCE
   bool peerDeathVisible = false;  // the provider reports a dead peer as a CQ error on our ops
   bool hostMemoryOnly = false;    // every peer is reached through this host's memory (shm)
+  // The provider can move CUDA memory itself (GPUDirect RDMA) when it offers FI_HMEM: efa.
+  // shm and tcp report FI_HMEM too (for host memory, or CUDA through copies when built with it):
+  // staging is as good there, and it is the tested path.
+  bool deviceDirect = false;
 };
 
 // The profile for a provider name ("tcp" is accepted for "tcp;ofi_rxm"). Unknown names get a
@@ -36,7 +42,13 @@ std::string chooseProvider(const Config& config, const std::string& providerOver
 // Hints for fi_getinfo: RDM, tagged with directed receive, 4 bytes of remote CQ data (the
 // sender's rank), FI_AV_TABLE, FI_THREAD_DOMAIN, per-message fi_context2, and the profile's
 // mr_mode.
-InfoPtr makeHints(const ProviderProfile& profile);
+// hmem (only for a deviceDirect profile): also FI_HMEM, and FI_MR_HMEM (CUDA buffers are
+// registered and every op on one carries its desc).
+InfoPtr makeHints(const ProviderProfile& profile, bool hmem = false);
+
+// What a CUDA buffer's registration asks of the provider: the CUDA interface of device
+// `ordinal`, for sends and receives. Filled into `attr` (its iov points at `iov`).
+void cudaRegistration(const void* base, size_t bytes, int ordinal, iovec* iov, fi_mr_attr* attr);
 
 // shm: a unique endpoint name. tcp: the IP address it binds to ("" = libfabric's choice), per
 // SMDDP_FABRIC_ADDR and the topology.

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+// The data path of a call on CUDA memory (device_path.h).
+#include "core/device_path.h"
+
+namespace smddp::core {
+
+const char* toString(DevicePath path) {
+  switch (path) {
+    case DevicePath::kStaged:
+      return "staged through host memory";
+    case DevicePath::kIpc:
+      return "CUDA IPC";
+    case DevicePath::kDirect:
+      return "direct (FI_HMEM)";
+  }
+  return "unknown";
+}
+
+DevicePath chooseDevicePath(const DevicePathFacts& f) {
+  if (f.kind == CollectiveKind::kSend || f.kind == CollectiveKind::kRecv) {
+    return f.providerDirect && f.peerElsewhere && f.count > 0 ? DevicePath::kDirect
+                                                              : DevicePath::kStaged;
+  }
+  if (f.kind == CollectiveKind::kAllReduce && f.op != ReduceOp::kAvg && f.count > 0 &&
+      f.ranks > 1 && f.oneHost && f.ipc) {
+    return DevicePath::kIpc;
+  }
+  return DevicePath::kStaged;
+}
+
+}  // namespace smddp::core

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// Which data path a call on CUDA memory takes. Pure, so it is unit-tested without a device.
+//   kIpc     all_reduce (not AVG) among ranks of one host: on the devices, through CUDA IPC
+//            (device_ipc.h).
+//   kDirect  send/recv to or from a rank on another host when the transport moves CUDA memory
+//            itself (libfabric FI_HMEM, GPUDirect): the buffer is registered and handed to the
+//            provider, no copy. Collectives never go direct: their algorithms copy and reduce
+//            with the CPU.
+//   kStaged  everything else: through pinned host memory (device_stager.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/call.h"
+
+namespace smddp::core {
+
+enum class DevicePath : uint8_t { kStaged, kIpc, kDirect };
+const char* toString(DevicePath path);
+
+struct DevicePathFacts {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  ReduceOp op = ReduceOp::kSum;
+  size_t count = 0;
+  int ranks = 1;
+  bool oneHost = false;         // every rank of the communicator runs on this host
+  bool ipc = false;             // CUDA IPC allowed (SMDDP_DEVICE_IPC) and not found unusable
+  bool providerDirect = false;  // the point-to-point transport takes CUDA memory (FI_HMEM)
+  bool peerElsewhere = false;   // send/recv: the peer is known and on another host
+};
+
+DevicePath chooseDevicePath(const DevicePathFacts& facts);
+
+}  // namespace smddp::core

@@ -1,0 +1,5 @@
+# SPDX-License-Identifier: Apache-2.0
+# Unit tier of the transport layer: libfabric FI_HMEM planning and registration.
+smddp_add_test(transport_hmem_test unit 60
+  LIBS smddp_transport Libfabric::headers
+  SOURCES unit/transport_hmem_test.cc)
