@@ -7,8 +7,10 @@
 namespace smddp::core {
 
 IpcPeers::IpcPeers(device::Device& device, int ordinal, size_t slotBytes)
-    : device_(device), slotBytes_((slotBytes + 255) / 256 * 256) {  // `out` stays aligned
-  scratch_ = device.allocDevice(2 * slotBytes, ordinal);
+    : device_(device),
+      slotBytes_((slotBytes + 255) / 256 * 256),  // every area stays aligned
+      oneShotBytes_(std::min(kOneShotBytes, slotBytes_)) {
+  scratch_ = device.allocDevice(2 * slotBytes_ + 2 * oneShotBytes_, ordinal);
   try {
     handle_ = device.exportMemory(scratch_);
   } catch (...) {

@@ -266,7 +266,8 @@ std::shared_ptr<StagedCall> DeviceStager::stageIpc(const algo::CollectiveArgs& a
   const size_t es = args.elementSize();
   const size_t perChunk = std::max<size_t>(1, peers.slotBytes() / es);
   const size_t chunks = (args.count + perChunk - 1) / perChunk;
-  const size_t segments = 2 * chunks;
+  const bool oneShot = args.bytes() <= peers.oneShotBytes();
+  const size_t segments = oneShot ? 1 : 2 * chunks;
   const size_t flagBytes = (segments * sizeof(uint32_t) + 63) / 64 * 64;
   const algo::CollectiveArgs barrier(Call::of(CollectiveKind::kBarrier, DataType::kUInt8, 0),
                                      nullptr, nullptr);
@@ -280,12 +281,33 @@ std::shared_ptr<StagedCall> DeviceStager::stageIpc(const algo::CollectiveArgs& a
   call->stream_ = stream_;
   inflight_.push_back(call);
   try {
-    enqueueIpc(*call, args, peers);
+    if (oneShot) {
+      enqueueOneShot(*call, args, peers);
+    } else {
+      enqueueIpc(*call, args, peers);
+    }
   } catch (...) {
     abandon(call, stream_);
     throw;
   }
   return call;
+}
+
+void DeviceStager::enqueueOneShot(StagedCall& call, const algo::CollectiveArgs& args,
+                                  IpcPeers& peers) {
+  const int parity = peers.nextOneShot();
+  device_.record(call.start_, args.stream);
+  device_.streamWait(stream_, call.start_);
+  device_.copyAsync(peers.small(rank_, parity), args.send, args.bytes(), stream_);
+  device_.record(call.ready_[0], stream_);
+  device_.waitValue(stream_, &call.flags_[0], 1);
+  device_.reduceAsync(args.dtype, args.op, args.recv, peers.small(0, parity),
+                      peers.small(1, parity), args.count, stream_);
+  for (int q = 2; q < size_; ++q) {
+    device_.reduceAsync(args.dtype, args.op, args.recv, args.recv, peers.small(q, parity),
+                        args.count, stream_);
+  }
+  device_.record(call.end_, stream_);
 }
 
 void DeviceStager::enqueueIpc(StagedCall& c, const algo::CollectiveArgs& args, IpcPeers& peers) {

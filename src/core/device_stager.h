@@ -91,7 +91,8 @@ class DeviceStager {
   // An all_reduce (SUM, PROD, MIN or MAX; count > 0) of this stager's device within one host,
   // through `peers` (device_ipc.h): enqueues the device side and returns a call whose segments
   // are the two host barriers of each chunk (2k: the chunk is in every rank's `in`; 2k + 1: every
-  // slice is reduced). Pointers are checked as stage() does.
+  // slice is reduced), or the one barrier of a one-shot call. Pointers are checked as stage()
+  // does.
   std::shared_ptr<StagedCall> stageIpc(const algo::CollectiveArgs& args, IpcPeers& peers,
                                        const char* what);
 
@@ -104,6 +105,7 @@ class DeviceStager {
                                       device::Stream stream, bool direct = false);
   void enqueueCopies(StagedCall& call, const algo::CollectiveArgs& args, device::Stream stream);
   void enqueueIpc(StagedCall& call, const algo::CollectiveArgs& args, IpcPeers& peers);
+  void enqueueOneShot(StagedCall& call, const algo::CollectiveArgs& args, IpcPeers& peers);
   // The last call in inflight_ failed half enqueued (mutex_ held): see device_stager.cc.
   void abandon(const std::shared_ptr<StagedCall>& call, device::Stream stream);
 
