@@ -4,8 +4,9 @@ dry run on a CPU machine (--dry-run: CPU tensors on the fake device, SMDDP_DEVIC
 stream delays; NCCL and the timings are skipped).
 
 Checks, each rank against closed-form values (#wrong counts elements):
-  collectives   all_reduce (sum, avg, max), broadcast, all_gather_into_tensor,
-                reduce_scatter_tensor, all_to_all_single; float16/bfloat16/float32; sizes
+  collectives   all_reduce (sum, avg, max), broadcast, all_gather_into_tensor, all_gather,
+                reduce_scatter_tensor, all_to_all_single, reduce, gather, scatter, send/recv;
+                float16/bfloat16/float32; sizes
                 1 .. 64 MiB and odd counts; 2, 4 and 8 ranks on the GPU
   streams       a long kernel writes the input on the current stream, the collective is posted
                 async, wait() is called, another kernel reads the output — no synchronize()
@@ -71,6 +72,33 @@ def closed_form_checks(rank, world, dev, sizes):
             dist.all_to_all_single(out, a)
             record(f"all_to_all {dtype} x {per}", out,
                    torch.arange(world, device=dev).repeat_interleave(per).to(dtype))
+            mine = torch.full((per,), float(rank), dtype=dtype, device=dev)
+            outs = [torch.empty(per, dtype=dtype, device=dev) for _ in range(world)]
+            dist.all_gather(outs, mine)
+            for r, o in enumerate(outs):
+                record(f"all_gather list {dtype} x {per} from {r}", o, torch.full_like(o, float(r)))
+            red = torch.full((per,), float(rank + 1), dtype=dtype, device=dev)
+            dist.reduce(red, dst=0)
+            if rank == 0:
+                record(f"reduce {dtype} x {per}", red,
+                       torch.full_like(red, float(world * (world + 1) // 2)))
+            gl = [torch.empty(per, dtype=dtype, device=dev) for _ in range(world)] if rank == 0 \
+                else None
+            dist.gather(mine, gather_list=gl, dst=0)
+            if rank == 0:
+                for r, o in enumerate(gl):
+                    record(f"gather {dtype} x {per} from {r}", o, torch.full_like(o, float(r)))
+            sl = [torch.full((per,), float(10 + r), dtype=dtype, device=dev)
+                  for r in range(world)] if rank == world - 1 else None
+            sc = torch.empty(per, dtype=dtype, device=dev)
+            dist.scatter(sc, scatter_list=sl, src=world - 1)
+            record(f"scatter {dtype} x {per}", sc, torch.full_like(sc, float(10 + rank)))
+            got = torch.empty(per, dtype=dtype, device=dev)
+            reqs = [dist.isend(mine, (rank + 1) % world), dist.irecv(got, (rank - 1) % world)]
+            for q in reqs:
+                q.wait()
+            record(f"send/recv {dtype} x {per}", got,
+                   torch.full_like(got, float((rank - 1) % world)))
     return results
 
 
