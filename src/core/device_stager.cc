@@ -166,16 +166,17 @@ std::shared_ptr<StagedCall> DeviceStager::stageMessage(const algo::CollectiveArg
   checkPointers(args, shape, what);
   std::lock_guard<std::mutex> lock(mutex_);
   reap();
-  for (auto& [stream, last] : messageStreams_) {
-    if (!last || device_.done(last->end())) {
-      last = enqueue(args, shape, stream);
-      return last;
-    }
+  auto& slot = freeMessageStream();
+  slot.second = enqueue(args, shape, slot.first);
+  return slot.second;
+}
+
+std::pair<device::Stream, std::shared_ptr<StagedCall>>& DeviceStager::freeMessageStream() {
+  for (auto& slot : messageStreams_) {
+    if (!slot.second || device_.done(slot.second->end())) return slot;
   }
   messageStreams_.emplace_back(device_.createStream(ordinal_), nullptr);
-  auto& entry = messageStreams_.back();
-  entry.second = enqueue(args, shape, entry.first);
-  return entry.second;
+  return messageStreams_.back();
 }
 
 std::shared_ptr<StagedCall> DeviceStager::stageDirect(const algo::CollectiveArgs& args,
@@ -189,16 +190,9 @@ std::shared_ptr<StagedCall> DeviceStager::stageDirect(const algo::CollectiveArgs
   gates.blockBytes = 0;
   std::lock_guard<std::mutex> lock(mutex_);
   reap();
-  for (auto& [stream, last] : messageStreams_) {
-    if (!last || device_.done(last->end())) {
-      last = enqueue(args, gates, stream, true);
-      return last;
-    }
-  }
-  messageStreams_.emplace_back(device_.createStream(ordinal_), nullptr);
-  auto& entry = messageStreams_.back();
-  entry.second = enqueue(args, gates, entry.first, true);
-  return entry.second;
+  auto& slot = freeMessageStream();
+  slot.second = enqueue(args, gates, slot.first, true);
+  return slot.second;
 }
 
 std::shared_ptr<StagedCall> DeviceStager::enqueue(const algo::CollectiveArgs& args,

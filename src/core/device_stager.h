@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "algorithms/collective.h"
@@ -100,6 +101,8 @@ class DeviceStager {
   void checkPointers(const algo::CollectiveArgs& args, const StagedLayout& layout,
                      const char* what) const;
   void reap();
+  // A message stream whose last message is done (or a new one), with that message (mutex_ held).
+  std::pair<device::Stream, std::shared_ptr<StagedCall>>& freeMessageStream();
   // Enqueues a staged call on `stream` (mutex_ held).
   std::shared_ptr<StagedCall> enqueue(const algo::CollectiveArgs& args, const StagedLayout& shape,
                                       device::Stream stream, bool direct = false);
