@@ -14,6 +14,9 @@ namespace smddp::device_api {
 
 // "cuda", "fake", or "" when no device is usable (then every call below throws kUnsupported).
 std::string name();
+// True when SMDDP_DEVICE=fake. Reads the configuration only: no device is probed (CUDA is not
+// initialized), so it may be asked on every call.
+bool fake();
 void* alloc(size_t bytes, int ordinal);
 void free(void* p);
 void* createStream(int ordinal);

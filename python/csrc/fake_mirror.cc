@@ -25,7 +25,7 @@ thread_local std::vector<Mirror> pending;
 }  // namespace
 
 bool fakeDeviceMode() {
-  static const bool fake = device_api::name() == "fake";
+  static const bool fake = device_api::fake();  // the configuration only: CUDA is not probed
   return fake;
 }
 

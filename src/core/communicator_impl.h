@@ -118,12 +118,11 @@ class CommunicatorImpl {
   // output copies go whatever happened.
   std::exception_ptr run(RequestState& r);
   DeviceStager& stager(const algo::CollectiveArgs& args);
-  // A send or recv of CUDA memory through a pinned host buffer: a send copies to it first (the
-  // caller waits, bounded, for that copy); a recv's copy to the device waits on the device for
-  // the message.
+  // A send or recv of CUDA memory: through a pinned host buffer (a send copies to it first, the
+  // caller waiting, bounded, for that copy; a recv's copy to the device waits on the device for
+  // the message), or handed to a transport that moves CUDA memory itself (device_path.h,
+  // kDirect; unvalidated) once the caller's stream is done with it.
   Request postStagedMessage(const algo::CollectiveArgs& args, int peer, uint32_t tag);
-  // The same when the transport moves CUDA memory itself (device_path.h, kDirect; unvalidated).
-  Request postDirectMessage(const algo::CollectiveArgs& args, int peer, uint32_t tag);
   // Queues one request per segment of a staged call; returns the last one's.
   Request submitSegments(const std::shared_ptr<StagedCall>& call);
   // True when this CUDA call goes through CUDA IPC (device_ipc.h); the first eligible call

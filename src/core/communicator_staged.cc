@@ -158,45 +158,15 @@ Request CommunicatorImpl::postStagedMessage(const algo::CollectiveArgs& args, in
       peer >= 0 && static_cast<size_t>(peer) < peers.size() &&
       static_cast<size_t>(rank_) < peers.size() &&
       peers[static_cast<size_t>(peer)].host != peers[static_cast<size_t>(rank_)].host;
-  if (chooseDevicePath(facts) == DevicePath::kDirect) return postDirectMessage(args, peer, tag);
-  std::shared_ptr<StagedCall> call = stager(args).stageMessage(args, toString(args.kind));
-  algo::CollectiveArgs host = call->hostArgs(0);
-  if (args.kind == CollectiveKind::kSend) {
-    // The message leaves from the pinned copy: wait (bounded) until it is there.
-    const auto deadline = Clock::now() + timeout();
-    if (!device::waitEvent(call->device(), call->ready(0), deadline)) {
-      call->release(0);
-      throw Error(ErrorCode::kTimeout,
-                  "smddp: rank " + std::to_string(rank_) + " (" + hostName() + "): send to rank " +
-                      std::to_string(peer) +
-                      ": the device did not copy the message to host "
-                      "memory within " +
-                      std::to_string(timeout().count()) +
-                      " ms (the work queued before it on the caller's stream has not finished)");
-    }
-    call->release(0);
-    return p2p_->post(host, peer, tag, timeout(), call);
-  }
-  Request request = [&] {
-    try {
-      return p2p_->post(host, peer, tag, timeout(), call);
-    } catch (...) {
-      call->release(0);  // not posted: the staging stream must not wait for it
-      throw;
-    }
-  }();
-  // Whatever happens to the message, the copy to the device goes on (garbage if it failed: the
-  // error is the request's).
-  request.onComplete([call] { call->release(0); });
-  return request;
-}
-
-Request CommunicatorImpl::postDirectMessage(const algo::CollectiveArgs& args, int peer,
-                                            uint32_t tag) {
-  std::shared_ptr<StagedCall> call = stager(args).stageDirect(args, toString(args.kind));
-  // The provider reads or writes the buffer itself: only once the caller's stream is done with
-  // it (ready(0) follows the wait on the caller's stream).
-  if (!device::waitEvent(call->device(), call->ready(0), Clock::now() + timeout())) {
+  const bool direct = chooseDevicePath(facts) == DevicePath::kDirect;
+  DeviceStager& s = stager(args);
+  std::shared_ptr<StagedCall> call =
+      direct ? s.stageDirect(args, toString(args.kind)) : s.stageMessage(args, toString(args.kind));
+  // A staged send leaves from its pinned copy; a direct message is read or written by the
+  // provider in the caller's buffer. Either starts once ready(0) completed: the copy, or the work
+  // queued before it on the caller's stream.
+  if ((direct || args.kind == CollectiveKind::kSend) &&
+      !device::waitEvent(call->device(), call->ready(0), Clock::now() + timeout())) {
     call->release(0);
     throw Error(ErrorCode::kTimeout,
                 "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
@@ -204,15 +174,18 @@ Request CommunicatorImpl::postDirectMessage(const algo::CollectiveArgs& args, in
                     ": the work queued before it on the caller's stream did not finish within " +
                     std::to_string(timeout().count()) + " ms");
   }
+  if (args.kind == CollectiveKind::kSend) call->release(0);  // nothing comes back to the device
   Request request = [&] {
     try {
-      return p2p_->post(call->hostArgs(0), peer, tag, timeout(), call, args.device);
+      return p2p_->post(call->hostArgs(0), peer, tag, timeout(), call, direct ? args.device : -1);
     } catch (...) {
-      call->release(0);
+      call->release(0);  // not posted: the device must not wait for it
       throw;
     }
   }();
-  request.onComplete([call] { call->release(0); });  // then the caller's stream may go on
+  // Whatever happens to the message, the device goes on (garbage if it failed: the error is the
+  // request's).
+  request.onComplete([call] { call->release(0); });
   return request;
 }
 
@@ -224,14 +197,14 @@ Request CommunicatorImpl::postStaged(const algo::CollectiveArgs& args) {
   }
   DeviceStager& s = stager(args);
   // A refused algorithm override fails here, before the device is given work.
-  const auto layout = layoutStaged(args, rank_, size_, settings_.stagingBytes, nullptr);
+  const StagedLayout layout = layoutStaged(args, rank_, size_, settings_.stagingBytes, nullptr);
   for (const StagedSegment& seg : layout.segments) {
     if (size_ > 1 && (seg.host.count > 0 || seg.host.kind == CollectiveKind::kAllToAllV)) {
       algo::selectAlgorithm(seg.host.kind, seg.host.bytes(), topology_, settings_.overrides);
     }
   }
   std::lock_guard<std::mutex> order(stagedPostMutex_);
-  return submitSegments(s.stage(args, toString(args.kind)));
+  return submitSegments(s.stage(args, layout, toString(args.kind)));
 }
 
 std::exception_ptr CommunicatorImpl::run(RequestState& r) {

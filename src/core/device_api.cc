@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // smddp/device.h over the process's device (device::processDevice()).
+#include "common/config.h"
 #include "device/device.h"
 #include "smddp/device.h"
 #include "smddp/error.h"
@@ -21,6 +22,8 @@ std::string name() {
   device::Device* d = device::processDevice();
   return d == nullptr ? "" : d->name();
 }
+
+bool fake() { return Config::global().device == "fake"; }
 
 void* alloc(size_t bytes, int ordinal) { return dev().allocDevice(bytes, ordinal); }
 void free(void* p) { dev().freeDevice(p); }

@@ -66,15 +66,4 @@ class IpcPeers {
   std::vector<void*> mapped_;  // by rank; mapped_[self_] == scratch_
 };
 
-// The elements of slice `r` of a chunk of `count` elements cut into `ranks` slices: the first
-// count % ranks slices have one more.
-inline void sliceOf(size_t count, int ranks, int r, size_t* first, size_t* length) {
-  const size_t n = static_cast<size_t>(ranks);
-  const size_t base = count / n;
-  const size_t extra = count % n;
-  const size_t idx = static_cast<size_t>(r);
-  *first = idx * base + std::min(idx, extra);
-  *length = base + (idx < extra ? 1 : 0);
-}
-
 }  // namespace smddp::core

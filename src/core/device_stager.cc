@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 
+#include "algorithms/patterns/ring.h"
 #include "common/logging.h"
 #include "smddp/error.h"
 
@@ -152,8 +154,7 @@ void DeviceStager::reap() {
 }
 
 std::shared_ptr<StagedCall> DeviceStager::stage(const algo::CollectiveArgs& args,
-                                                const char* what) {
-  const StagedLayout shape = layoutStaged(args, rank_, size_, segmentBytes_, nullptr);
+                                                const StagedLayout& shape, const char* what) {
   checkPointers(args, shape, what);
   std::lock_guard<std::mutex> lock(mutex_);
   reap();
@@ -195,59 +196,68 @@ std::shared_ptr<StagedCall> DeviceStager::stageDirect(const algo::CollectiveArgs
   return slot.second;
 }
 
-std::shared_ptr<StagedCall> DeviceStager::enqueue(const algo::CollectiveArgs& args,
-                                                  const StagedLayout& shape, device::Stream stream,
-                                                  bool direct) {
-  const size_t segments = shape.segments.size();
+std::shared_ptr<StagedCall> DeviceStager::newCall(size_t segments, size_t dataBytes,
+                                                  device::Stream stream) {
   const size_t flagBytes = (segments * sizeof(uint32_t) + 63) / 64 * 64;
   auto call = std::make_shared<StagedCall>(device_, ordinal_, segments);
-  call->block_ = pool_->acquire(flagBytes + shape.blockBytes);
-  char* base = call->block_.get();
-  call->flags_ = reinterpret_cast<uint32_t*>(base);
-  std::memset(base, 0, flagBytes);
-  // Direct: the gates only, and the host call is the call itself (device buffers).
-  call->layout_ =
-      direct ? shape : layoutStaged(args, rank_, size_, segmentBytes_, base + flagBytes);
-  if (direct) call->layout_.segments[0].host = args;
+  call->block_ = pool_->acquire(flagBytes + dataBytes);
+  call->flags_ = reinterpret_cast<uint32_t*>(call->block_.get());
+  std::memset(call->flags_, 0, flagBytes);
+  call->data_ = call->block_.get() + flagBytes;
   call->stream_ = stream;
   inflight_.push_back(call);
-  try {
-    enqueueCopies(*call, args, stream);
-  } catch (...) {
-    abandon(call, stream);
-    throw;
-  }
   return call;
 }
 
-void DeviceStager::enqueueCopies(StagedCall& c, const algo::CollectiveArgs& args,
-                                 device::Stream stream) {
-  StagedCall* call = &c;
-  const size_t segments = call->segments();
-  char* data = call->block_.get() + (segments * sizeof(uint32_t) + 63) / 64 * 64;
-  device_.record(call->start_, args.stream);
-  device_.streamWait(stream, call->start_);
-  for (size_t k = 0; k < segments; ++k) {
-    for (const StagedPiece& p : call->layout_.segments[k].in) {
-      device_.copyAsync(data + p.offset, p.device, p.bytes, stream);
-    }
-    device_.record(call->ready_[k], stream);
+template <typename Fn>
+void DeviceStager::launch(const std::shared_ptr<StagedCall>& call, Fn enqueueWork) {
+  try {
+    enqueueWork();
+  } catch (...) {
+    abandon(call);
+    throw;
   }
-  for (size_t k = 0; k < segments; ++k) {
-    device_.waitValue(stream, &call->flags_[k], 1);
-    for (const StagedPiece& p : call->layout_.segments[k].out) {
-      device_.copyAsync(const_cast<void*>(p.device), data + p.offset, p.bytes, stream);
-    }
-  }
-  device_.record(call->end_, stream);
 }
 
-void DeviceStager::abandon(const std::shared_ptr<StagedCall>& call, device::Stream stream) {
+std::shared_ptr<StagedCall> DeviceStager::enqueue(const algo::CollectiveArgs& args,
+                                                  const StagedLayout& shape, device::Stream stream,
+                                                  bool direct) {
+  auto call = newCall(shape.segments.size(), direct ? 0 : shape.blockBytes, stream);
+  if (direct) {  // the gates only, and the host call is the call itself (device buffers)
+    call->layout_ = shape;
+    call->layout_.segments[0].host = args;
+  } else {
+    call->layout_ = layoutStaged(args, rank_, size_, segmentBytes_, call->data_);
+  }
+  launch(call, [&] { enqueueCopies(*call, args); });
+  return call;
+}
+
+void DeviceStager::enqueueCopies(StagedCall& call, const algo::CollectiveArgs& args) {
+  device::Stream stream = call.stream_;
+  device_.record(call.start_, args.stream);
+  device_.streamWait(stream, call.start_);
+  for (size_t k = 0; k < call.segments(); ++k) {
+    for (const StagedPiece& p : call.layout_.segments[k].in) {
+      device_.copyAsync(call.data_ + p.offset, p.device, p.bytes, stream);
+    }
+    device_.record(call.ready_[k], stream);
+  }
+  for (size_t k = 0; k < call.segments(); ++k) {
+    device_.waitValue(stream, &call.flags_[k], 1);
+    for (const StagedPiece& p : call.layout_.segments[k].out) {
+      device_.copyAsync(const_cast<void*>(p.device), call.data_ + p.offset, p.bytes, stream);
+    }
+  }
+  device_.record(call.end_, stream);
+}
+
+void DeviceStager::abandon(const std::shared_ptr<StagedCall>& call) {
   // What was enqueued must drain before the block is reused: raise every flag and end the call
   // on the stream. Without an end event it never counts as done: it is leaked, not reused.
   call->releaseAll();
   try {
-    device_.record(call->end_, stream);
+    device_.record(call->end_, call->stream_);
   } catch (...) {
     inflight_.pop_back();
     new std::shared_ptr<StagedCall>(call);  // never freed: the device may still use it
@@ -262,29 +272,28 @@ std::shared_ptr<StagedCall> DeviceStager::stageIpc(const algo::CollectiveArgs& a
   const size_t chunks = (args.count + perChunk - 1) / perChunk;
   const bool oneShot = args.bytes() <= peers.oneShotBytes();
   const size_t segments = oneShot ? 1 : 2 * chunks;
-  const size_t flagBytes = (segments * sizeof(uint32_t) + 63) / 64 * 64;
   const algo::CollectiveArgs barrier(Call::of(CollectiveKind::kBarrier, DataType::kUInt8, 0),
                                      nullptr, nullptr);
   std::lock_guard<std::mutex> lock(mutex_);
   reap();
-  auto call = std::make_shared<StagedCall>(device_, ordinal_, segments);
+  auto call = newCall(segments, 0, stream_);
   call->layout_.segments.assign(segments, StagedSegment{barrier, {}, {}});
-  call->block_ = pool_->acquire(flagBytes);
-  call->flags_ = reinterpret_cast<uint32_t*>(call->block_.get());
-  std::memset(call->flags_, 0, flagBytes);
-  call->stream_ = stream_;
-  inflight_.push_back(call);
-  try {
+  launch(call, [&] {
     if (oneShot) {
       enqueueOneShot(*call, args, peers);
     } else {
       enqueueIpc(*call, args, peers);
     }
-  } catch (...) {
-    abandon(call, stream_);
-    throw;
-  }
+  });
   return call;
+}
+
+void DeviceStager::reduceInRankOrder(const algo::CollectiveArgs& args, void* dst, size_t count,
+                                     const std::function<const char*(int)>& source) {
+  device_.reduceAsync(args.dtype, args.op, dst, source(0), source(1), count, stream_);
+  for (int q = 2; q < size_; ++q) {
+    device_.reduceAsync(args.dtype, args.op, dst, dst, source(q), count, stream_);
+  }
 }
 
 void DeviceStager::enqueueOneShot(StagedCall& call, const algo::CollectiveArgs& args,
@@ -295,12 +304,7 @@ void DeviceStager::enqueueOneShot(StagedCall& call, const algo::CollectiveArgs& 
   device_.copyAsync(peers.small(rank_, parity), args.send, args.bytes(), stream_);
   device_.record(call.ready_[0], stream_);
   device_.waitValue(stream_, &call.flags_[0], 1);
-  device_.reduceAsync(args.dtype, args.op, args.recv, peers.small(0, parity),
-                      peers.small(1, parity), args.count, stream_);
-  for (int q = 2; q < size_; ++q) {
-    device_.reduceAsync(args.dtype, args.op, args.recv, args.recv, peers.small(q, parity),
-                        args.count, stream_);
-  }
+  reduceInRankOrder(args, args.recv, args.count, [&](int q) { return peers.small(q, parity); });
   device_.record(call.end_, stream_);
 }
 
@@ -319,24 +323,18 @@ void DeviceStager::enqueueIpc(StagedCall& c, const algo::CollectiveArgs& args, I
     device_.copyAsync(peers.in(rank_), send + first * es, count * es, stream_);
     device_.record(call->ready_[2 * k], stream_);
     device_.waitValue(stream_, &call->flags_[2 * k], 1);
-    size_t at = 0;
-    size_t length = 0;
-    sliceOf(count, size_, rank_, &at, &length);
-    if (length > 0) {
-      char* mine = peers.out(rank_) + at * es;
-      device_.reduceAsync(args.dtype, args.op, mine, peers.in(0) + at * es, peers.in(1) + at * es,
-                          length, stream_);
-      for (int q = 2; q < size_; ++q) {
-        device_.reduceAsync(args.dtype, args.op, mine, mine, peers.in(q) + at * es, length,
-                            stream_);
-      }
+    const algo::patterns::Range mine = algo::patterns::ringChunk(count, size_, rank_);
+    if (mine.count > 0) {
+      reduceInRankOrder(args, peers.out(rank_) + mine.begin * es, mine.count,
+                        [&](int q) { return peers.in(q) + mine.begin * es; });
     }
     device_.record(call->ready_[2 * k + 1], stream_);
     device_.waitValue(stream_, &call->flags_[2 * k + 1], 1);
     for (int q = 0; q < size_; ++q) {
-      sliceOf(count, size_, q, &at, &length);
-      if (length > 0) {
-        device_.copyAsync(recv + (first + at) * es, peers.out(q) + at * es, length * es, stream_);
+      const algo::patterns::Range slice = algo::patterns::ringChunk(count, size_, q);
+      if (slice.count > 0) {
+        device_.copyAsync(recv + (first + slice.begin) * es, peers.out(q) + slice.begin * es,
+                          slice.count * es, stream_);
       }
     }
   }

@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -58,6 +59,7 @@ class StagedCall {
   StagedLayout layout_;
   std::shared_ptr<char> block_;  // the pinned block; back to the pool when this call goes
   uint32_t* flags_ = nullptr;    // pinned, one per segment
+  char* data_ = nullptr;         // pinned, after the flags: the staged buffers
   device::Event start_ = nullptr;
   std::vector<device::Event> ready_;
   device::Event end_ = nullptr;
@@ -80,7 +82,9 @@ class DeviceStager {
   // Checks that every pointer of args (a validated kCuda call) is device memory of this stager's
   // device (Error(kInvalidArgument) naming the buffer otherwise, nothing enqueued), then enqueues
   // the call's device side (see above) and returns it.
-  std::shared_ptr<StagedCall> stage(const algo::CollectiveArgs& args, const char* what);
+  // `shape`: layoutStaged(args, rank, size, segmentBytes, nullptr), as the caller computed it.
+  std::shared_ptr<StagedCall> stage(const algo::CollectiveArgs& args, const StagedLayout& shape,
+                                    const char* what);
   // The same for a send or recv, on a stream of its own (one whose earlier message is done, or a
   // new one): a receive's copy waits on the device for its message, and messages are in no
   // order with each other or with the collectives, so none may wait behind another.
@@ -106,11 +110,20 @@ class DeviceStager {
   // Enqueues a staged call on `stream` (mutex_ held).
   std::shared_ptr<StagedCall> enqueue(const algo::CollectiveArgs& args, const StagedLayout& shape,
                                       device::Stream stream, bool direct = false);
-  void enqueueCopies(StagedCall& call, const algo::CollectiveArgs& args, device::Stream stream);
+  // A call of `segments` flags and dataBytes of pinned data, on `stream`, in flight (mutex_ held).
+  std::shared_ptr<StagedCall> newCall(size_t segments, size_t dataBytes, device::Stream stream);
+  // Runs enqueueWork; if it throws half way, abandon()s the call first.
+  template <typename Fn>
+  void launch(const std::shared_ptr<StagedCall>& call, Fn enqueueWork);
+  void enqueueCopies(StagedCall& call, const algo::CollectiveArgs& args);
   void enqueueIpc(StagedCall& call, const algo::CollectiveArgs& args, IpcPeers& peers);
   void enqueueOneShot(StagedCall& call, const algo::CollectiveArgs& args, IpcPeers& peers);
+  // dst = source(0) op source(1) op ... op source(size - 1), left to right (same bits on every
+  // rank), on the staging stream. size >= 2.
+  void reduceInRankOrder(const algo::CollectiveArgs& args, void* dst, size_t count,
+                         const std::function<const char*(int)>& source);
   // The last call in inflight_ failed half enqueued (mutex_ held): see device_stager.cc.
-  void abandon(const std::shared_ptr<StagedCall>& call, device::Stream stream);
+  void abandon(const std::shared_ptr<StagedCall>& call);
 
   device::Device& device_;
   const int ordinal_;
