@@ -96,6 +96,9 @@ DeviceStager::DeviceStager(device::Device& device, int ordinal, int rank, int si
       size_(size),
       segmentBytes_(segmentBytes),
       pool_(std::make_shared<PinnedPool>(device)) {
+  // The stager's streams wait on host flags that are raised only after it returns: a kernel
+  // loaded lazily behind such a wait would never launch (device.h, loadKernels).
+  device.loadKernels(ordinal);
   stream_ = device.createStream(ordinal);
 }
 

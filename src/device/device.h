@@ -81,6 +81,13 @@ class Device {
   // host writes (a release store); this is how a host-driven step gates device work without
   // blocking the host.
   virtual void waitValue(Stream stream, const uint32_t* flag, uint32_t value) = 0;
+  // Loads every kernel this device enqueues (reductions, the waitValue fallback) on `ordinal`
+  // now; idempotent. CUDA loads a kernel lazily at its first launch, and the load may wait until
+  // every stream of the device is idle: a first launch issued while a stream waits on a flag that
+  // a later host step raises never returns. Call it before enqueuing such a wait. The fake device
+  // models this: until loadKernels, the first launch of each reduction waits for every stream of
+  // the ordinal to go idle and fails (kInternal, naming the hazard) when they do not in time.
+  virtual void loadKernels(int ordinal) = 0;
 
   // IPC between processes of one host. exportMemory takes a pointer returned by allocDevice.
   virtual IpcMemHandle exportMemory(void* base) = 0;

@@ -200,6 +200,14 @@ class CudaDevice final : public Device {
     check(launchWaitFlag(static_cast<const uint32_t*>(devicePtr), value, asStream(stream)),
           "launchWaitFlag");
   }
+  void loadKernels(int ordinal) override {
+    checkOrdinal(ordinal, "loadKernels");
+    if (ordinal < kMaxOrdinals && loaded_[ordinal].load(std::memory_order_acquire)) return;
+    DeviceGuard guard(ordinal);
+    reduce::loadKernelsCuda();
+    check(loadWaitFlag(), "cudaFuncGetAttributes(waitFlagKernel)");
+    if (ordinal < kMaxOrdinals) loaded_[ordinal].store(true, std::memory_order_release);
+  }
   IpcMemHandle exportMemory(void* base) override {
     if (base == nullptr) invalid("exportMemory: null pointer");
     cudaIpcMemHandle_t handle{};
@@ -241,6 +249,8 @@ class CudaDevice final : public Device {
   const int count_;
   const StreamWaitValue32Fn waitFn_;  // null: waitValue always uses the host-function fallback
   std::atomic<bool> memOps_{true};    // false once the driver said stream memory ops unsupported
+  static constexpr int kMaxOrdinals = 64;  // beyond: loadKernels asks the runtime every time
+  std::atomic<bool> loaded_[kMaxOrdinals] = {};
 };
 
 }  // namespace

@@ -24,6 +24,11 @@ __global__ void waitFlagKernel(const volatile uint32_t* flag, uint32_t value) {
 
 }  // namespace
 
+cudaError_t loadWaitFlag() {
+  cudaFuncAttributes attributes;
+  return cudaFuncGetAttributes(&attributes, waitFlagKernel);
+}
+
 cudaError_t launchWaitFlag(const uint32_t* deviceFlag, uint32_t value, cudaStream_t stream) {
   waitFlagKernel<<<1, 1, 0, stream>>>(deviceFlag, value);
   return cudaGetLastError();

@@ -15,4 +15,8 @@ namespace smddp::device {
 // an hour (then it gives up: no stream waits forever). `deviceFlag`: the flag's device address.
 cudaError_t launchWaitFlag(const uint32_t* deviceFlag, uint32_t value, cudaStream_t stream);
 
+// Loads the kernel into the current device's context (CUDA loads it lazily otherwise; see
+// reduce::loadKernelsCuda for why that matters).
+cudaError_t loadWaitFlag();
+
 }  // namespace smddp::device

@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // The fake device: Device over FakeMemory, FakeStream and FakeEvent. Copies and reductions run on
-// the stream's worker thread through the memory's shadow mapping, with the CPU reducer.
+// the stream's worker thread through the memory's shadow mapping, with the CPU reducer. Like CUDA,
+// it loads each reduction lazily: the first launch of a (dtype, op) on an ordinal waits for every
+// stream of that ordinal to go idle, unless loadKernels(ordinal) ran.
 #include "device/fake/device_fake.h"
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "device/fake/fake_memory.h"
@@ -36,8 +41,12 @@ static_assert(sizeof(IpcEventWire) <= sizeof(IpcEventHandle::bytes));
 
 class FakeDevice final : public Device {
  public:
-  FakeDevice(int devices, int64_t delayUs, uint64_t seed)
-      : devices_(devices), delayUs_(delayUs), seed_(seed) {}
+  FakeDevice(int devices, int64_t delayUs, uint64_t seed, std::chrono::milliseconds lazyLoadBound)
+      : devices_(devices),
+        delayUs_(delayUs),
+        seed_(seed),
+        lazyLoadBound_(lazyLoadBound),
+        allLoaded_(static_cast<size_t>(devices), false) {}
 
   const char* name() const override { return "fake"; }
   int count() const override { return devices_; }
@@ -53,9 +62,19 @@ class FakeDevice final : public Device {
   Stream createStream(int ordinal) override {
     checkOrdinal(ordinal);
     std::lock_guard<std::mutex> lock(mutex_);
-    return new FakeStream(ordinal, delayUs_, seed_ + streams_++);
+    auto* stream = new FakeStream(ordinal, delayUs_, seed_ + streamCount_++);
+    live_.push_back(stream);
+    return stream;
   }
-  void destroyStream(Stream stream) override { delete static_cast<FakeStream*>(stream); }
+  void destroyStream(Stream stream) override {
+    if (stream == nullptr) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      live_.erase(std::remove(live_.begin(), live_.end(), static_cast<FakeStream*>(stream)),
+                  live_.end());
+    }
+    delete static_cast<FakeStream*>(stream);
+  }
   Event createEvent(int ordinal) override {
     checkOrdinal(ordinal);
     return new FakeEvent(ordinal);
@@ -117,7 +136,9 @@ class FakeDevice final : public Device {
     const void* x = memory_.resolve(a, bytes);
     const void* y = memory_.resolve(b, bytes);
     const ReduceOp applied = op == ReduceOp::kAvg ? ReduceOp::kSum : op;
-    resolve(stream).enqueue([=] { reduce::reduce(dtype, applied, to, x, y, count); });
+    FakeStream& s = resolve(stream);
+    lazyLoad(s.ordinal(), dtype, applied);
+    s.enqueue([=] { reduce::reduce(dtype, applied, to, x, y, count); });
   }
   void waitValue(Stream stream, const uint32_t* flag, uint32_t value) override {
     if (flag == nullptr) invalid("waitValue on a null flag");
@@ -125,6 +146,12 @@ class FakeDevice final : public Device {
       fake::waitUntil([flag, value] { return __atomic_load_n(flag, __ATOMIC_ACQUIRE) >= value; },
                       "a host flag");
     });
+  }
+
+  void loadKernels(int ordinal) override {
+    checkOrdinal(ordinal);
+    std::lock_guard<std::mutex> lock(mutex_);
+    allLoaded_[static_cast<size_t>(ordinal)] = true;
   }
 
   IpcMemHandle exportMemory(void* base) override { return memory_.exportMemory(base); }
@@ -167,6 +194,38 @@ class FakeDevice final : public Device {
     }
     graveyard_.resize(kept);
   }
+  // CUDA's lazy loading: a kernel's first launch may wait for the whole context to go idle.
+  void lazyLoad(int ordinal, DataType dtype, ReduceOp op) {
+    const int kernel = static_cast<int>(dtype) * kNumReduceOps + static_cast<int>(op);
+    const auto key = std::make_pair(ordinal, kernel);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (allLoaded_[static_cast<size_t>(ordinal)] || loaded_.count(key) > 0) return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + lazyLoadBound_;
+    while (!idle(ordinal)) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw Error(ErrorCode::kInternal,
+                    std::string("smddp: fake device: the first launch of the ") + toString(op) +
+                        " " + toString(dtype) + " reduction on device " + std::to_string(ordinal) +
+                        " waited " + std::to_string(lazyLoadBound_.count()) +
+                        " ms for every stream of the device to go idle, as CUDA's lazy kernel "
+                        "loading may, and a stream is still busy (waiting on a flag or an "
+                        "event?): on a GPU this launch would never return; load the kernels "
+                        "first (Device::loadKernels)");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    loaded_.insert(key);
+  }
+  bool idle(int ordinal) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (FakeStream* s : live_) {
+      if (s->ordinal() == ordinal && !s->idle()) return false;
+    }
+    return !defaultStream_ || defaultStream_->ordinal() != ordinal || defaultStream_->idle();
+  }
   FakeStream& resolve(Stream stream) {
     if (stream != nullptr) return *static_cast<FakeStream*>(stream);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -177,19 +236,24 @@ class FakeDevice final : public Device {
   const int devices_;
   const int64_t delayUs_;
   const uint64_t seed_;
+  const std::chrono::milliseconds lazyLoadBound_;
   // Before the default stream: destroyed after it, so its queued work still finds the memory.
   fake::FakeMemory memory_;
-  std::mutex mutex_;  // guards streams_ and defaultStream_
-  uint64_t streams_ = 0;
+  std::mutex mutex_;  // guards what follows
+  uint64_t streamCount_ = 0;
+  std::vector<FakeStream*> live_;  // created and not destroyed
   std::unique_ptr<FakeStream> defaultStream_;
-  std::vector<FakeEvent*> graveyard_;  // destroyed, awaiting their last record
+  std::vector<bool> allLoaded_;           // per ordinal: loadKernels ran
+  std::set<std::pair<int, int>> loaded_;  // (ordinal, kernel) loaded by a first launch
+  std::vector<FakeEvent*> graveyard_;     // destroyed, awaiting their last record
 };
 
 }  // namespace
 
-std::unique_ptr<Device> makeFakeDevice(int devices, int64_t delayUs, uint64_t seed) {
+std::unique_ptr<Device> makeFakeDevice(int devices, int64_t delayUs, uint64_t seed,
+                                       std::chrono::milliseconds lazyLoadBound) {
   if (devices < 1) invalid("at least one device, got " + std::to_string(devices));
-  return std::make_unique<FakeDevice>(devices, delayUs, seed);
+  return std::make_unique<FakeDevice>(devices, delayUs, seed, lazyLoadBound);
 }
 
 }  // namespace smddp::device

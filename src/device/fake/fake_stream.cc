@@ -62,6 +62,11 @@ void FakeStream::enqueue(std::function<void()> task) {
   ready_.notify_one();
 }
 
+bool FakeStream::idle() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return tasks_.empty() && !running_;
+}
+
 void FakeStream::run() {
   std::uniform_int_distribution<int64_t> delay(0, delayUs_);
   std::unique_lock<std::mutex> lock(mutex_);
@@ -70,6 +75,7 @@ void FakeStream::run() {
     if (tasks_.empty()) return;  // stopping, and everything queued ran
     std::function<void()> task = std::move(tasks_.front());
     tasks_.pop_front();
+    running_ = true;
     const int64_t us = delayUs_ > 0 ? delay(rng_) : 0;
     lock.unlock();
     if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
@@ -79,6 +85,7 @@ void FakeStream::run() {
       std::fprintf(stderr, "smddp: fake device: a stream task failed: %s\n", e.what());
     }
     lock.lock();
+    running_ = false;
   }
 }
 

@@ -39,6 +39,8 @@ class FakeStream {
 
   int ordinal() const { return ordinal_; }
   void enqueue(std::function<void()> task);
+  // Nothing queued and nothing running.
+  bool idle();
 
  private:
   void run();
@@ -49,6 +51,7 @@ class FakeStream {
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<std::function<void()>> tasks_;
+  bool running_ = false;  // a task is off the queue and not finished
   bool stopping_ = false;
   std::thread worker_;
 };

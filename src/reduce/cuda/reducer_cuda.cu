@@ -25,11 +25,25 @@ using LaunchFn = void (*)(void* dst, const void* a, const void* b, const LaunchP
                           cudaStream_t stream);
 using AverageLaunchFn = void (*)(void* buf, int divisor, const LaunchPlan& plan,
                                  cudaStream_t stream);
+using LoadFn = cudaError_t (*)();
 
 template <class T, class Op>
 void launchReduce(void* dst, const void* a, const void* b, const LaunchPlan& p, cudaStream_t st) {
   cudak::reduceKernel<T, Op><<<p.grid, p.block, 0, st>>>(
       static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), cudak::shapeOf(p));
+}
+
+// Asking for a kernel's attributes loads it into the current context (CUDA loads lazily).
+template <class T, class Op>
+cudaError_t loadReduce() {
+  cudaFuncAttributes attributes;
+  return cudaFuncGetAttributes(&attributes, cudak::reduceKernel<T, Op>);
+}
+
+template <class T>
+cudaError_t loadAverage() {
+  cudaFuncAttributes attributes;
+  return cudaFuncGetAttributes(&attributes, cudak::averageKernel<T>);
 }
 
 template <class T>
@@ -41,6 +55,8 @@ void launchAverage(void* buf, int divisor, const LaunchPlan& p, cudaStream_t st)
 struct CudaTable {
   LaunchFn reduce[kNumDataTypes][kNumReduceOps];
   AverageLaunchFn average[kNumDataTypes];
+  LoadFn load[kNumDataTypes][kNumReduceOps];
+  LoadFn loadAverage[kNumDataTypes];
   size_t elemSize[kNumDataTypes];
 };
 
@@ -52,9 +68,14 @@ constexpr void fillRow(CudaTable& t, DataType dtype) {
   t.reduce[d][int(ReduceOp::kProd)] = &launchReduce<T, cudak::ProdOp>;
   t.reduce[d][int(ReduceOp::kMin)] = &launchReduce<T, cudak::MinOp>;
   t.reduce[d][int(ReduceOp::kMax)] = &launchReduce<T, cudak::MaxOp>;
+  t.load[d][int(ReduceOp::kSum)] = &loadReduce<T, cudak::SumOp>;
+  t.load[d][int(ReduceOp::kProd)] = &loadReduce<T, cudak::ProdOp>;
+  t.load[d][int(ReduceOp::kMin)] = &loadReduce<T, cudak::MinOp>;
+  t.load[d][int(ReduceOp::kMax)] = &loadReduce<T, cudak::MaxOp>;
   if constexpr (kFloating) {
     t.reduce[d][int(ReduceOp::kAvg)] = &launchReduce<T, cudak::SumOp>;  // then finishAverage
     t.average[d] = &launchAverage<T>;
+    t.loadAverage[d] = &loadAverage<T>;
   }
 }
 
@@ -80,8 +101,11 @@ constexpr bool tableMatchesCpuPairs() {
     for (int op = 0; op < kNumReduceOps; ++op) {
       bool expected = op != int(ReduceOp::kAvg) || floating;
       if ((kTable.reduce[d][op] != nullptr) != expected) return false;
+      // AVG launches the SUM kernel: loading SUM covers it
+      if ((kTable.load[d][op] != nullptr) != (op != int(ReduceOp::kAvg))) return false;
     }
     if ((kTable.average[d] != nullptr) != floating || kTable.elemSize[d] == 0) return false;
+    if ((kTable.loadAverage[d] != nullptr) != floating) return false;
   }
   return true;
 }
@@ -184,6 +208,19 @@ void finishAverageCuda(DataType dtype, void* buf, size_t count, int divisor, voi
   LaunchPlan plan = checkedPlan(call, &addr, 1, count, kTable.elemSize[int(dtype)]);
   kTable.average[int(dtype)](buf, divisor, plan, static_cast<cudaStream_t>(stream));
   checkCuda(cudaGetLastError(), call, "kernel launch");
+}
+
+void loadKernelsCuda() {
+  const std::string call = "loadKernelsCuda";
+  for (int d = 0; d < kNumDataTypes; ++d) {
+    for (int op = 0; op < kNumReduceOps; ++op) {
+      if (kTable.load[d][op] != nullptr)
+        checkCuda(kTable.load[d][op](), call, "cudaFuncGetAttributes");
+    }
+    if (kTable.loadAverage[d] != nullptr) {
+      checkCuda(kTable.loadAverage[d](), call, "cudaFuncGetAttributes");
+    }
+  }
 }
 
 }  // namespace smddp::reduce

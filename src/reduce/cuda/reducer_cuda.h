@@ -33,6 +33,13 @@ void reduceCuda(DataType dtype, ReduceOp op, void* dst, const void* a, const voi
 // float64, exactly as reduce::finishAverage does on the host. Floating dtypes only; divisor > 0.
 void finishAverageCuda(DataType dtype, void* buf, size_t count, int divisor, void* stream);
 
+// Loads every kernel above into the current device's context now. CUDA loads a kernel lazily, at
+// its first launch, and that load may wait until every stream of the context is idle: a first
+// launch issued while a stream waits on a flag that only a later host step raises never returns.
+// Callers that gate streams on host flags load the kernels first. Throws Error(kUnsupported)
+// without a usable device, Error(kInternal) with the CUDA error string otherwise.
+void loadKernelsCuda();
+
 // Device-to-device cudaMemcpyAsync throughput of `bytes` from src to dst on `stream`, timed with
 // CUDA events over `iterations` copies after one warm-up copy. Returns bytes moved through memory
 // per second in GB/s (1e9), counting read + write: 2 bytes per copied byte. Synchronizes `stream`.
