@@ -21,7 +21,9 @@ void* alloc(size_t bytes, int ordinal);
 void free(void* p);
 void* createStream(int ordinal);
 void destroyStream(void* stream);
-// Enqueues a copy between host and device memory (either direction) on `stream`.
+// Enqueues a copy between host and device memory (either direction) on `stream`. With ordinary
+// (pageable) host memory CUDA may block the caller until the stream reaches the copy: synchronize
+// first where that wait must be bounded.
 void copyAsync(void* dst, const void* src, size_t bytes, void* stream);
 // Returns once everything enqueued on `stream` so far has run; Error(kTimeout) after `bound`.
 void synchronize(void* stream, std::chrono::milliseconds bound);

@@ -44,7 +44,7 @@ struct Settings {
   size_t segmentBytes = 1048576;
   size_t stagingBytes = 4194304;  // pipeline segment of CUDA calls staged through host memory
   device::Device* device = nullptr;  // the device of CUDA calls; null: device::processDevice()
-  bool deviceIpc = true;             // within a host, CUDA all_reduce through CUDA IPC
+  bool deviceIpc = false;            // within a host, CUDA all_reduce through CUDA IPC
   int64_t spinUs = -1;  // -1: automatic (see spinForHost)
   algo::AlgorithmOverrides overrides;
   WatchSettings watch;  // beacon, heartbeat, mismatch check, dump (collective_watch.h)

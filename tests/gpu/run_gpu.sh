@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Run on the GPU machine from the repository root, with .deps/gpu/ from tests/gpu/gather_deps.sh
-# beside the working tree (one call does everything): unpacks its libfabric .debs into a private
-# prefix, builds GoogleTest if missing, configures and builds the CUDA parts for the local GPU's
-# architecture (SMDDP_CUDA_ARCHS, default 90), runs the CUDA tests (unit + gpu labels) and
-# reduce_cuda_bench, then torch_smddp against the machine's torch and its Python tests, and writes
-# everything to ${OUT:-./build-gpu-out}/.
-# TORCH_ONLY=1 skips the CUDA build, tests and bench; TORCH_TESTS="test_a.py test_b.py" runs
-# those Python tests instead of the default list (a short re-check within one device call).
+# beside the working tree (one call, about 6 minutes on 16 cores): unpacks its libfabric .debs into
+# a private prefix, builds GoogleTest if missing, builds torch_smddp against the machine's torch in
+# the background while it configures and builds the CUDA parts for the local GPU's architecture
+# (SMDDP_CUDA_ARCHS, default 90), runs the CUDA tests (unit + gpu labels), the collectives on CUDA
+# memory across processes and reduce_cuda_bench, then tests/gpu/torch_cuda_check.py (CUDA tensors
+# through torch), and writes everything to ${OUT:-./build-gpu-out}/.
+# TORCH_ONLY=1 skips the CUDA build, tests and bench; FULL=1 adds the torch tier on CPU tensors
+# (several minutes), TORCH_TESTS="test_a.py test_b.py" runs those Python tests.
 # DRY_RUN=1: the CPU side only, on any machine (part of the README's test command; see below).
 # Invariant: touches nothing outside the repository and $OUT; every step is time-bounded.
 set -uo pipefail
@@ -22,7 +23,7 @@ if [ -n "${DRY_RUN:-}" ]; then
   set -e
   echo "== dry run: device tests on the fake device ($build)"
   (cd "$build" && ctest --output-on-failure --timeout 300 \
-     -R '^(smddp_unit_device|smddp_loopback_core_device|smddp_mp_device)$')
+     -R '^(smddp_unit_device|smddp_unit_device_loading|smddp_loopback_core_device|smddp_mp_device)$')
   echo "== dry run: tests/gpu/torch_cuda_check.py on the fake device"
   timeout 300 "$py" tests/gpu/torch_cuda_check.py --dry-run --out "${OUT:-$build/gpu-dry-run}"
   exit 0
@@ -57,7 +58,21 @@ if ! [ -f /usr/lib/x86_64-linux-gnu/cmake/GTest/GTestConfig.cmake ] &&
   gtest_args=(-DGTest_DIR="$prefix/gtest/lib/cmake/GTest")
 fi
 
+# torch_smddp against this machine's torch, built in the background while the CUDA tests build
+# and run (half the cores each), installed into a private target.
 torch_prefix=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
+site=$root/build-gpu/site
+torch_build=""
+if [ -n "$torch_prefix" ]; then
+  echo "== torch_smddp against torch $(python3 -c 'import torch; print(torch.__version__)') (background)"
+  rm -rf "$site"; mkdir -p "$site"  # pip --target keeps an existing package instead of replacing it
+  ( CMAKE_ARGS="-DLibfabric_INCLUDE_DIR=$prefix/usr/include -DLibfabric_LIBRARY=$libdir/libfabric.so -DSMDDP_CUDA_ARCHS=$arch" \
+      SMDDP_BUILD_JOBS=$(( (jobs + 1) / 2 )) timeout 480 python3 -m pip install -q --no-build-isolation \
+      --no-deps --target "$site" . > "$out/torch-build.log" 2>&1
+    echo $? > "$out/torch-build.rc" ) &
+  torch_build=$!
+fi
+
 test_rc=0
 bench_rc=0
 if [ -z "${TORCH_ONLY:-}" ]; then
@@ -65,49 +80,51 @@ echo "== configure (archs $arch; torch prefix: ${torch_prefix:-none})"
 timeout 300 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DSMDDP_CUDA_ARCHS="$arch" \
   -DCMAKE_PREFIX_PATH="$prefix/usr;${torch_prefix}" \
   -DLibfabric_INCLUDE_DIR="$prefix/usr/include" -DLibfabric_LIBRARY="$libdir/libfabric.so" \
-  "${gtest_args[@]}" || exit 1
+  "${gtest_args[@]}" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
 
 echo "== build"
 targets=(reduce_cuda_plan_test reduce_cuda_api_test reduce_cuda_ops_test reduce_cuda_kernels_test
-         reduce_cuda_bench reduce_kernels_test smddp_unit_device smddp_mp_device)
-timeout 480 cmake --build build-gpu -j"$jobs" --target "${targets[@]}" || exit 1
+         reduce_cuda_bench reduce_kernels_test smddp_unit_device smddp_unit_device_loading
+         smddp_mp_device)
+timeout 480 cmake --build build-gpu -j$(( (jobs + 1) / 2 )) --target "${targets[@]}" \
+  > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
 
 echo "== tests"
-(cd build-gpu && timeout 180 ctest -R '^(reduce_cuda_.*|reduce_kernels_test|smddp_unit_device)$' \
-   --output-on-failure)
+(cd build-gpu && timeout 180 ctest --output-on-failure \
+   -R '^(reduce_cuda_.*|reduce_kernels_test|smddp_unit_device|smddp_unit_device_loading)$')
 test_rc=$?
 echo "== collectives on CUDA memory across processes (SMDDP_DEVICE=cuda, ranks share the GPU)"
-SMDDP_DEVICE=cuda SMDDP_STAGING_BYTES=64K timeout 180 build-gpu/tests/smddp_mp_device || test_rc=1
+SMDDP_DEVICE=cuda SMDDP_STAGING_BYTES=64K timeout 150 build-gpu/tests/smddp_mp_device || test_rc=1
 cp build-gpu/Testing/Temporary/LastTest.log "$out/" 2>/dev/null || true
 
 echo "== bench (256 MiB buffers, 20 iterations)"
-timeout 300 build-gpu/bench/reduce_cuda_bench 256 20 | tee "$out/reduce_cuda_bench.txt"
+timeout 120 build-gpu/bench/reduce_cuda_bench 256 20 | tee "$out/reduce_cuda_bench.txt"
 bench_rc=${PIPESTATUS[0]}
 fi
-# torch_smddp built against this machine's torch (CPU tensors: the torch tier on the torch the
-# machine's image ships), installed into a private target, and the Python tests that do not need
-# Open MPI, etcd or network namespaces.
+
 torch_rc=0
-default_tests="test_registration.py test_collectives.py test_ddp.py test_errors.py test_faults.py
-  test_groups.py test_exit.py test_torch2.py test_crash.py test_p2p.py test_fsdp.py
-  test_pipeline.py test_parallel.py"
-if [ -n "$torch_prefix" ]; then
-  echo "== torch_smddp against torch $(python3 -c 'import torch; print(torch.__version__)')"
-  site=$root/build-gpu/site
-  rm -rf "$site"  # pip --target keeps an existing package instead of replacing it
-  CMAKE_ARGS="-DLibfabric_INCLUDE_DIR=$prefix/usr/include -DLibfabric_LIBRARY=$libdir/libfabric.so" \
-    SMDDP_BUILD_JOBS=$jobs timeout 480 python3 -m pip install -q --no-build-isolation --no-deps \
-    --target "$site" . || torch_rc=1
-  if [ $torch_rc -eq 0 ] && ! readelf -d "$site"/torch_smddp/_C*.so | grep -q "libstdc++.so"; then
+if [ -n "$torch_build" ]; then
+  wait "$torch_build"
+  torch_rc=$(cat "$out/torch-build.rc" 2>/dev/null || echo 1)
+  [ "$torch_rc" = 0 ] || tail -30 "$out/torch-build.log"
+  if [ "$torch_rc" = 0 ] && ! readelf -d "$site"/torch_smddp/_C*.so | grep -q "libstdc++.so"; then
     echo "torch_smddp._C does not link the shared libstdc++ (a private copy crashes)"; torch_rc=1
   fi
-  if [ $torch_rc -eq 0 ]; then
-    (cd tests/python && PYTHONPATH=$site timeout 420 python3 -m pytest -q -p no:cacheprovider \
-       -n 8 ${TORCH_TESTS:-$default_tests} 2>&1 | tee "$out/torch-tests.txt")
-    torch_rc=${PIPESTATUS[0]}
+  if [ "$torch_rc" = 0 ]; then
     echo "== CUDA tensors through torch: collectives, stream order, DDP vs gloo, busbw vs gloo/nccl"
-    PYTHONPATH=$site timeout 400 python3 tests/gpu/torch_cuda_check.py --out "$out" || torch_rc=1
+    PYTHONPATH=$site timeout 420 python3 tests/gpu/torch_cuda_check.py --out "$out" --timeout 100 ||
+      torch_rc=1
+  fi
+  # The torch tier on CPU tensors (several minutes): TORCH_TESTS="test_a.py ..." or FULL=1.
+  tests=${TORCH_TESTS:-}
+  [ -n "${FULL:-}" ] && [ -z "$tests" ] && tests="test_registration.py test_collectives.py
+    test_ddp.py test_errors.py test_faults.py test_groups.py test_exit.py test_torch2.py
+    test_crash.py test_p2p.py test_fsdp.py test_pipeline.py test_parallel.py"
+  if [ "$torch_rc" = 0 ] && [ -n "$tests" ]; then
+    (cd tests/python && PYTHONPATH=$site timeout 420 python3 -m pytest -q -p no:cacheprovider \
+       -n 8 $tests 2>&1 | tee "$out/torch-tests.txt")
+    [ "${PIPESTATUS[0]}" = 0 ] || torch_rc=1
   fi
 fi
 echo "== done: tests rc=$test_rc bench rc=$bench_rc torch rc=$torch_rc"
-[ $test_rc -eq 0 ] && [ $bench_rc -eq 0 ] && [ $torch_rc -eq 0 ]
+[ $test_rc -eq 0 ] && [ $bench_rc -eq 0 ] && [ "$torch_rc" = 0 ]

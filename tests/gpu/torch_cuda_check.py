@@ -14,7 +14,9 @@ Checks, each rank against closed-form values (#wrong counts elements):
                 (within rounding: the reduction orders differ)
   busbw         all_reduce float32 1-64 MiB through torch: smddp, gloo, nccl (nccl with
                 NCCL_MULTI_RANK_GPU_ENABLE=1; its version is reported)
-Writes torch_cuda.json and torch_cuda.md under --out; exits 1 if anything was wrong.
+A world named with "ipc" (e.g. 4ipc) runs with SMDDP_DEVICE_IPC=1: all_reduce through CUDA IPC.
+Writes torch_cuda.json and torch_cuda.md under --out after every world (a later world that hangs
+leaves the earlier results); exits 1 if anything was wrong.
 """
 import argparse
 import json
@@ -178,7 +180,8 @@ def worker(rank, world, init, dry, out_queue):
         rows = []
         if not dry:
             sizes = [1 << 20, 4 << 20, 16 << 20, 64 << 20]
-            for backend in ("smddp", "gloo", "nccl"):
+            ipc = os.environ.get("SMDDP_DEVICE_IPC") == "1"  # the others ran in the plain world
+            for backend in ("smddp",) if ipc else ("smddp", "gloo", "nccl"):
                 rows += busbw(rank, world, dev, backend, sizes, iters=10)
         dist.destroy_process_group()
         out_queue.put((rank, checks, rows, None))
@@ -211,7 +214,9 @@ def run_world(world, dry, timeout):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dry-run", action="store_true")
-    ap.add_argument("--worlds", default=None, help="comma-separated (default 2,4,8; dry run: 2)")
+    ap.add_argument("--worlds", default=None,
+                    help="comma-separated; 'ipc' after the size turns CUDA IPC on "
+                         "(default 2,4,8,4ipc; dry run: 2,2ipc)")
     ap.add_argument("--out", default=".")
     ap.add_argument("--timeout", type=float, default=240)
     args = ap.parse_args()
@@ -220,14 +225,17 @@ def main():
         os.environ.setdefault("SMDDP_FAKE_DEVICE_DELAY_US", "50")
     else:
         os.environ.setdefault("NCCL_MULTI_RANK_GPU_ENABLE", "1")
-    worlds = [int(w) for w in (args.worlds or ("2" if args.dry_run else "2,4,8")).split(",")]
+    worlds = (args.worlds or ("2,2ipc" if args.dry_run else "2,4,8,4ipc")).split(",")
     report = {"torch": torch.__version__, "dry_run": args.dry_run, "worlds": {}}
     if not args.dry_run:
         report["device"] = torch.cuda.get_device_name(0)
         report["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
     failed = False
     lines = []
-    for world in worlds:
+    os.makedirs(args.out, exist_ok=True)
+    for label in worlds:
+        world = int(label.removesuffix("ipc"))
+        os.environ["SMDDP_DEVICE_IPC"] = "1" if label.endswith("ipc") else "0"
         results = run_world(world, args.dry_run, args.timeout)
         entry = {"checks": {}, "busbw": [], "errors": {}}
         for rank in range(world):
@@ -243,7 +251,8 @@ def main():
                 entry["busbw"] = rows
         bad = {k: v for k, v in entry["checks"].items() if v}
         failed = failed or bool(bad) or bool(entry["errors"]) or not entry["checks"]
-        lines.append(f"world {world}: {len(entry['checks'])} checks, #wrong "
+        first = len(lines)
+        lines.append(f"world {label}: {len(entry['checks'])} checks, #wrong "
                      f"{sum(entry['checks'].values())}, errors {len(entry['errors'])}")
         for k, v in bad.items():
             lines.append(f"  WRONG {k}: {v}")
@@ -252,13 +261,12 @@ def main():
         for row in entry["busbw"]:
             lines.append(f"  {row['backend']:6s} {row['bytes'] >> 20:3d} MiB  {row['us']:10.1f} us"
                          f"  busbw {row['busbw_gbps']:7.2f} GB/s")
-        report["worlds"][world] = entry
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "torch_cuda.json"), "w") as f:
-        json.dump(report, f, indent=1, default=str)
-    with open(os.path.join(args.out, "torch_cuda.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+        report["worlds"][label] = entry
+        with open(os.path.join(args.out, "torch_cuda.json"), "w") as f:
+            json.dump(report, f, indent=1, default=str)
+        with open(os.path.join(args.out, "torch_cuda.md"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        print("\n".join(lines[first:]), flush=True)
     return 1 if failed else 0
 
 

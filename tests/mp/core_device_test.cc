@@ -39,6 +39,7 @@ std::vector<float> onDevice(const std::vector<float>& host, size_t outCount, voi
   void* out = device_api::alloc(std::max<size_t>(outBytes, 4), 0);
   device_api::copyAsync(in, host.data(), inBytes, stream);
   fn(in, out);
+  device_api::synchronize(stream, 60s);  // bounded: the pageable copy below could block unbounded
   std::vector<float> result(outCount);
   device_api::copyAsync(result.data(), out, outBytes, stream);
   device_api::synchronize(stream, 60s);

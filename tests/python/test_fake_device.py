@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The CUDA path of torch_smddp and the engine, without a GPU: with SMDDP_DEVICE=fake every tensor
 of a collective is mirrored into the fake device's memory (which the host cannot touch) and the
-collective runs on it as on CUDA tensors — staged through pinned host memory, started after the
+collective runs on it as on CUDA tensors — staged through pinned host memory (all_reduce also
+through CUDA IPC, SMDDP_DEVICE_IPC=1), started after the
 work queued on the rank's stream, the results waited for on that stream — with random delays on
 every stream (SMDDP_FAKE_DEVICE_DELAY_US), so a missing stream wait gives wrong data. The checks
 are the host tests' own: the collectives suite (closed-form results, every collective, dtype and
@@ -28,12 +29,15 @@ def fake_device(monkeypatch):
     monkeypatch.setenv("SMDDP_STAGING_BYTES", "256K")
 
 
-@pytest.mark.parametrize("world,init", [(1, "file"), (3, "tcp")])
-def test_collectives_on_the_fake_device(world, init):
+@pytest.mark.parametrize("world,init,ipc", [(1, "file", "0"), (3, "tcp", "0"), (3, "file", "1")])
+def test_collectives_on_the_fake_device(world, init, ipc, monkeypatch):
+    monkeypatch.setenv("SMDDP_DEVICE_IPC", ipc)  # 1: all_reduce through CUDA IPC in the host
     harness.run(workers_collectives.suite, world, init=init, timeout=240)
 
 
-def test_ddp_on_the_fake_device_matches_gloo():
+@pytest.mark.parametrize("ipc", ["0", "1"])
+def test_ddp_on_the_fake_device_matches_gloo(ipc, monkeypatch):
+    monkeypatch.setenv("SMDDP_DEVICE_IPC", ipc)
     harness.run(workers_ddp.suite, 2, init="tcp", timeout=240)
 
 
