@@ -15,7 +15,9 @@
 namespace smddp::core {
 
 // Pinned blocks by power-of-two size class: allocating pinned memory costs milliseconds, so
-// blocks are kept for the next call of the same class (a few per class).
+// blocks are kept for the next call of the same class. They are freed only with the pool (after
+// the stager drained): freeing pinned memory waits for the whole device on CUDA, and a staging
+// stream may be waiting on a flag that only this process raises later.
 class PinnedPool : public std::enable_shared_from_this<PinnedPool> {
  public:
   explicit PinnedPool(device::Device& device) : device_(device) {}
@@ -49,17 +51,9 @@ class PinnedPool : public std::enable_shared_from_this<PinnedPool> {
   }
 
  private:
-  static constexpr size_t kKeepPerClass = 4;
   void give(char* block, size_t size) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto& list = free_[size];
-      if (list.size() < kKeepPerClass) {
-        list.push_back(block);
-        return;
-      }
-    }
-    device_.freePinned(block);
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_[size].push_back(block);
   }
   device::Device& device_;
   std::mutex mutex_;
