@@ -38,8 +38,8 @@ DeviceStager& CommunicatorImpl::stager(const algo::CollectiveArgs& args) {
                   at + "CUDA device " + std::to_string(args.device) + " does not exist (" +
                       std::to_string(device->count()) + " " + device->name() + " device(s))");
     }
-    stager_ =
-        std::make_unique<DeviceStager>(*device, args.device, rank_, size_, settings_.stagingBytes);
+    stager_ = std::make_unique<DeviceStager>(*device, args.device, rank_, size_,
+                                             settings_.stagingBytes, [this] { return timeout(); });
     SMDDP_INFO(rank_, "CUDA calls on " << device->name() << " device " << args.device
                                        << " are staged through pinned host memory in segments of "
                                        << algo::formatBytes(settings_.stagingBytes));

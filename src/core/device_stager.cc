@@ -8,8 +8,8 @@
 #include <functional>
 #include <string>
 
-#include "algorithms/patterns/ring.h"
 #include "common/logging.h"
+#include "core/device_watchdog.h"
 #include "smddp/error.h"
 
 namespace smddp::core {
@@ -78,12 +78,21 @@ void StagedCall::release(size_t k) {
   if (flags_ != nullptr && k < ready_.size()) __atomic_store_n(&flags_[k], 1u, __ATOMIC_RELEASE);
 }
 
+size_t StagedCall::raised() const {
+  size_t n = 0;
+  for (size_t k = 0; flags_ != nullptr && k < ready_.size(); ++k) {
+    n += __atomic_load_n(&flags_[k], __ATOMIC_ACQUIRE) != 0 ? 1 : 0;
+  }
+  return n;
+}
+
 void StagedCall::releaseAll() {
   for (size_t k = 0; k < ready_.size(); ++k) release(k);
 }
 
 DeviceStager::DeviceStager(device::Device& device, int ordinal, int rank, int size,
-                           size_t segmentBytes)
+                           size_t segmentBytes, std::function<std::chrono::milliseconds()> late,
+                           std::function<void(const std::string&)> report)
     : device_(device),
       ordinal_(ordinal),
       rank_(rank),
@@ -94,9 +103,18 @@ DeviceStager::DeviceStager(device::Device& device, int ordinal, int rank, int si
   // loaded lazily behind such a wait would never launch (device.h, loadKernels).
   device.loadKernels(ordinal);
   stream_ = device.createStream(ordinal);
+  const int r = rank;
+  if (!report) report = [r](const std::string& text) { SMDDP_WARN(r, text); };
+  watchdog_ = std::make_unique<DeviceWatchdog>(
+      device, std::move(late),
+      "smddp: rank " + std::to_string(rank) + "/" + std::to_string(size) + " (" + hostName() + ")",
+      std::move(report));
 }
 
-DeviceStager::~DeviceStager() { drain(); }
+DeviceStager::~DeviceStager() {
+  watchdog_.reset();
+  drain();
+}
 
 bool DeviceStager::drain() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -155,7 +173,7 @@ std::shared_ptr<StagedCall> DeviceStager::stage(const algo::CollectiveArgs& args
   checkPointers(args, shape, what);
   std::lock_guard<std::mutex> lock(mutex_);
   reap();
-  return enqueue(args, shape, stream_);
+  return enqueue(args, shape, stream_, what);
 }
 
 std::shared_ptr<StagedCall> DeviceStager::stageMessage(const algo::CollectiveArgs& args,
@@ -165,7 +183,7 @@ std::shared_ptr<StagedCall> DeviceStager::stageMessage(const algo::CollectiveArg
   std::lock_guard<std::mutex> lock(mutex_);
   reap();
   auto& slot = freeMessageStream();
-  slot.second = enqueue(args, shape, slot.first);
+  slot.second = enqueue(args, shape, slot.first, what);
   return slot.second;
 }
 
@@ -189,12 +207,12 @@ std::shared_ptr<StagedCall> DeviceStager::stageDirect(const algo::CollectiveArgs
   std::lock_guard<std::mutex> lock(mutex_);
   reap();
   auto& slot = freeMessageStream();
-  slot.second = enqueue(args, gates, slot.first, true);
+  slot.second = enqueue(args, gates, slot.first, what, true);
   return slot.second;
 }
 
 std::shared_ptr<StagedCall> DeviceStager::newCall(size_t segments, size_t dataBytes,
-                                                  device::Stream stream) {
+                                                  device::Stream stream, const char* what) {
   const size_t flagBytes = (segments * sizeof(uint32_t) + 63) / 64 * 64;
   auto call = std::make_shared<StagedCall>(device_, ordinal_, segments);
   call->block_ = pool_->acquire(flagBytes + dataBytes);
@@ -202,7 +220,9 @@ std::shared_ptr<StagedCall> DeviceStager::newCall(size_t segments, size_t dataBy
   std::memset(call->flags_, 0, flagBytes);
   call->data_ = call->block_.get() + flagBytes;
   call->stream_ = stream;
+  call->what_ = what;
   inflight_.push_back(call);
+  watchdog_->watch(call);
   return call;
 }
 
@@ -212,14 +232,16 @@ void DeviceStager::launch(const std::shared_ptr<StagedCall>& call, Fn enqueueWor
     enqueueWork();
   } catch (...) {
     abandon(call);
+    call->enqueued_.store(true, std::memory_order_release);
     throw;
   }
+  call->enqueued_.store(true, std::memory_order_release);
 }
 
 std::shared_ptr<StagedCall> DeviceStager::enqueue(const algo::CollectiveArgs& args,
                                                   const StagedLayout& shape, device::Stream stream,
-                                                  bool direct) {
-  auto call = newCall(shape.segments.size(), direct ? 0 : shape.blockBytes, stream);
+                                                  const char* what, bool direct) {
+  auto call = newCall(shape.segments.size(), direct ? 0 : shape.blockBytes, stream, what);
   if (direct) {  // the gates only, and the host call is the call itself (device buffers)
     call->layout_ = shape;
     call->layout_.segments[0].host = args;
@@ -273,7 +295,7 @@ std::shared_ptr<StagedCall> DeviceStager::stageIpc(const algo::CollectiveArgs& a
                                      nullptr, nullptr);
   std::lock_guard<std::mutex> lock(mutex_);
   reap();
-  auto call = newCall(segments, 0, stream_);
+  auto call = newCall(segments, 0, stream_, what);
   call->layout_.segments.assign(segments, StagedSegment{barrier, {}, {}});
   launch(call, [&] {
     if (oneShot) {
@@ -283,59 +305,6 @@ std::shared_ptr<StagedCall> DeviceStager::stageIpc(const algo::CollectiveArgs& a
     }
   });
   return call;
-}
-
-void DeviceStager::reduceInRankOrder(const algo::CollectiveArgs& args, void* dst, size_t count,
-                                     const std::function<const char*(int)>& source) {
-  device_.reduceAsync(args.dtype, args.op, dst, source(0), source(1), count, stream_);
-  for (int q = 2; q < size_; ++q) {
-    device_.reduceAsync(args.dtype, args.op, dst, dst, source(q), count, stream_);
-  }
-}
-
-void DeviceStager::enqueueOneShot(StagedCall& call, const algo::CollectiveArgs& args,
-                                  IpcPeers& peers) {
-  const int parity = peers.nextOneShot();
-  device_.record(call.start_, args.stream);
-  device_.streamWait(stream_, call.start_);
-  device_.copyAsync(peers.small(rank_, parity), args.send, args.bytes(), stream_);
-  device_.record(call.ready_[0], stream_);
-  device_.waitValue(stream_, &call.flags_[0], 1);
-  reduceInRankOrder(args, args.recv, args.count, [&](int q) { return peers.small(q, parity); });
-  device_.record(call.end_, stream_);
-}
-
-void DeviceStager::enqueueIpc(StagedCall& c, const algo::CollectiveArgs& args, IpcPeers& peers) {
-  StagedCall* call = &c;
-  const size_t es = args.elementSize();
-  const size_t perChunk = std::max<size_t>(1, peers.slotBytes() / es);
-  const size_t chunks = call->segments() / 2;
-  device_.record(call->start_, args.stream);
-  device_.streamWait(stream_, call->start_);
-  const auto* send = static_cast<const char*>(args.send);
-  auto* recv = static_cast<char*>(args.recv);
-  for (size_t k = 0; k < chunks; ++k) {
-    const size_t first = k * perChunk;
-    const size_t count = std::min(perChunk, args.count - first);
-    device_.copyAsync(peers.in(rank_), send + first * es, count * es, stream_);
-    device_.record(call->ready_[2 * k], stream_);
-    device_.waitValue(stream_, &call->flags_[2 * k], 1);
-    const algo::patterns::Range mine = algo::patterns::ringChunk(count, size_, rank_);
-    if (mine.count > 0) {
-      reduceInRankOrder(args, peers.out(rank_) + mine.begin * es, mine.count,
-                        [&](int q) { return peers.in(q) + mine.begin * es; });
-    }
-    device_.record(call->ready_[2 * k + 1], stream_);
-    device_.waitValue(stream_, &call->flags_[2 * k + 1], 1);
-    for (int q = 0; q < size_; ++q) {
-      const algo::patterns::Range slice = algo::patterns::ringChunk(count, size_, q);
-      if (slice.count > 0) {
-        device_.copyAsync(recv + (first + slice.begin) * es, peers.out(q) + slice.begin * es,
-                          slice.count * es, stream_);
-      }
-    }
-  }
-  device_.record(call->end_, stream_);
 }
 
 }  // namespace smddp::core

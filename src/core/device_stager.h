@@ -16,6 +16,7 @@
 // waits (bounded) for the stream, and leaks rather than frees memory the device may still write.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -23,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -34,6 +36,7 @@
 namespace smddp::core {
 
 class PinnedPool;
+class DeviceWatchdog;
 
 class StagedCall {
  public:
@@ -52,9 +55,20 @@ class StagedCall {
   // Lets segment k's device copies go on (idempotent).
   void release(size_t k);
   void releaseAll();
+  // For the watchdog: the collective's name, when it was posted, whether the caller finished
+  // enqueuing its device work, how many flags are raised.
+  const char* what() const { return what_; }
+  std::chrono::steady_clock::time_point posted() const { return posted_; }
+  bool enqueued() const { return enqueued_.load(std::memory_order_acquire); }
+  size_t raised() const;
 
  private:
   friend class DeviceStager;
+  friend class DeviceWatchdog;
+  const char* what_ = "";
+  std::chrono::steady_clock::time_point posted_ = std::chrono::steady_clock::now();
+  std::atomic<bool> enqueued_{false};
+  std::atomic<bool> reported_{false};  // the watchdog said it is late
   device::Device& device_;
   StagedLayout layout_;
   std::shared_ptr<char> block_;  // the pinned block; back to the pool when this call goes
@@ -68,7 +82,11 @@ class StagedCall {
 
 class DeviceStager {
  public:
-  DeviceStager(device::Device& device, int ordinal, int rank, int size, size_t segmentBytes);
+  // `late`: how long a call's device work may take after it was posted before the watchdog
+  // reports it (device_watchdog.h; read at every check); `report`: where (default: the log).
+  DeviceStager(device::Device& device, int ordinal, int rank, int size, size_t segmentBytes,
+               std::function<std::chrono::milliseconds()> late,
+               std::function<void(const std::string&)> report = nullptr);
   ~DeviceStager();
   DeviceStager(const DeviceStager&) = delete;
   DeviceStager& operator=(const DeviceStager&) = delete;
@@ -109,9 +127,11 @@ class DeviceStager {
   std::pair<device::Stream, std::shared_ptr<StagedCall>>& freeMessageStream();
   // Enqueues a staged call on `stream` (mutex_ held).
   std::shared_ptr<StagedCall> enqueue(const algo::CollectiveArgs& args, const StagedLayout& shape,
-                                      device::Stream stream, bool direct = false);
-  // A call of `segments` flags and dataBytes of pinned data, on `stream`, in flight (mutex_ held).
-  std::shared_ptr<StagedCall> newCall(size_t segments, size_t dataBytes, device::Stream stream);
+                                      device::Stream stream, const char* what, bool direct = false);
+  // A call of `segments` flags and dataBytes of pinned data, on `stream`, in flight and watched
+  // (mutex_ held).
+  std::shared_ptr<StagedCall> newCall(size_t segments, size_t dataBytes, device::Stream stream,
+                                      const char* what);
   // Runs enqueueWork; if it throws half way, abandon()s the call first.
   template <typename Fn>
   void launch(const std::shared_ptr<StagedCall>& call, Fn enqueueWork);
@@ -137,6 +157,7 @@ class DeviceStager {
   // Streams of send and recv, each with the last message staged on it (free once that is done).
   std::vector<std::pair<device::Stream, std::shared_ptr<StagedCall>>> messageStreams_;
   int drained_ = -1;  // drain()'s outcome once called: 1 drained, 0 not
+  std::unique_ptr<DeviceWatchdog> watchdog_;
 };
 
 }  // namespace smddp::core

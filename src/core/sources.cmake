@@ -8,6 +8,8 @@ smddp_layer(smddp_core
   core/device_ipc.cc
   core/device_path.cc
   core/device_stager.cc
+  core/device_stager_ipc.cc
+  core/device_watchdog.cc
   core/engine.cc
   core/request.cc
   core/request_state.cc
