@@ -77,8 +77,8 @@ const std::vector<Flag>& flags() {
       {"-P", "--provider",
        [](BenchOptions& o, const std::string& v) {
          const std::string p = lower(v);
-         if (p != "shm" && p != "tcp" && p != "efa" && p != "auto") {
-           throw ArgError("bad value '" + v + "' for -P: expected shm, tcp, efa or auto");
+         if (p != "shm" && p != "tcp" && p != "efa" && p != "net" && p != "auto") {
+           throw ArgError("bad value '" + v + "' for -P: expected shm, tcp, net, efa or auto");
          }
          o.provider = p;
        }},

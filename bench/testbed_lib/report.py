@@ -9,8 +9,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from compare_lib.common import algbw_gbps, busbw_factor, human_size  # noqa: E402
 
-COLORS = {"smddp": "tab:blue", "smddp-flat": "tab:cyan", "gloo": "tab:orange",
-          "mpi": "tab:green"}
+COLORS = {"smddp": "tab:blue", "smddp-rxm": "tab:purple", "smddp-flat": "tab:cyan",
+          "gloo": "tab:orange", "mpi": "tab:green"}
 
 
 def enrich(results, world, cap_gbps):
@@ -23,7 +23,7 @@ def enrich(results, world, cap_gbps):
 
 def summary(results, failed, meta):
     world, cap = meta["world"], meta["cap_gbps"]
-    names = [b for b in ("smddp", "smddp-flat", "gloo", "mpi") if b in results]
+    names = [b for b in ("smddp", "smddp-rxm", "smddp-flat", "gloo", "mpi") if b in results]
     lines = [f"# all_reduce on the testbed: {meta['hosts']} hosts x {meta['per_host']} ranks, "
              f"links capped at {meta['rate']} each way ({cap:.4g} GB/s)", "",
              "busbw = size / time x 2(n-1)/n (nccl-tests); `x cap` = busbw / link cap; "

@@ -4,8 +4,9 @@ only, each returning rows {size, time_us, wrong} for the sizes asked:
 
 - smddp's engine (build/bench/all_reduce_perf, one process per rank started inside its host,
   rendezvous through a TCP store on host a; -z 1: each call waited for, as a training loop
-  does), with its default algorithms (hierarchical across hosts) or flat (SMDDP_ARENA=0: no
-  host arenas, the flat ring / recursive doubling over libfabric tcp);
+  does), with its defaults (hierarchical across hosts, libfabric's net provider between them),
+  over tcp;ofi_rxm instead (SMDDP_PROVIDER=tcp), or flat (SMDDP_ARENA=0: no host arenas, the
+  flat ring / recursive doubling over the network between all ranks);
 - gloo through torch.distributed (bench/compare_lib/torch_worker.py in each host, TCP init on
   host a; gloo finds its interface from the host name);
 - Open MPI (bench/mpi/mpi_coll_perf.c) under mpirun started in host a, the other hosts' daemons
@@ -44,10 +45,12 @@ def _kill(procs):
 
 
 class EngineRunner:
-    def __init__(self, tag, hosts, per_host, build_dir, logdir, timeout, flat=False, port=29820):
+    def __init__(self, tag, hosts, per_host, build_dir, logdir, timeout, flat=False, port=29820,
+                 provider=None):
         self.tag, self.hosts, self.per_host = tag, hosts, per_host
         self.exe = os.path.join(build_dir, "bench", "all_reduce_perf")
         self.logdir, self.timeout, self.flat, self.port = logdir, timeout, flat, port
+        self.provider = provider  # SMDDP_PROVIDER; None: smddp's choice
         if not os.path.exists(self.exe):
             raise RunError(f"{self.exe} not built")
 
@@ -61,18 +64,25 @@ class EngineRunner:
         try:
             for rank in range(world):
                 h = host_of(rank, self.per_host)
+                # SMDDP_SPIN_US=0: what smddp picks itself on a host with more ranks than
+                # cores; each namespace sees 2 cores for its 2 ranks and cannot tell that the
+                # machine's 2 cores carry every host's ranks (Open MPI yields when idle too).
                 env = dict(os.environ, SMDDP_RANK=str(rank), SMDDP_WORLD_SIZE=str(world),
                            SMDDP_STORE=f"tcp:{addr_of('a')}:{self.port}",
                            SMDDP_FABRIC_ADDR=addr_of(h), SMDDP_DEBUG="WARN",
                            SMDDP_TIMEOUT_MS=str(int(self.timeout * 1000)))
+                env.setdefault("SMDDP_SPIN_US", "0")
                 if self.flat:
                     env["SMDDP_ARENA"] = "0"
+                if self.provider:
+                    env["SMDDP_PROVIDER"] = self.provider
                 argv = [HOSTS_SH, "exec", self.tag, h, self.exe, "-b", str(sizes[0]),
                         "-e", str(sizes[-1]), "-f", str(factor), "-n", str(iters),
                         "-w", str(warmup), "-c", "1", "-z", "1", "-d", "float"]
                 if rank == 0:
                     argv += ["-J", path]
                 log = open(os.path.join(self.logdir, f"engine{'-flat' if self.flat else ''}"
+                                        f"{'-' + self.provider if self.provider else ''}"
                                         f"-r{rank}.log"), "a")
                 procs.append(subprocess.Popen(argv, env=env, stdout=log, stderr=log))
             deadline = time.monotonic() + self.timeout

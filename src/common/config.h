@@ -23,11 +23,12 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
     "Bound on every collective and bootstrap wait, in milliseconds. A collective not finished "    \
     "by then fails on this rank with an error naming the peers not heard from.")                   \
   X(provider, "SMDDP_PROVIDER", String, "auto",                                                    \
-    "libfabric provider: efa, shm, tcp (tcp;ofi_rxm) or auto. auto takes FI_PROVIDER when set, "   \
-    "else efa when present, else shm when every rank is on one host, else tcp.")                   \
+    "libfabric provider: efa, shm, net (RDM over TCP, libfabric 1.17+), tcp (tcp;ofi_rxm) or "     \
+    "auto. auto takes FI_PROVIDER when set, else efa when present, else shm when every rank is "   \
+    "on one host, else net when present, else tcp.")                                              \
   X(fabricAddr, "SMDDP_FABRIC_ADDR", String, "",                                                   \
-    "Local IP address the tcp provider binds to. Default: 127.0.0.1 when every rank is on one "    \
-    "host, else libfabric's choice (FI_TCP_IFACE).")                                               \
+    "Local IP address the tcp and net providers bind to. Default: 127.0.0.1 when every rank is "  \
+    "on one host, else libfabric's choice (FI_TCP_IFACE).")                                       \
   X(algorithms, "SMDDP_ALGO", String, "",                                                          \
     "Algorithm override per collective, e.g. allreduce:ring;broadcast:chain;allgather:bruck. "     \
     "Names are listed by SMDDP_DEBUG=INFO; an unknown or unusable name is an error.")              \

@@ -290,7 +290,8 @@ TEST_P(MpCollectives, ThousandMixedCollectivesBackToBack) {
 INSTANTIATE_TEST_SUITE_P(Providers, MpCollectives,
                          ::testing::Values(Case{"shm", 2}, Case{"shm", 3}, Case{"shm", 4},
                                            Case{"shm", 2, false}, Case{"shm", 3, false},
-                                           Case{"tcp", 2}, Case{"tcp", 3}, Case{"tcp", 4}),
+                                           Case{"tcp", 2}, Case{"tcp", 3}, Case{"tcp", 4},
+                                           Case{"net", 3}),
                          [](const auto& info) {
                            return info.param.provider + std::to_string(info.param.ranks) +
                                   (info.param.provider == "shm" && !info.param.arena

@@ -135,7 +135,7 @@ TEST_P(FailureCollectives, AllToAllvPairsThatDisagreeOnCountsRaiseOnEveryRank) {
   EXPECT_EQ(report, "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, FailureCollectives, ::testing::Values("shm", "tcp"));
+INSTANTIATE_TEST_SUITE_P(Providers, FailureCollectives, ::testing::Values("shm", "tcp", "net"));
 
 }  // namespace
 }  // namespace smddp

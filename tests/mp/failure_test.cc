@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Fault tests over real libfabric (shm and tcp on 127.0.0.1), 3 forked ranks, collective timeout
+// Fault tests over real libfabric (shm, tcp and net on 127.0.0.1), 3 forked ranks, collective timeout
 // 60 s unless said otherwise, so that every prompt failure below must come from liveness,
 // propagation or mismatch detection: a rank SIGKILLed at a random point of a stream of
 // collectives (1 KiB - 16 MiB), a rank that hangs (SIGSTOP: alive for the pid probe, silent for
@@ -210,7 +210,7 @@ TEST_P(FailureMp, RootsThatAgreeLogNothingAtShutdown) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, FailureMp, ::testing::Values("shm", "tcp"));
+INSTANTIATE_TEST_SUITE_P(Providers, FailureMp, ::testing::Values("shm", "tcp", "net"));
 
 }  // namespace
 }  // namespace smddp

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// send and recv in separate processes over real libfabric (shm and tcp on 127.0.0.1), 3 ranks:
+// send and recv in separate processes over real libfabric (shm, tcp and net on 127.0.0.1), 3 ranks:
 // a ring exchange from 0 bytes to 4 MiB (eager and rendezvous sizes) with the receives posted
 // before and after the sends, any-source receives, messages that arrive before their receives (4
 // ranks); and the faults: a peer killed while this rank waits in a recv from it (kPeerFailure
@@ -232,7 +232,7 @@ TEST_P(MpP2p, SizesThatDifferAreAMismatchNamingBothRanks) {
   EXPECT_EQ(report, "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, MpP2p, ::testing::Values("shm", "tcp"));
+INSTANTIATE_TEST_SUITE_P(Providers, MpP2p, ::testing::Values("shm", "tcp", "net"));
 
 }  // namespace
 }  // namespace smddp

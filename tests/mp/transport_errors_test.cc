@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Multi-process error paths of the libfabric transport (shm and tcp;ofi_rxm on 127.0.0.1):
+// Multi-process error paths of the libfabric transport (shm, tcp;ofi_rxm and net on 127.0.0.1):
 // a cancelled receive does not consume the message meant for a later one, a receive too small for
 // its message fails with an error naming both sizes (and the transport goes on working), a peer
 // that exits is reported by deadPeer(), and a bad provider name is a clear error.
@@ -151,7 +151,7 @@ TEST_P(TransportErrors, DeadPeerIsReported) {
   EXPECT_EQ(forkRanks(2, kRankLimit, [&](int r) { return deathRank(dir, provider, r); }), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, TransportErrors, ::testing::Values("shm", "tcp"),
+INSTANTIATE_TEST_SUITE_P(Providers, TransportErrors, ::testing::Values("shm", "tcp", "net"),
                          [](const auto& info) { return info.param; });
 
 TEST(TransportBootstrap, UnknownProviderIsAClearError) {

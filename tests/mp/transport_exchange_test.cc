@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Multi-process exchanges over the real libfabric transport (shm and tcp;ofi_rxm on 127.0.0.1),
+// Multi-process exchanges over the real libfabric transport (shm, tcp;ofi_rxm and net on 127.0.0.1),
 // 2-4 forked ranks: a ring of sizes {0, 1, 4095, 4097, 65539, 4 MiB} with content checks, and
 // many outstanding all-to-all messages with distinct full-width tags whose receives are posted in
 // shuffled order (tag matching must pair them; the shm tx queue of 1024 forces EAGAIN retries).
@@ -139,7 +139,7 @@ TEST_P(TransportExchange, ShuffledTags) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, TransportExchange,
-                         ::testing::Combine(::testing::Values("shm", "tcp"),
+                         ::testing::Combine(::testing::Values("shm", "tcp", "net"),
                                             ::testing::Values(2, 3, 4)),
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_" +

@@ -1,5 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-# Unit tier of the transport layer: libfabric FI_HMEM planning and registration.
+# Unit tier of the transport layer: libfabric FI_HMEM planning and registration, provider choice.
 smddp_add_test(transport_hmem_test unit 60
   LIBS smddp_transport Libfabric::headers
   SOURCES unit/transport_hmem_test.cc)
+smddp_add_test(transport_provider_test unit 60
+  LIBS smddp_transport Libfabric::headers
+  SOURCES unit/transport_provider_test.cc)

@@ -24,7 +24,7 @@ TEST(Hmem, OnlyAGpuDirectProfileAsksForIt) {
   InfoPtr without = makeHints(efa, false);
   EXPECT_EQ(without->caps & FI_HMEM, 0u);
   EXPECT_EQ(without->domain_attr->mr_mode & FI_MR_HMEM, 0);
-  for (const char* name : {"shm", "tcp", "sockets"}) {
+  for (const char* name : {"shm", "tcp", "net", "sockets"}) {
     const ProviderProfile p = profileFor(name);
     EXPECT_FALSE(p.deviceDirect) << name;
     InfoPtr hints = makeHints(p, true);
@@ -54,7 +54,7 @@ TEST(Hmem, CudaRegistrationNamesInterfaceDeviceAndAccess) {
 }
 
 TEST(Hmem, ProvidersHereNeverOpenWithIt) {
-  for (const char* name : {"shm", "tcp"}) {
+  for (const char* name : {"shm", "tcp", "net"}) {
     const ProviderProfile p = profileFor(name);
     const std::string bind = p.bindsIp ? "127.0.0.1" : "smddp-hmem-test";
     auto e = openEndpoint(p, bind, 0, 1, /*wantHmem=*/true);

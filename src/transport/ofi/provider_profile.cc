@@ -2,12 +2,13 @@
 // Provider facts (libfabric 1.17, checked with fi_info and the mp tests; see docs in the report):
 //  - shm: mem_tag_format 0xaaaaaaaaaaaaaaaa (64 usable bits), inject_size 4096, tx/rx size 1024,
 //    mr_mode FI_MR_VIRT_ADDR (RMA only: tagged host buffers need no registration), addresses are
-//    strings "fi_shm://<name>" (we name each endpoint uniquely: see bindAddress). More than 1024 posted receives: fi_trecv fails with -FI_ENOMEM
-//    (not EAGAIN); posted receives and unexpected messages share that pool, and when it is empty shm
-//    stops reading its queue (deadlock). Truncation comes as err = -FI_ETRUNC (negative!) with
-//    len = olen = 0; truncating a message > 4096 B (CMA/SAR protocol) hangs inside fi_cq_read. It never reports a dead peer: sends to it are copied into its
-//    shared-memory queue and complete; receives from it just stay pending (the liveness probe in
-//    peer_liveness.h covers shm).
+//    strings "fi_shm://<name>" (we name each endpoint uniquely: see bindAddress). More than 1024
+//    posted receives: fi_trecv fails with -FI_ENOMEM (not EAGAIN); posted receives and unexpected
+//    messages share that pool, and when it is empty shm stops reading its queue (deadlock).
+//    Truncation comes as err = -FI_ETRUNC (negative!) with len = olen = 0; truncating a message >
+//    4096 B (CMA/SAR protocol) hangs inside fi_cq_read. It never reports a dead peer: sends to it
+//    are copied into its shared-memory queue and complete; receives from it just stay pending (the
+//    liveness probe in peer_liveness.h covers shm).
 //  - tcp;ofi_rxm: mem_tag_format 0xaaaaaaaaaaaaaaaa, inject_size 64, tx/rx size 2048, mr_mode
 //    none. Measured: after a peer with an open connection exits, a 256 KiB send to it and a recv
 //    from it both stay pending for 10 s+ with no CQ error, so the liveness probe is what notices
@@ -36,25 +37,29 @@ namespace {
 
 constexpr uint64_t kHostMrMode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 
-bool efaPresent() {
+}  // namespace
+
+bool providerPresent(const std::string& name) {
   InfoPtr hints(libfabric().allocinfo());
   if (!hints) return false;
   hints->ep_attr->type = FI_EP_RDM;
   hints->caps = FI_TAGGED;
-  hints->fabric_attr->prov_name = strdup("efa");
+  hints->fabric_attr->prov_name = strdup(name.c_str());
   fi_info* found = nullptr;
   int rc = libfabric().getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints.get(), &found);
   InfoPtr owned(found);
   return rc == 0 && found != nullptr;
 }
 
-}  // namespace
-
 ProviderProfile profileFor(const std::string& name) {
   ProviderProfile p;
   p.mrMode = kHostMrMode;
   if (name == "tcp" || name == "tcp;ofi_rxm") {
     p.name = "tcp;ofi_rxm";
+    p.bindsIp = true;
+    p.peerDeathVisible = true;
+  } else if (name == "net") {  // libfabric's RDM over TCP without ofi_rxm (1.17+)
+    p.name = "net";
     p.bindsIp = true;
     p.peerDeathVisible = true;
   } else if (name == "shm") {
@@ -76,10 +81,12 @@ std::string chooseProvider(const Config& config, const std::string& providerOver
   if (wanted.empty() || wanted == "auto") {
     if (!config.fiProvider.empty()) {
       wanted = config.fiProvider;
-    } else if (efaPresent()) {
+    } else if (providerPresent("efa")) {
       wanted = "efa";
+    } else if (sameHost) {
+      wanted = "shm";
     } else {
-      wanted = sameHost ? "shm" : "tcp";
+      wanted = providerPresent("net") ? "net" : "tcp";
     }
   }
   return profileFor(wanted).name;

@@ -19,9 +19,9 @@
 namespace smddp::transport::ofi {
 
 struct ProviderProfile {
-  std::string name;       // libfabric's prov_name, e.g. "tcp;ofi_rxm"
-  uint64_t mrMode = 0;    // mr_mode bits we accept in the hints
-  bool bindsIp = false;   // the endpoint binds an IP address (tcp): pass node + FI_SOURCE
+  std::string name;               // libfabric's prov_name, e.g. "tcp;ofi_rxm"
+  uint64_t mrMode = 0;            // mr_mode bits we accept in the hints
+  bool bindsIp = false;           // the endpoint binds an IP address (tcp): pass node + FI_SOURCE
   bool peerDeathVisible = false;  // the provider reports a dead peer as a CQ error on our ops
   bool hostMemoryOnly = false;    // every peer is reached through this host's memory (shm)
   // The provider can move CUDA memory itself (GPUDirect RDMA) when it offers FI_HMEM: efa.
@@ -30,12 +30,18 @@ struct ProviderProfile {
   bool deviceDirect = false;
 };
 
-// The profile for a provider name ("tcp" is accepted for "tcp;ofi_rxm"). Unknown names get a
+// The profile for a provider name ("tcp" is accepted for "tcp;ofi_rxm"; "net" is libfabric's RDM
+// over TCP without ofi_rxm, 1.17 and later). Unknown names get a
 // conservative generic profile so that FI_PROVIDER=sockets and the like still work.
 ProviderProfile profileFor(const std::string& name);
 
-// SMDDP_PROVIDER / FI_PROVIDER / efa probe / topology -> a libfabric provider name.
-// providerOverride wins when non-empty. sameHost: every rank runs on this host.
+// True when libfabric offers an RDM endpoint of provider `name` (fi_getinfo, tagged).
+bool providerPresent(const std::string& name);
+
+// SMDDP_PROVIDER / FI_PROVIDER / topology -> a libfabric provider name. providerOverride wins
+// when non-empty; auto: FI_PROVIDER when set, else efa when present, else shm when every rank
+// runs on this host (sameHost), else net (RDM over TCP without ofi_rxm: fewer copies and no
+// rendezvous round trip below 16 KiB) when present, else tcp;ofi_rxm.
 std::string chooseProvider(const Config& config, const std::string& providerOverride,
                            bool sameHost);
 
