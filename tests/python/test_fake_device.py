@@ -29,7 +29,8 @@ def fake_device(monkeypatch):
     monkeypatch.setenv("SMDDP_STAGING_BYTES", "256K")
 
 
-@pytest.mark.parametrize("world,init,ipc", [(1, "file", "0"), (3, "tcp", "0"), (3, "file", "1")])
+@pytest.mark.parametrize("world,init,ipc",
+                         [(1, "file", "0"), (3, "tcp", "0"), (3, "file", "1")])
 def test_collectives_on_the_fake_device(world, init, ipc, monkeypatch):
     monkeypatch.setenv("SMDDP_DEVICE_IPC", ipc)  # 1: all_reduce through CUDA IPC in the host
     harness.run(workers_collectives.suite, world, init=init, timeout=240)

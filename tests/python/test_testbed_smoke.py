@@ -33,7 +33,8 @@ pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_rea
 
 
 def test_testbed_short_sweep(tmp_path):
-    backends = ["smddp", "smddp-flat", "gloo"] + (["mpi"] if shutil.which("mpirun") else [])
+    backends = ["smddp", "smddp-rxm", "smddp-flat", "gloo"]
+    backends += ["mpi"] if shutil.which("mpirun") else []
     out = tmp_path / "out"
     res = subprocess.run([sys.executable, SCRIPT, "--small-iters", "5", "--large-iters", "2",
                           "--max", "64K", "--backends", ",".join(backends), "--build", BUILD,
