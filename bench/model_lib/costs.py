@@ -12,8 +12,8 @@ node send m bytes across costs net_alpha + L m / (net_rate net_eff).
 
 The algorithms follow the code (docs/algorithms.md): the flat ones over all n = H L ranks in rank
 order (a node's ranks consecutive, so a ring crosses each node boundary once); hier_split as an
-arena reduce-scatter, one cross-node all_reduce of each rank's block (ring above 64 KiB,
-recursive doubling below) and an arena all-gather; hier_direct chunk by chunk (one arena slot),
+arena reduce-scatter, one cross-node all_reduce of each rank's block (ring above
+cross_ring_min_bytes(H), 64 KiB with 2 nodes; recursive doubling below) and an arena all-gather; hier_direct chunk by chunk (one arena slot),
 a cross-node recursive doubling per chunk. Each function returns seconds for one all_reduce of `size` bytes.
 Invariant: pure functions of (machine, size); no measurement here.
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from compare_lib.common import busbw_factor
 
-CROSS_RING_BYTES = 64 * 1024   # hierarchical_all_reduce.cc: kCrossRingBytes
+CROSS_RING_BYTES = 64 * 1024   # selector.cc: kCrossRingBytes (crossRingMinBytes with 2 nodes)
 DIRECT_MAX_BYTES = 16 * 1024   # selector.cc: hier_direct / arena_direct up to this size
 FLAT_RD_MAX_BYTES = 64 * 1024  # selector.cc: recursive doubling up to this size
 
@@ -92,6 +92,13 @@ def flat_recursive_doubling(m, size):
     return t + extra * (m.net_alpha + size * m.net_beta())
 
 
+def cross_ring_min_bytes(h):
+    """selector.cc crossRingMinBytes: the cross all_reduce is a ring above this part size."""
+    if h <= 2:
+        return CROSS_RING_BYTES
+    return CROSS_RING_BYTES // 2 * (2 * (h - 1)) // _rd_steps(h)
+
+
 def _cross(m, part):
     """One cross-node all_reduce of `part` bytes per rank, all L ranks of a node at once. A ring
     moves 2(H-1)/H x part per rank, L x that through the node's link, in segments pipelined
@@ -100,7 +107,7 @@ def _cross(m, part):
     if h == 1 or part == 0:
         return 0.0
     L = m.per_node
-    if part > CROSS_RING_BYTES:
+    if part > cross_ring_min_bytes(h):
         steps = 2 * (h - 1)
         wire = steps * L * part / h * m.net_beta()
         return steps * m.net_alpha + wire + (h - 1) / h * part * m.gamma

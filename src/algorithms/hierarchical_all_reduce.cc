@@ -9,8 +9,8 @@
 //   1. arena reduce-scatter: block r of the host's L inputs reduced into block r of the output
 //      (per arena use a piece of every block; hostReduceScatter).
 //   2. network: all_reduce of block r with the ranks of local index r on the other hosts (the
-//      cross group, H ranks: ring above kCrossRingBytes, segmented and pipelined; recursive
-//      doubling below), in place in the output. AVG divides by n here.
+//      cross group, H ranks: ring above crossRingMinBytes(H) (registry.h), segmented and
+//      pipelined; recursive doubling below), in place in the output. AVG divides by n here.
 //   3. arena all-gather: every block to every rank of the host (hostAllGather).
 //   The network phase is one pipelined transfer of bytes / L per rank, not one exchange per arena
 //   chunk, so a handshake's round trip is paid a few times per collective, not per chunk. Cost per
@@ -39,14 +39,12 @@
 #include "algorithms/arena/slot_step.h"
 #include "algorithms/patterns/recursive_doubling.h"
 #include "algorithms/patterns/ring.h"
+#include "algorithms/registry.h"
 #include "algorithms/ring_pass.h"
 #include "reduce/reducer.h"
 
 namespace smddp::algo {
 namespace {
-
-// Cross all_reduces of slices up to this size use recursive doubling (latency), ring above.
-constexpr size_t kCrossRingBytes = 64 * 1024;
 
 const HostGroups& requireHosts(const Exec& exec) {
   if (exec.hosts() == nullptr) {
@@ -78,7 +76,7 @@ uint64_t crossAllReduce(Exec& exec, const HostGroups& groups, const CollectiveAr
   // The next base must be the same on every rank of the cross group, so it is what the algorithm
   // may use, not what this rank used (a rank outside recursive doubling's fold uses fewer).
   uint64_t reserved = 0;
-  if (part.bytes() > kCrossRingBytes) {
+  if (part.bytes() > crossRingMinBytes(cross.size())) {
     const RingGeometry geo =
         ringGeometry(cross, BlockLayout::split(buffer, count, cross.size(), part.elementSize()));
     reserved = 2 * patterns::ringPassMessages(cross.size(), geo.segsPerBlock);
@@ -115,8 +113,8 @@ void hostReduceScatter(Exec& local, const CollectiveArgs& sum, unsigned char* ou
     step.acquire();
     for (int q = 0; q < ranksHere; ++q) {
       const patterns::Range block = patterns::ringChunk(sum.count, ranksHere, q);
-      std::memcpy(step.mine() + static_cast<size_t>(q) * piece * es,
-                  in + (block.begin + at) * es, pieceOf(block, at, piece) * es);
+      std::memcpy(step.mine() + static_cast<size_t>(q) * piece * es, in + (block.begin + at) * es,
+                  pieceOf(block, at, piece) * es);
     }
     step.publish(1);
     step.awaitAll(1);

@@ -50,6 +50,13 @@ struct Topology {
 const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topology& topology,
                                  const AlgorithmOverrides& overrides);
 
+// The cross-host all_reduce of the hierarchical algorithms: a ring when a rank's part is larger
+// than this for `hosts` hosts, recursive doubling otherwise. 64 KiB with 2 hosts, scaled by the
+// ring's step count over recursive doubling's (2 (H - 1) against log2 H, plus 2 when H is not a
+// power of two), since the ring's per-step latency grows with H where its bandwidth advantage
+// does not: about 1.1 MiB with 128 hosts (bench/model finds recursive doubling faster there).
+size_t crossRingMinBytes(int hosts);
+
 // Runs one collective on this rank as the core does: the checks earlier collectives deferred
 // (arena::settleDeferred, less those this algorithm settles itself), the algorithm, then waits
 // for its ops.

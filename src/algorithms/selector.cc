@@ -32,6 +32,7 @@
 // arena synchronisation, then ceil(log2 hosts) network exchanges), hier_split above (each host's
 // link carries the buffer once each way instead of ranks-per-host times).
 // The other collectives across hosts use the message algorithms.
+#include "algorithms/patterns/recursive_doubling.h"
 #include "algorithms/registry.h"
 #include "smddp/error.h"
 
@@ -43,6 +44,7 @@ constexpr size_t kBroadcastSmallBytes = 64 * 1024;
 constexpr size_t kAllGatherSmallTotalBytes = 64 * 1024;
 constexpr size_t kArenaDirectBytes = 16 * 1024;
 constexpr size_t kAllToAllArenaBlockBytes = 64 * 1024;
+constexpr size_t kCrossRingBytes = 64 * 1024;  // crossRingMinBytes with 2 hosts
 
 // The default algorithm's name.
 const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topology) {
@@ -115,6 +117,14 @@ const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topolo
                             std::to_string(topology.hosts) + " host(s)");
   }
   return *algorithm;
+}
+
+size_t crossRingMinBytes(int hosts) {
+  if (hosts <= 2) return kCrossRingBytes;
+  const bool powerOfTwo = (hosts & (hosts - 1)) == 0;
+  const size_t rdSteps = static_cast<size_t>(patterns::rdSteps(hosts)) + (powerOfTwo ? 0 : 2);
+  const size_t ringSteps = 2 * static_cast<size_t>(hosts - 1);
+  return kCrossRingBytes / 2 * ringSteps / rdSteps;
 }
 
 }  // namespace smddp::algo

@@ -36,6 +36,18 @@ def test_bandwidth_limits_on_two_hosts_of_two():
     assert costs.busbw(m, size, hier) / 1e9 == pytest.approx(1.5)
 
 
+def test_cross_ring_threshold_mirrors_the_selector():
+    # selector.cc crossRingMinBytes (algorithms_selector_test.cc checks the same values)
+    assert costs.cross_ring_min_bytes(2) == 64 * 1024
+    assert costs.cross_ring_min_bytes(3) == 32 * 1024 * 4 // 3
+    assert costs.cross_ring_min_bytes(4) == 96 * 1024
+    assert 1 << 20 < costs.cross_ring_min_bytes(128) < 2 << 20
+    m = ideal(128, 8)
+    block = (1 << 20) // 8  # 1 MiB over 8 ranks a node: recursive doubling across 128 nodes
+    lat = costs.scaled(m, net_alpha=1e-5)
+    assert costs._cross(lat, block) == pytest.approx(7 * (1e-5 + 8 * block / 1e9))
+
+
 def test_latency_terms_count_steps():
     m = costs.Machine("lat", 4, 1, net_alpha=1e-5, net_rate=1e30, net_eff=1.0, arena_alpha=0.0,
                       copy_rate=1e30, gamma=0.0)

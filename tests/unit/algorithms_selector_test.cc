@@ -157,8 +157,9 @@ TEST(Selector, HierarchicalAllReduceAcrossHostsWithArenas) {
     EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024 + 4, t, none).name, "hier_split");
     EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 64 << 20, t, none).name, "hier_split");
     // The flat algorithms stay available by name, and the other collectives stay flat.
-    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 64 << 20, t, parseAlgorithmOverrides("allreduce:ring")).name,
-                 "ring");
+    EXPECT_STREQ(
+        selectAlgorithm(K::kAllReduce, 64 << 20, t, parseAlgorithmOverrides("allreduce:ring")).name,
+        "ring");
     EXPECT_STREQ(selectAlgorithm(K::kBroadcast, 8, t, none).name, "binomial");
     EXPECT_STREQ(selectAlgorithm(K::kAllGather, 8, t, none).name, "bruck");
   }
@@ -229,6 +230,24 @@ TEST(Overrides, ErrorsNameTheEntryAndTheValidNames) {
   expectParseError("barrier:", {"barrier", "dissemination"});
   expectParseError("allreduce:ring;broadcast:chain;all_reduce:recursive_doubling",
                    {"already set", "ring"});
+}
+
+// The cross-host all_reduce goes from recursive doubling to the ring at 64 KiB per rank with 2
+// hosts, later as the ring's 2 (H - 1) steps outgrow recursive doubling's: never earlier with
+// more hosts of the same kind (powers of two), above 1 MiB per rank with 128.
+TEST(Selector, CrossHostRingStartsLaterWithMoreHosts) {
+  EXPECT_EQ(crossRingMinBytes(1), 64u * 1024);
+  EXPECT_EQ(crossRingMinBytes(2), 64u * 1024);
+  EXPECT_EQ(crossRingMinBytes(3),
+            32u * 1024 * 4 / 3);                // 4 ring steps, 1 + 2 for recursive doubling
+  EXPECT_EQ(crossRingMinBytes(4), 96u * 1024);  // 6 against 2
+  size_t last = 0;
+  for (int h = 2; h <= 1024; h *= 2) {
+    EXPECT_GE(crossRingMinBytes(h), last) << h << " hosts";
+    last = crossRingMinBytes(h);
+  }
+  EXPECT_GT(crossRingMinBytes(128), 1u << 20);
+  EXPECT_LT(crossRingMinBytes(128), 2u << 20);
 }
 
 }  // namespace
