@@ -13,8 +13,9 @@ node send m bytes across costs net_alpha + L m / (net_rate net_eff).
 The algorithms follow the code (docs/algorithms.md): the flat ones over all n = H L ranks in rank
 order (a node's ranks consecutive, so a ring crosses each node boundary once); hier_split as an
 arena reduce-scatter, one cross-node all_reduce of each rank's block (ring above
-cross_ring_min_bytes(H), 64 KiB with 2 nodes; recursive doubling below) and an arena all-gather; hier_direct chunk by chunk (one arena slot),
-a cross-node recursive doubling per chunk. Each function returns seconds for one all_reduce of `size` bytes.
+cross_ring_min_bytes(H), 64 KiB with 2 nodes; recursive doubling below) and an arena all-gather;
+hier_direct chunk by chunk (one arena slot), a cross-node recursive doubling per chunk. Each
+function returns seconds for one all_reduce of `size` bytes.
 Invariant: pure functions of (machine, size); no measurement here.
 """
 import math

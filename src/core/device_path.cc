@@ -4,18 +4,6 @@
 
 namespace smddp::core {
 
-const char* toString(DevicePath path) {
-  switch (path) {
-    case DevicePath::kStaged:
-      return "staged through host memory";
-    case DevicePath::kIpc:
-      return "CUDA IPC";
-    case DevicePath::kDirect:
-      return "direct (FI_HMEM)";
-  }
-  return "unknown";
-}
-
 DevicePath chooseDevicePath(const DevicePathFacts& f) {
   if (f.kind == CollectiveKind::kSend || f.kind == CollectiveKind::kRecv) {
     return f.providerDirect && f.peerElsewhere && f.count > 0 ? DevicePath::kDirect

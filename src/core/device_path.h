@@ -17,7 +17,6 @@
 namespace smddp::core {
 
 enum class DevicePath : uint8_t { kStaged, kIpc, kDirect };
-const char* toString(DevicePath path);
 
 struct DevicePathFacts {
   CollectiveKind kind = CollectiveKind::kAllReduce;

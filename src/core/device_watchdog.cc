@@ -78,7 +78,6 @@ void DeviceWatchdog::check(Clock::time_point now) {
             "has not returned (on CUDA, a lazy kernel load or an implicit synchronization waits "
             "for every stream, including those this call holds until its host part runs)");
   }
-  std::vector<const StagedCall*> finished;
   for (const auto& call : calls) {
     if (!call->enqueued() || call->reported_.load()) continue;
     bool done = false;
@@ -89,10 +88,7 @@ void DeviceWatchdog::check(Clock::time_point now) {
       report_(describe(*call) + "its device work failed: " + e.what());
       continue;
     }
-    if (done) {
-      finished.push_back(call.get());
-      continue;
-    }
+    if (done) continue;  // dropped from calls_ once the stager and its request let it go
     const size_t raised = call->raised();
     const auto age = now - call->posted();
     if (raised == call->segments() && age >= bound) {
@@ -107,15 +103,6 @@ void DeviceWatchdog::check(Clock::time_point now) {
               "before the call on the caller's stream) or for the peers");
     }
   }
-  if (finished.empty()) return;
-  std::lock_guard<std::mutex> lock(mutex_);
-  calls_.erase(std::remove_if(calls_.begin(), calls_.end(),
-                              [&](const std::weak_ptr<StagedCall>& c) {
-                                auto call = c.lock();
-                                return !call || std::find(finished.begin(), finished.end(),
-                                                          call.get()) != finished.end();
-                              }),
-               calls_.end());
 }
 
 }  // namespace smddp::core

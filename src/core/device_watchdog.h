@@ -40,11 +40,11 @@ class DeviceWatchdog {
   DeviceWatchdog& operator=(const DeviceWatchdog&) = delete;
 
   void watch(const std::shared_ptr<StagedCall>& call);
-  // One pass over the watched calls at `now` (the thread's loop; tests call it directly).
-  void check(Clock::time_point now);
 
  private:
   void run();
+  // One pass over the watched calls at `now`.
+  void check(Clock::time_point now);
 
   device::Device& device_;
   const std::function<std::chrono::milliseconds()> bound_;

@@ -16,6 +16,9 @@
 //    endpoint binds the address given as node with FI_SOURCE, so tests stay on 127.0.0.1.
 //    Truncating an eager (< 16 KiB) message loses the peer's next message; rendezvous-sized
 //    ones truncate cleanly (olen is set).
+//  - net (RDM over TCP without ofi_rxm): 63 tag bits, inject_size 128, tx/rx size 256; binds the
+//    address given as node with FI_SOURCE like tcp; the mp suite (dead peers, truncation, any
+//    source) passes on it as on tcp;ofi_rxm.
 //  - efa: registers host memory itself, so we do not offer FI_MR_LOCAL; an unreachable peer is
 //    reported as FI_EIO with a provider error string. (Not testable here: no EFA device.)
 #include "transport/ofi/provider_profile.h"
@@ -75,18 +78,32 @@ ProviderProfile profileFor(const std::string& name) {
   return p;
 }
 
+namespace {
+
+// providerPresent, asked once per process: the installed libfabric does not change meanwhile.
+bool efaInstalled() {
+  static const bool present = providerPresent("efa");
+  return present;
+}
+bool netInstalled() {
+  static const bool present = providerPresent("net");
+  return present;
+}
+
+}  // namespace
+
 std::string chooseProvider(const Config& config, const std::string& providerOverride,
                            bool sameHost) {
   std::string wanted = !providerOverride.empty() ? providerOverride : config.provider;
   if (wanted.empty() || wanted == "auto") {
     if (!config.fiProvider.empty()) {
       wanted = config.fiProvider;
-    } else if (providerPresent("efa")) {
+    } else if (efaInstalled()) {
       wanted = "efa";
     } else if (sameHost) {
       wanted = "shm";
     } else {
-      wanted = providerPresent("net") ? "net" : "tcp";
+      wanted = netInstalled() ? "net" : "tcp";
     }
   }
   return profileFor(wanted).name;
@@ -141,8 +158,8 @@ std::string bindAddress(const ProviderProfile& profile, const Config& config, bo
 int usableTagBits(const fi_info& info) {
   uint64_t format = info.ep_attr != nullptr ? info.ep_attr->mem_tag_format : 0;
   if (format == 0) return 64;  // no restriction advertised
-  // Providers mark usable bits up to the highest set bit (0xaaaa... = all 64, as in aws-ofi-nccl's
-  // reading of mem_tag_format); the bits above it are theirs.
+  // Providers mark usable bits up to the highest set bit (0xaaaa... = all 64, as in
+  // aws-ofi-nccl's reading of mem_tag_format); the bits above it are theirs.
   return 64 - __builtin_clzll(format);
 }
 
