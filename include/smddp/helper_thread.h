@@ -25,12 +25,10 @@ std::thread startHelperThread(const char* name, F&& body) {
     sigdelset(&blocked, sig);
   }
   pthread_sigmask(SIG_BLOCK, &blocked, &previous);  // the new thread inherits this mask
-  std::thread thread([label = std::string(name).substr(0, 15),
-                      body = std::forward<F>(body)]() mutable {
-    pthread_setname_np(pthread_self(), label.c_str());
-    body();
-  });
+  std::thread thread(std::forward<F>(body));
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  // Named from here, so the name is there once this returns (not when the thread first runs).
+  pthread_setname_np(thread.native_handle(), std::string(name).substr(0, 15).c_str());
   return thread;
 }
 
