@@ -25,6 +25,11 @@ void allReduceHierSplit(Exec& exec, const CollectiveArgs& args);   // large mess
 void broadcastBinomial(Exec& exec, const CollectiveArgs& args);  // small messages
 void broadcastChain(Exec& exec, const CollectiveArgs& args);     // large messages
 
+// all_gather, reduce_scatter, broadcast across hosts (hierarchical_collectives.cc; HostGroups)
+void allGatherHier(Exec& exec, const CollectiveArgs& args);
+void reduceScatterHier(Exec& exec, const CollectiveArgs& args);
+void broadcastHier(Exec& exec, const CollectiveArgs& args);
+
 // all_gather
 void allGatherBruck(Exec& exec, const CollectiveArgs& args);  // small messages
 void allGatherRing(Exec& exec, const CollectiveArgs& args);   // large messages

@@ -56,11 +56,12 @@ struct ExecSettings {
 
 // A communicator that spans hosts, each with the same number of ranks (>= 2) and an arena of its
 // own (core/communicator.cc builds them; patterns/hosts.h says who is where). The
-// hierarchical algorithms (hierarchical_all_reduce.cc) run sub-collectives on these groups through
+// hierarchical algorithms (hierarchical.h) run sub-collectives on these groups through
 // Exec::Exec(parent, group, ...). Rank numbers are the communicator's.
 struct HostGroups {
   std::vector<int> local;      // the ranks on this rank's host, ascending (this rank included)
   std::vector<int> cross;      // the ranks with this rank's local index, one per host, host order
+  std::vector<std::vector<int>> ranksOf;  // every host's ranks, host order, each ascending
   ExecSettings localSettings;  // the communicator's, with this host's arena
   ExecSettings crossSettings;  // the communicator's, without an arena
 };

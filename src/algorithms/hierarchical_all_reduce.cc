@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Hierarchical all_reduce for a communicator over several hosts with the same number L >= 2 of
-// ranks each and a shared-memory arena per host (exec.h: HostGroups). The host's ranks reduce
+// ranks each and a shared-memory arena per host (hierarchical.h). The host's ranks reduce
 // through their arena (arena/slot_step.h has its protocol), the network carries only what the
 // host could not reduce itself, and every rank of a host drives its own part of it, so all of a
 // host's network paths work at once. Two algorithms:
@@ -37,6 +37,7 @@
 
 #include "algorithms/algorithms.h"
 #include "algorithms/arena/slot_step.h"
+#include "algorithms/hierarchical.h"
 #include "algorithms/patterns/recursive_doubling.h"
 #include "algorithms/patterns/ring.h"
 #include "algorithms/registry.h"
@@ -46,22 +47,9 @@
 namespace smddp::algo {
 namespace {
 
-const HostGroups& requireHosts(const Exec& exec) {
-  if (exec.hosts() == nullptr) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() +
-                    ": a hierarchical algorithm needs ranks on several hosts, the same number "
-                    "(>= 2) on each, and the shared-memory arena on every host");
-  }
-  return *exec.hosts();
-}
-
-// AVG is summed everywhere and divided once, by all n ranks, at the end.
-CollectiveArgs summed(const CollectiveArgs& args) {
-  CollectiveArgs sum = args;
-  if (sum.op == ReduceOp::kAvg) sum.op = ReduceOp::kSum;
-  return sum;
-}
+using hier::pieceOf;
+using hier::requireHosts;
+using hier::summed;
 
 // all_reduce of `count` elements at `buffer`, in place, with this rank's cross group; message
 // indices from msgBase on. Returns the next free message index.
@@ -87,11 +75,6 @@ uint64_t crossAllReduce(Exec& exec, const HostGroups& groups, const CollectiveAr
   }
   cross.waitAll();
   return msgBase + reserved;
-}
-
-// Elements of `block` from `at`, at most `piece` of them (0 past its end).
-size_t pieceOf(const patterns::Range& block, size_t at, size_t piece) {
-  return at < block.count ? std::min(piece, block.count - at) : 0;
 }
 
 // Phase 1 of hier_split: out's block r (r = local index; the L blocks of patterns::ringChunk)
@@ -127,9 +110,9 @@ void hostReduceScatter(Exec& local, const CollectiveArgs& sum, unsigned char* ou
   }
 }
 
-// Phase 3 of hier_split: every rank's block of out (finished) to every rank of the host. Per use
-// each rank copies a piece of its own block into its slot; the others copy it out.
-void hostAllGather(Exec& local, size_t count, size_t es, unsigned char* out) {
+}  // namespace
+
+void hier::hostAllGather(Exec& local, size_t count, size_t es, unsigned char* out) {
   const int ranksHere = local.size();
   const int me = local.rank();
   const size_t piece = arena::SlotStep::chunkBytes(local, es, 2) / es;
@@ -149,8 +132,6 @@ void hostAllGather(Exec& local, size_t count, size_t es, unsigned char* out) {
     step.release();
   }
 }
-
-}  // namespace
 
 void allReduceHierDirect(Exec& exec, const CollectiveArgs& args) {
   const HostGroups& groups = requireHosts(exec);
@@ -191,7 +172,7 @@ void allReduceHierSplit(Exec& exec, const CollectiveArgs& args) {
   if (args.op == ReduceOp::kAvg && mine.count > 0) {
     reduce::finishAverage(args.dtype, out + mine.begin * es, mine.count, exec.size());
   }
-  hostAllGather(local, args.count, es, out);
+  hier::hostAllGather(local, args.count, es, out);
 }
 
 }  // namespace smddp::algo

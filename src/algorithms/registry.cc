@@ -104,6 +104,18 @@ const std::vector<Algorithm>& registry() {
        "several hosts: arena reduce-scatter over the host's ranks, each rank all_reduces its "
        "slice with its counterparts on the other hosts, arena all-gather",
        allReduceHierSplit, arena::Use::kNone, true},
+      {K::kBroadcast, "hier",
+       "several hosts: arena copy on the root's host, each rank broadcasts its slice to its "
+       "counterparts on the other hosts, arena all-gather there",
+       broadcastHier, arena::Use::kNone, true},
+      {K::kAllGather, "hier",
+       "several hosts: each rank all_gathers its block with its counterparts on the other hosts, "
+       "then the host's ranks exchange what they received through the arena",
+       allGatherHier, arena::Use::kNone, true},
+      {K::kReduceScatter, "hier",
+       "several hosts: the host's ranks reduce each other's blocks through the arena, each rank "
+       "reduce-scatters its partial blocks with its counterparts on the other hosts",
+       reduceScatterHier, arena::Use::kNone, true},
       {K::kBroadcast, "binomial", "binomial tree, ceil(log2 n) rounds of the whole buffer",
        broadcastBinomial},
       {K::kBroadcast, "chain", "segmented pipelined chain, bytes once per rank; for large messages",

@@ -30,8 +30,11 @@
 // Across hosts with an arena on each (topology.hostArenas: the same number >= 2 of ranks on every
 // host), all_reduce is hierarchical (hierarchical_all_reduce.cc): hier_direct up to 16 KiB (one
 // arena synchronisation, then ceil(log2 hosts) network exchanges), hier_split above (each host's
-// link carries the buffer once each way instead of ranks-per-host times).
-// The other collectives across hosts use the message algorithms.
+// link carries the buffer once each way instead of ranks-per-host times); broadcast, all_gather
+// and reduce_scatter are hier at every size (hierarchical_collectives.cc: the flat algorithms
+// would run their intra-host steps over the network provider, and their network steps among n
+// ranks where hier's run among the hosts). reduce, gather, scatter, all_to_all and barrier use
+// the message algorithms.
 #include "algorithms/patterns/recursive_doubling.h"
 #include "algorithms/registry.h"
 #include "smddp/error.h"
@@ -56,13 +59,16 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
       if (topology.arena) return bytes <= kArenaDirectBytes ? "arena_direct" : "arena_split";
       return bytes <= kAllReduceSmallBytes ? "recursive_doubling" : "ring";
     case K::kBroadcast:
+      if (topology.hostArenas) return "hier";
       if (topology.arena)
         return bytes > 0 && bytes <= topology.eagerBytes ? "arena_eager" : "arena";
       return bytes <= kBroadcastSmallBytes || ranks <= 2 ? "binomial" : "chain";
     case K::kAllGather:
+      if (topology.hostArenas) return "hier";
       if (topology.arena) return "arena";
       return bytes * ranks <= kAllGatherSmallTotalBytes ? "bruck" : "ring";
     case K::kReduceScatter:
+      if (topology.hostArenas) return "hier";
       return topology.arena ? "arena" : "ring";
     case K::kReduce:
       return topology.arena ? "arena" : "binomial";

@@ -77,7 +77,7 @@ core::HostArena createHostArena(Store& store, const std::string& prefix,
     return {};
   }
   return {std::make_unique<algo::arena::Arena>(std::move(segment)), layout.local(rank),
-          layout.cross(rank)};
+          layout.cross(rank), layout.ranksOf};
 }
 
 algo::CollectiveArgs barrierArgs() {

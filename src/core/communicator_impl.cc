@@ -110,6 +110,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   if (hostArena_) {
     hostGroups_.local = std::move(hostArena.local);
     hostGroups_.cross = std::move(hostArena.cross);
+    hostGroups_.ranksOf = std::move(hostArena.ranksOf);
     hostGroups_.localSettings = exec_;
     hostGroups_.localSettings.arena = hostArena_.get();
     hostGroups_.crossSettings = exec_;

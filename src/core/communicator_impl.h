@@ -36,6 +36,7 @@ struct HostArena {
   std::unique_ptr<algo::arena::Arena> arena;
   std::vector<int> local;  // the ranks on this rank's host, ascending
   std::vector<int> cross;  // the ranks with this rank's local index, one per host
+  std::vector<std::vector<int>> ranksOf;  // every host's ranks, host order
 };
 
 // Options resolved against the configuration: every field set.

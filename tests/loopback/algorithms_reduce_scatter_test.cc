@@ -10,36 +10,6 @@
 namespace smddp::algo::testing {
 namespace {
 
-void checkReduceScatter(RankContext& ctx, const Algorithm& a, const AllReduceCase& c) {
-  const int n = ctx.size;
-  const size_t total = c.count * static_cast<size_t>(n);
-  TestBuffer send(c.dtype, total), recv(c.dtype, c.count);
-  for (size_t j = 0; j < total; ++j) send.set(j, allReduceInput(c.op, c.dtype, n, ctx.rank, j));
-  recv.poison();
-  const size_t mine = static_cast<size_t>(ctx.rank) * c.count;
-  CollectiveArgs args(
-      Call::of(CollectiveKind::kReduceScatter, c.dtype, c.count, c.op), send.data(),
-      c.inPlace ? static_cast<char*>(send.data()) + mine * dataTypeSize(c.dtype) : recv.data());
-  ctx.run(a, args, c.segmentBytes);
-  const std::string what = describeCase(a, n, c.count, c.dtype, c.op, c.inPlace, c.segmentBytes);
-  for (size_t i = 0; i < c.count; ++i) {
-    const double got = c.inPlace ? send.get(mine + i) : recv.get(i);
-    const double want = allReduceExpected(c.op, c.dtype, n, mine + i);
-    if (got != want) {
-      ctx.fail(what + ": index " + std::to_string(i) + ": got " + show(got) + ", expected " +
-               show(want));
-      break;
-    }
-  }
-  for (size_t j = 0; j < total && !c.inPlace; ++j) {
-    if (send.get(j) != allReduceInput(c.op, c.dtype, n, ctx.rank, j)) {
-      ctx.fail(what + ": send buffer modified at index " + std::to_string(j));
-      break;
-    }
-  }
-  if (!recv.guardIntact() || !send.guardIntact()) ctx.fail(what + ": wrote past a buffer's end");
-}
-
 class ReduceScatter : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
 
 TEST_P(ReduceScatter, Matrix) {

@@ -5,8 +5,9 @@ says, else tcp;ofi_rxm), driven through the C++ perf tools (no torch):
 
 - every collective (all_reduce, broadcast from every root, all_gather, barrier) is correct:
   exit 0 and #wrong 0 on every row;
-- all_reduce, hierarchical (the default across hosts: hier_direct, hier_split) and flat
-  (SMDDP_ARENA=0), every dtype and op on exact values: both equal the closed form bit for bit;
+- all_reduce, reduce_scatter, all_gather and broadcast, hierarchical (the default across hosts:
+  hier_direct and hier_split, hier) and flat (SMDDP_ARENA=0), every dtype and op on exact values:
+  both equal the closed form bit for bit;
 - cutting nodeb's link in the middle of a long all_reduce run with SMDDP_TIMEOUT_MS=5000 makes
   every rank exit non-zero (the all_reduce is hierarchical: hier_split) (nodea, the surviving
   side, within a few timeouts; nodeb, cut off from the store too, within 90 s) with a timeout
@@ -141,32 +142,45 @@ def test_collectives_across_two_hosts(hosts, tmp_path):
             assert "Out of bounds values : 0 OK" in out[0], out[0]
 
 
+# tool: (its flags, the collective, the algorithms chosen across hosts, flat (SMDDP_ARENA=0),
+# #wrong fields: 2 columns x 6 sizes x 36 dtype-op pairs, 8 dtypes, 8 dtypes x 4 roots).
+EXACT = {
+    "all_reduce_perf": (["-o", "all", "-d", "all"], "all_reduce",
+                        {"hier_direct", "hier_split"}, {"recursive_doubling", "ring"}, 432),
+    "reduce_scatter_perf": (["-o", "all", "-d", "all"], "reduce_scatter", {"hier"}, {"ring"},
+                            432),
+    "all_gather_perf": (["-d", "all"], "all_gather", {"hier"}, {"bruck", "ring"}, 96),
+    "broadcast_perf": (["-r", "-1", "-d", "all"], "broadcast", {"hier"}, {"binomial", "chain"},
+                       384),
+}
+
+
 @pytest.mark.parametrize("mode", ["hierarchical", "flat"])
-def test_all_reduce_hierarchical_and_flat_exact(hosts, tmp_path, mode):
-    """Every dtype and op, sizes from 8 B to 1 MiB (hier_direct and hier_split; odd counts), with
-    values whose reductions are exact: #wrong 0 means the result equals the closed form bit for
-    bit, so the hierarchical and the flat path (SMDDP_ARENA=0: no host arenas) agree bit for bit.
-    The log names the algorithms chosen."""
-    port = 29640 + (0 if mode == "hierarchical" else 1)
-    args = ["-b", "8", "-e", "1M", "-f", "8", "-n", "2", "-w", "1", "-c", "1",
-            "-o", "all", "-d", "all"]
+@pytest.mark.parametrize("tool", list(EXACT))
+def test_hierarchical_and_flat_exact(hosts, tmp_path, tool, mode):
+    """Every dtype (and op), sizes from 8 B to 1 MiB (both hierarchical all_reduces; odd counts;
+    for broadcast every root), with values whose reductions are exact: #wrong 0 means the result
+    equals the closed form bit for bit, so the hierarchical and the flat path (SMDDP_ARENA=0: no
+    host arenas) agree bit for bit. The log names the algorithms chosen."""
+    flags, collective, hier, flat, rows = EXACT[tool]
+    port = 29640 + 2 * list(EXACT).index(tool) + (0 if mode == "hierarchical" else 1)
+    args = ["-b", "8", "-e", "1M", "-f", "8", "-n", "2", "-w", "1", "-c", "1"] + flags
     extra = {"SMDDP_DEBUG": "INFO"}
     if mode == "flat":
         extra["SMDDP_ARENA"] = "0"
-    ranks = start_ranks(hosts, "all_reduce_perf", args, port, tmp_path, timeout_ms=20000,
-                        extra_env=extra)
+    ranks = start_ranks(hosts, tool, args, port, tmp_path, timeout_ms=20000, extra_env=extra)
     codes = wait_all(ranks, time.monotonic() + 120)
     out = logs(ranks)
     for r, code in enumerate(codes):
         assert code == 0, f"rank {r}: exit {code}\n{out[r][-3000:]}"
     counts = wrong_counts(out[0])
-    assert len(counts) >= 2 * 6 * 20 and set(counts) == {0}, f"#wrong {counts}\n{out[0][-3000:]}"
-    chosen = set(re.findall(r"all_reduce uses algorithm (\w+)", out[0]))
+    assert len(counts) == rows and set(counts) == {0}, f"#wrong {counts}\n{out[0][-3000:]}"
+    chosen = set(re.findall(collective + r" uses algorithm (\w+)", out[0]))
     if mode == "hierarchical":
-        assert chosen == {"hier_direct", "hier_split"}, chosen
+        assert chosen == hier, chosen
         assert "an arena per host (hierarchical)" in out[0], out[0][-3000:]
     else:
-        assert chosen == {"recursive_doubling", "ring"}, chosen
+        assert chosen == flat, chosen
 
 
 def test_link_cut_fails_every_rank_in_bounded_time(hosts, tmp_path):

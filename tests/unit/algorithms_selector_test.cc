@@ -147,7 +147,7 @@ TEST(Selector, HandMadeBadOverrideIsAnError) {
   }
 }
 
-TEST(Selector, HierarchicalAllReduceAcrossHostsWithArenas) {
+TEST(Selector, HierarchicalAcrossHostsWithArenas) {
   const AlgorithmOverrides none;
   for (int hosts : {2, 3, 7}) {
     Topology t{hosts * 2, hosts};
@@ -156,12 +156,28 @@ TEST(Selector, HierarchicalAllReduceAcrossHostsWithArenas) {
     EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024, t, none).name, "hier_direct");
     EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024 + 4, t, none).name, "hier_split");
     EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 64 << 20, t, none).name, "hier_split");
-    // The flat algorithms stay available by name, and the other collectives stay flat.
+    // broadcast, all_gather and reduce_scatter are hierarchical at every size; the flat
+    // algorithms stay available by name; the other collectives stay flat.
+    for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{64} << 20}) {
+      EXPECT_STREQ(selectAlgorithm(K::kBroadcast, bytes, t, none).name, "hier");
+      EXPECT_STREQ(selectAlgorithm(K::kAllGather, bytes, t, none).name, "hier");
+      EXPECT_STREQ(selectAlgorithm(K::kReduceScatter, bytes, t, none).name, "hier");
+    }
     EXPECT_STREQ(
         selectAlgorithm(K::kAllReduce, 64 << 20, t, parseAlgorithmOverrides("allreduce:ring")).name,
         "ring");
-    EXPECT_STREQ(selectAlgorithm(K::kBroadcast, 8, t, none).name, "binomial");
-    EXPECT_STREQ(selectAlgorithm(K::kAllGather, 8, t, none).name, "bruck");
+    EXPECT_STREQ(
+        selectAlgorithm(K::kAllGather, 8, t, parseAlgorithmOverrides("allgather:bruck")).name,
+        "bruck");
+    EXPECT_STREQ(selectAlgorithm(K::kReduce, 8, t, none).name, "binomial");
+    EXPECT_STREQ(selectAlgorithm(K::kBarrier, 0, t, none).name, "dissemination");
+  }
+  for (K kind : {K::kBroadcast, K::kAllGather, K::kReduceScatter}) {
+    EXPECT_STREQ(selectAlgorithm(kind, 8, Topology{6, 2}, none).name,
+                 kind == K::kBroadcast ? "binomial" : kind == K::kAllGather ? "bruck" : "ring");
+    EXPECT_THROW(selectAlgorithm(kind, 8, Topology{6, 2},
+                                 parseAlgorithmOverrides(std::string(toString(kind)) + ":hier")),
+                 Error);
   }
   // Without host arenas (one host, hosts of different sizes, SMDDP_ARENA=0): flat by default, and
   // a hierarchical override is refused naming the layout.

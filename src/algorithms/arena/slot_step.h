@@ -150,20 +150,27 @@ inline void reduceSlots(SlotStep& step, const CollectiveArgs& args, int n, void*
   if (args.op == ReduceOp::kAvg) reduce::finishAverage(args.dtype, out, count, n);
 }
 
-// Bytes per rank and use when every use carries one piece for each rank (reduce_scatter,
-// scatter): a chunk / n in whole elements, at least one element, which the whole slot must hold
-// n of (else Error(kInvalidArgument) naming the collective).
-inline size_t piecePerRank(const Exec& exec, size_t elementSize) {
-  const auto n = static_cast<size_t>(exec.size());
+// Bytes per piece when every use carries `pieces` pieces (one per rank: reduce_scatter, scatter;
+// one per rank and host: the hierarchical collectives): a chunk (1/slotShare of a slot, as
+// SlotStep::chunkBytes) / pieces in whole elements, at least one element, which the whole slot
+// must hold `pieces` of (else Error(kInvalidArgument) naming the collective).
+inline size_t piecePer(const Exec& exec, size_t elementSize, size_t pieces, size_t slotShare = 1) {
   const size_t slotBytes = requireArena(exec).segment().slotBytes();
-  if (n * elementSize > slotBytes) {
+  if (pieces * elementSize > slotBytes) {
     throw Error(ErrorCode::kInvalidArgument,
                 "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() +
-                    ": the arena's slot (" + formatBytes(slotBytes) +
-                    ") holds less than one element per rank; raise SMDDP_ARENA_SLOT_BYTES");
+                    ": the arena's slot (" + formatBytes(slotBytes) + ") holds less than " +
+                    std::to_string(pieces) + " elements (one per rank" +
+                    (pieces > static_cast<size_t>(exec.size()) ? " and host" : "") +
+                    "); raise SMDDP_ARENA_SLOT_BYTES");
   }
-  return std::max<size_t>(1, SlotStep::chunkBytes(exec, elementSize) / elementSize / n) *
+  return std::max<size_t>(
+             1, SlotStep::chunkBytes(exec, elementSize, slotShare) / elementSize / pieces) *
          elementSize;
+}
+
+inline size_t piecePerRank(const Exec& exec, size_t elementSize) {
+  return piecePer(exec, elementSize, static_cast<size_t>(exec.size()));
 }
 
 }  // namespace smddp::algo::arena

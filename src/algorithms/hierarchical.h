@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the hierarchical algorithms share: a communicator over several hosts with the same number
+// L >= 2 of ranks each and an arena per host (exec.h: HostGroups). Each runs its arena phases in
+// a view of the host's ranks (no messages) and its network phases in a view of its cross group
+// (the ranks with its local index, one per host, in host order), so every rank of a host drives
+// its own network path and a host's paths all work at once.
+//   all_reduce (hierarchical_all_reduce.cc): hier_direct, hier_split;
+//   all_gather, reduce_scatter, broadcast (hierarchical_collectives.cc): hier.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "algorithms/exec.h"
+#include "algorithms/patterns/ring.h"
+#include "smddp/error.h"
+
+namespace smddp::algo::hier {
+
+inline const HostGroups& requireHosts(const Exec& exec) {
+  if (exec.hosts() == nullptr) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() +
+                    ": a hierarchical algorithm needs ranks on several hosts, the same number "
+                    "(>= 2) on each, and the shared-memory arena on every host");
+  }
+  return *exec.hosts();
+}
+
+// `rank`'s position in `group` (a host's ranks, a cross group); -1 if absent.
+inline int positionOf(const std::vector<int>& group, int rank) {
+  const auto it = std::find(group.begin(), group.end(), rank);
+  return it == group.end() ? -1 : static_cast<int>(it - group.begin());
+}
+
+// AVG is summed everywhere and divided once, by all n ranks, at the end.
+inline CollectiveArgs summed(const CollectiveArgs& args) {
+  CollectiveArgs sum = args;
+  if (sum.op == ReduceOp::kAvg) sum.op = ReduceOp::kSum;
+  return sum;
+}
+
+// Elements of `block` from `at`, at most `piece` of them (0 past its end).
+inline size_t pieceOf(const patterns::Range& block, size_t at, size_t piece) {
+  return at < block.count ? std::min(piece, block.count - at) : 0;
+}
+
+// Arena all-gather of a buffer of `count` elements cut into the host's L blocks
+// (patterns::ringChunk; block r: local index r, finished in out on rank r) to every rank of the
+// host. Per use each rank copies a piece of its own block into its slot; the others copy it out.
+void hostAllGather(Exec& local, size_t count, size_t es, unsigned char* out);
+
+}  // namespace smddp::algo::hier

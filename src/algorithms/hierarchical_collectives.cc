@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0
+// all_gather, reduce_scatter and broadcast for a communicator over H hosts with L ranks each
+// (hierarchical.h): each host's link carries what the host as a whole must send or receive, once,
+// split over its L ranks' cross groups, and everything within a host goes through its arena.
+// Rank (h, i) is the rank of local index i on host h (HostGroups::ranksOf[h][i]); its cross group
+// is (0, i) .. (H-1, i). The network phase of each is the flat algorithm the selector picks for
+// H ranks (bruck or ring, binomial or chain, ring).
+//
+// all_gather (hier):
+//   1. network: rank (h, i) all_gathers its block with its cross group, straight into the output
+//      blocks of (0, i) .. (H-1, i);
+//   2. arena: every rank copies the H blocks it holds into its slot (a piece of each per use);
+//      the host's other ranks copy them out to their places.
+//   A host sends its L blocks to every other host once: (H-1) L blocks per host and direction,
+//   the least an all_gather can move; no arithmetic, so the result equals the flat one.
+// reduce_scatter (hier), the same in reverse:
+//   1. arena: per use every rank copies a piece of each of the n blocks of its input into its
+//      slot (block of (h, q) at (q H + h) pieces); rank (., i) reduces, in local rank order, the
+//      pieces of the blocks of (0, i) .. (H-1, i) from the L slots into H partial blocks;
+//   2. network: ring reduce-scatter of the H partial blocks in the cross group, rank (h, i)
+//      ending with block h (its own) reduced over every host. AVG divides by n there.
+//   Each host sends and receives (H-1) L blocks: as much as the flat ring moves per rank.
+// broadcast (hier), root (r, j):
+//   1. arena, on the root's host only: the root copies the buffer into its slot (per use); the
+//      host's other ranks copy it out;
+//   2. network: rank (., i) broadcasts slice i of the buffer (patterns::ringChunk over L) from
+//      (r, i) to its cross group;
+//   3. arena, on the other hosts: all-gather of the L slices (hier::hostAllGather).
+//   Each host receives the buffer once, in L slices over L paths in parallel.
+// Latency, small messages: one arena synchronisation (two for broadcast's root host and the
+// others' one each) plus the network algorithm's rounds among H ranks instead of n.
+#include <algorithm>
+#include <cstring>
+
+#include "algorithms/algorithms.h"
+#include "algorithms/arena/slot_step.h"
+#include "algorithms/hierarchical.h"
+#include "algorithms/registry.h"
+#include "algorithms/ring_pass.h"
+#include "reduce/reducer.h"
+
+namespace smddp::algo {
+namespace {
+
+using hier::pieceOf;
+using hier::positionOf;
+
+// The flat algorithm the selector picks for `kind` and `bytes` among the H ranks of a cross group.
+const Algorithm& crossAlgorithm(CollectiveKind kind, size_t bytes, int hosts) {
+  Topology flat;
+  flat.ranks = hosts;
+  flat.hosts = hosts;
+  return selectAlgorithm(kind, bytes, flat, {});
+}
+
+}  // namespace
+
+void allGatherHier(Exec& exec, const CollectiveArgs& args) {
+  const HostGroups& groups = hier::requireHosts(exec);
+  const int hosts = static_cast<int>(groups.ranksOf.size());
+  const int index = positionOf(groups.local, exec.rank());
+  {
+    Exec cross(exec, groups.cross, groups.crossSettings, 0);
+    CollectiveArgs part = args;
+    part.blocks.clear();
+    for (int h = 0; h < hosts; ++h) {
+      part.blocks.push_back(args.block(static_cast<size_t>(groups.ranksOf[h][index])));
+    }
+    crossAlgorithm(CollectiveKind::kAllGather, args.bytes(), hosts).run(cross, part);
+    cross.waitAll();
+  }
+  Exec local(exec, groups.local, groups.localSettings, 0);
+  const int ranksHere = local.size();
+  const size_t es = args.elementSize();
+  const size_t piece = arena::piecePer(local, es, static_cast<size_t>(hosts), 2) / es;
+  const patterns::Range whole{0, args.count};
+  for (size_t at = 0; at < args.count; at += piece) {
+    const size_t bytes = pieceOf(whole, at, piece) * es;
+    arena::SlotStep step(local);
+    step.acquire();
+    for (int h = 0; h < hosts; ++h) {
+      const auto* from =
+          static_cast<const unsigned char*>(args.block(static_cast<size_t>(groups.ranksOf[h][index])));
+      std::memcpy(step.mine() + static_cast<size_t>(h) * piece * es, from + at * es, bytes);
+    }
+    step.publish(1);
+    for (int k = 1; k < ranksHere; ++k) {
+      const int q = (index + k) % ranksHere;
+      step.await(q, 1);
+      for (int h = 0; h < hosts; ++h) {
+        auto* to = static_cast<unsigned char*>(args.block(static_cast<size_t>(groups.ranksOf[h][q])));
+        std::memcpy(to + at * es, step.slotOf(q) + static_cast<size_t>(h) * piece * es, bytes);
+      }
+    }
+    step.release();
+  }
+}
+
+void reduceScatterHier(Exec& exec, const CollectiveArgs& args) {
+  const HostGroups& groups = hier::requireHosts(exec);
+  const int hosts = static_cast<int>(groups.ranksOf.size());
+  const int index = positionOf(groups.local, exec.rank());
+  const CollectiveArgs sum = hier::summed(args);
+  const size_t es = args.elementSize();
+  const size_t blockBytes = args.bytes();
+  auto* partials = static_cast<unsigned char*>(exec.scratch(blockBytes * hosts, 2));
+  {
+    Exec local(exec, groups.local, groups.localSettings, 0);
+    const int ranksHere = local.size();
+    const size_t piece =
+        arena::piecePer(local, es, static_cast<size_t>(hosts) * static_cast<size_t>(ranksHere)) /
+        es;
+    const patterns::Range whole{0, args.count};
+    const auto* in = static_cast<const unsigned char*>(args.send);
+    for (size_t at = 0; at < args.count; at += piece) {
+      const size_t count = pieceOf(whole, at, piece);
+      arena::SlotStep step(local);
+      step.acquire();
+      for (int q = 0; q < ranksHere; ++q) {
+        for (int h = 0; h < hosts; ++h) {
+          const auto owner = static_cast<size_t>(groups.ranksOf[h][q]);
+          std::memcpy(step.mine() + static_cast<size_t>(q * hosts + h) * piece * es,
+                      in + owner * blockBytes + at * es, count * es);
+        }
+      }
+      step.publish(1);
+      step.awaitAll(1);
+      for (int h = 0; h < hosts; ++h) {
+        arena::reduceSlots(step, sum, ranksHere, partials + h * blockBytes + at * es,
+                           static_cast<size_t>(index * hosts + h) * piece * es, count);
+      }
+      step.release();
+    }
+  }
+  Exec cross(exec, groups.cross, groups.crossSettings, 0);
+  const size_t total = args.count * static_cast<size_t>(hosts);
+  const BlockLayout blocks = BlockLayout::split(partials, total, hosts, es);
+  const RingGeometry geo = ringGeometry(cross, blocks);
+  requireTagRoom(cross, patterns::ringPassMessages(hosts, geo.segsPerBlock),
+                 "hier reduce_scatter");
+  reduceScatterRingPass(cross, sum, blocks, blocks, args.recv, geo, hosts - 1, 0);
+  cross.waitAll();
+  if (args.op == ReduceOp::kAvg) {
+    reduce::finishAverage(args.dtype, args.recv, args.count, exec.size());
+  }
+}
+
+void broadcastHier(Exec& exec, const CollectiveArgs& args) {
+  const HostGroups& groups = hier::requireHosts(exec);
+  const int hosts = static_cast<int>(groups.ranksOf.size());
+  int rootHost = 0;
+  while (positionOf(groups.ranksOf[rootHost], args.root) < 0) ++rootHost;  // the core checked root
+  const int myHost = positionOf(groups.cross, exec.rank());
+  const size_t es = args.elementSize();
+  auto* out = static_cast<unsigned char*>(args.recv);
+  Exec local(exec, groups.local, groups.localSettings, 0);
+  if (myHost == rootHost) {
+    const int root = positionOf(groups.local, args.root);
+    const bool isRoot = local.rank() == root;
+    const size_t chunk = arena::SlotStep::chunkBytes(local, es);
+    const auto* in = static_cast<const unsigned char*>(args.send);
+    for (size_t off = 0; off < args.bytes(); off += chunk) {
+      const size_t bytes = std::min(chunk, args.bytes() - off);
+      arena::SlotStep step(local);
+      step.acquire();
+      if (isRoot) std::memcpy(step.mine(), in + off, bytes);
+      step.publish(1);
+      step.awaitAll(1);  // each checks every other's identity: the root reads no slot
+      if (!isRoot) std::memcpy(out + off, step.slotOf(root), bytes);
+      step.release();
+    }
+    if (isRoot && !args.inPlace()) std::memcpy(out, in, args.bytes());
+  }
+  const patterns::Range slice = patterns::ringChunk(args.count, local.size(), local.rank());
+  if (slice.count > 0) {  // the same for the whole cross group
+    Exec cross(exec, groups.cross, groups.crossSettings, 0);
+    CollectiveArgs part = args;
+    part.send = part.recv = out + slice.begin * es;
+    part.count = slice.count;
+    part.root = rootHost;
+    crossAlgorithm(CollectiveKind::kBroadcast, part.bytes(), hosts).run(cross, part);
+    cross.waitAll();
+  }
+  if (myHost != rootHost) hier::hostAllGather(local, args.count, es, out);
+}
+
+}  // namespace smddp::algo

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+// The hierarchical all_gather, reduce_scatter and broadcast (hier) over thread-ranks laid out as
+// several hosts (runRanksOnHosts: rank r on host r % hosts, so a host's ranks are not
+// consecutive; a heap arena of 4 KiB slots per host): the closed-form checks of the flat
+// algorithms' tests for odd and even host counts and ranks per host, every dtype and op,
+// in place and out of place, block-list outputs, every root; counts below the ranks per host
+// (empty slices), several arena uses, and ring / chain network steps; the same bits as the flat
+// ring reduce_scatter where the sums are exact; a clear error without host groups.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "algorithms_checks.h"
+#include "smddp/error.h"
+
+namespace smddp::algo::testing {
+namespace {
+
+using K = CollectiveKind;
+
+class HierLayouts : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(HierLayouts, AllGather) {
+  const auto [hosts, perHost] = GetParam();
+  const Algorithm& a = algorithm(K::kAllGather, "hier");
+  runRanksOnHosts(hosts, perHost, [&](RankContext& ctx) {
+    for (size_t count : {size_t{1}, size_t{13}, size_t{1037}}) {
+      for (DataType dt : kAllDataTypes) {
+        for (Output o : {Output::kContiguous, Output::kBlockList, Output::kInPlace}) {
+          checkAllGather(ctx, a, count, dt, o, kTinySegment);
+        }
+      }
+    }
+  });
+}
+
+TEST_P(HierLayouts, ReduceScatter) {
+  const auto [hosts, perHost] = GetParam();
+  const Algorithm& a = algorithm(K::kReduceScatter, "hier");
+  const std::vector<AllReduceCase> cases = allReduceCases(hosts * perHost);
+  runRanksOnHosts(hosts, perHost, [&](RankContext& ctx) {
+    for (const AllReduceCase& c : cases) checkReduceScatter(ctx, a, c);
+  });
+}
+
+TEST_P(HierLayouts, BroadcastFromEveryRoot) {
+  const auto [hosts, perHost] = GetParam();
+  const Algorithm& a = algorithm(K::kBroadcast, "hier");
+  runRanksOnHosts(hosts, perHost, [&](RankContext& ctx) {
+    size_t salt = 0;
+    for (int root = 0; root < ctx.size; ++root) {
+      for (size_t count : {size_t{1}, size_t{2}, size_t{1037}, size_t{5000}}) {
+        for (bool inPlace : {false, true}) {
+          checkBroadcast(ctx, a, count, DataType::kFloat32, root, inPlace, kTinySegment, ++salt);
+        }
+      }
+    }
+    for (DataType dt : kAllDataTypes) {
+      checkBroadcast(ctx, a, 777, dt, ctx.size - 1, false, kTinySegment, ++salt);
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, HierLayouts,
+                         ::testing::Combine(::testing::Values(2, 3, 5),  // hosts
+                                            ::testing::Values(2, 3)));   // ranks per host
+
+// 7 hosts; 1 MiB slots and large buffers, so the network step is the ring (all_gather,
+// reduce_scatter) or the chain (broadcast), segmented and pipelined, and the arena steps take
+// several uses.
+TEST(HierCollectives, LargeBuffersSevenHosts) {
+  runRanksOnHosts(7, 2, [&](RankContext& ctx) {
+    checkAllGather(ctx, algorithm(K::kAllGather, "hier"), 70001, DataType::kFloat32,
+                   Output::kContiguous, 65536);
+    checkAllGather(ctx, algorithm(K::kAllGather, "hier"), 70001, DataType::kInt8,
+                   Output::kBlockList, 65536);
+    checkReduceScatter(ctx, algorithm(K::kReduceScatter, "hier"),
+                       {70001, DataType::kFloat32, ReduceOp::kSum, false, 65536});
+    checkReduceScatter(ctx, algorithm(K::kReduceScatter, "hier"),
+                       {70001, DataType::kBFloat16, ReduceOp::kAvg, true, 65536});
+    checkBroadcast(ctx, algorithm(K::kBroadcast, "hier"), 600001, DataType::kFloat32, 5, false,
+                   65536, 1);
+    checkBroadcast(ctx, algorithm(K::kBroadcast, "hier"), 600001, DataType::kInt32, 8, true,
+                   65536, 2);
+  }, size_t{1} << 20);
+}
+
+// Integer-valued floats (exact sums in any order): the result equals the flat ring's bit for bit.
+TEST(HierCollectives, ReduceScatterEqualsFlatRingWhereExact) {
+  constexpr int kHosts = 3, kPerHost = 2, kRanks = kHosts * kPerHost;
+  constexpr size_t kCount = 3001;
+  std::vector<std::vector<float>> hier(kRanks), flat(kRanks);
+  auto runWith = [&](const Algorithm& a, std::vector<std::vector<float>>& out, bool hosts) {
+    auto body = [&](RankContext& ctx) {
+      std::mt19937 gen(99 + ctx.rank);
+      std::uniform_int_distribution<int> dist(-1000, 1000);
+      std::vector<float> send(kCount * kRanks), recv(kCount);
+      for (float& x : send) x = static_cast<float>(dist(gen));
+      CollectiveArgs args(Call::of(K::kReduceScatter, DataType::kFloat32, kCount, ReduceOp::kSum),
+                          send.data(), recv.data());
+      ctx.run(a, args, 1 << 20);
+      out[static_cast<size_t>(ctx.rank)] = recv;
+    };
+    if (hosts) {
+      runRanksOnHosts(kHosts, kPerHost, body);
+    } else {
+      runRanks(kRanks, body);
+    }
+  };
+  runWith(algorithm(K::kReduceScatter, "hier"), hier, true);
+  runWith(algorithm(K::kReduceScatter, "ring"), flat, false);
+  for (int r = 0; r < kRanks; ++r) {
+    EXPECT_EQ(std::memcmp(hier[r].data(), flat[r].data(), kCount * sizeof(float)), 0)
+        << "rank " << r << ": hier differs from the flat ring on exact sums";
+  }
+}
+
+TEST(HierCollectives, WithoutHostGroupsFailNamingTheCollective) {
+  runRanks(2, [](RankContext& ctx) {
+    std::vector<float> send(16, 1.0f), recv(16);
+    for (K kind : {K::kAllGather, K::kReduceScatter, K::kBroadcast}) {
+      CollectiveArgs args(Call::of(kind, DataType::kFloat32, 8, ReduceOp::kSum), send.data(),
+                          recv.data());
+      try {
+        ctx.run(algorithm(kind, "hier"), args, 1 << 20);
+        ctx.fail(std::string("no error without host groups: ") + toString(kind));
+      } catch (const Error& e) {
+        const std::string what = e.what();
+        if (e.code() != ErrorCode::kInvalidArgument ||
+            what.find(toString(kind)) == std::string::npos ||
+            what.find("several hosts") == std::string::npos) {
+          ctx.fail("wrong error: " + what);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+}  // namespace smddp::algo::testing
