@@ -6,9 +6,17 @@ A Machine holds what the costs need, per link class:
   direction (the NIC or the link), net_eff the fraction of it a transfer gets (calibrated);
 - arena (within a node): arena_alpha seconds per synchronisation, copy_rate bytes/s one rank copies
   (the flat algorithms send messages within a node too: net_alpha each, at copy_rate);
-- gamma: seconds per element-byte one rank reduces.
+- gamma: seconds per element-byte one rank reduces;
+- link_burst: bytes a node's link lets through at once before its rate applies (a token bucket,
+  as the testbed's rate limiter; 0 for a plain link, as a NIC).
 Every rank of a node sends through that node's one link, so a step in which all L ranks of a
 node send m bytes across costs net_alpha + L m / (net_rate net_eff).
+
+time() is what a call costs when calls follow each other (a training loop, the perf tools):
+on a plain link the sum of the steps (each step's transfer after the one before); through a token
+bucket the transfers on the critical path pass at once while the bucket holds them, so a call
+takes its latency (plus what exceeds the burst, at the rate), but never less than its busiest
+link's bytes per direction at the rate, which is all the bucket refills with.
 
 The algorithms follow the code (docs/algorithms.md): the flat ones over all n = H L ranks in rank
 order (a node's ranks consecutive, so a ring crosses each node boundary once); hier_split as an
@@ -41,6 +49,7 @@ class Machine:
     gamma: float = 1.0 / 8e9
     slot_bytes: int = 1 << 20
     segment_bytes: int = 1 << 20
+    link_burst: int = 0
 
     @property
     def ranks(self):
@@ -115,6 +124,19 @@ def _cross(m, part):
     return _rd_steps(h) * (m.net_alpha + L * part * m.net_beta()) + _log2(h) * part * m.gamma
 
 
+def _cross_link_bytes(m, part):
+    """Bytes through a node's link per direction in _cross (the busiest link): recursive doubling
+    over H not a power of two folds into and unfolds from log2 H partners, one direction each."""
+    h = m.nodes
+    if h == 1 or part == 0:
+        return 0.0
+    L = m.per_node
+    if part > cross_ring_min_bytes(h):
+        return 2 * (h - 1) * L * part / h
+    p = 1 << int(math.floor(math.log2(h)))
+    return (_log2(p) + (1 if p != h else 0)) * L * part
+
+
 def hier_split(m, size):
     """Arena reduce-scatter of the whole buffer, one cross all_reduce of each rank's block (a
     pipelined ring), arena all-gather (hierarchical_all_reduce.cc)."""
@@ -141,6 +163,43 @@ ALGORITHMS = {"ring": flat_ring, "recursive_doubling": flat_recursive_doubling,
               "hier_split": hier_split, "hier_direct": hier_direct}
 
 
+def link_bytes(m, name, size):
+    """Bytes through the busiest node link per direction in one call of algorithm `name`."""
+    if m.nodes == 1:
+        return 0.0
+    n, L = m.ranks, m.per_node
+    if name == "ring":
+        return 2 * (n - 1) / n * size
+    if name == "recursive_doubling":
+        p = 1 << int(math.floor(math.log2(n)))
+        across = sum(1 for k in range(_log2(p)) if (1 << k) >= L)
+        folds = (_rd_steps(n) - _log2(p)) // 2 if L == 1 else 0
+        return (across + folds) * L * size
+    if name == "hier_split":
+        return _cross_link_bytes(m, size / L)
+    chunk = min(m.slot_bytes, m.segment_bytes)
+    full, rest = divmod(size, chunk)
+    return full * _cross_link_bytes(m, chunk) + _cross_link_bytes(m, rest)
+
+
+def parts(m, name, size):
+    """(latency seconds, wire bytes on the critical path, busiest link's bytes per direction) of
+    one call: the sum model's time is latency + wire x net_beta."""
+    run = ALGORITHMS[name]
+    latency = run(replace(m, net_rate=math.inf), size)
+    wire = (run(replace(m, net_rate=1.0, net_eff=1.0), size) - latency)
+    return latency, wire, link_bytes(m, name, size)
+
+
+def time(m, name, size):
+    """Seconds per call of algorithm `name` on `size` bytes, calls back to back (module doc)."""
+    if m.link_burst <= 0 or m.nodes == 1:
+        return ALGORITHMS[name](m, size)
+    latency, wire, busiest = parts(m, name, size)
+    beta = m.net_beta()
+    return max(busiest * beta, latency + max(0.0, wire - m.link_burst) * beta)
+
+
 def applicable(m):
     names = ["ring", "recursive_doubling"]
     if m.nodes > 1 and m.per_node > 1:
@@ -157,7 +216,7 @@ def selected(m, size):
 
 def best(m, size):
     """(name, seconds) of the algorithm the model finds fastest."""
-    return min(((a, ALGORITHMS[a](m, size)) for a in applicable(m)), key=lambda x: x[1])
+    return min(((a, time(m, a, size)) for a in applicable(m)), key=lambda x: x[1])
 
 
 def busbw(m, size, seconds):

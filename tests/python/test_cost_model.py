@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """bench/model: the alpha-beta-gamma costs against closed forms (a flat ring's and a hierarchical
-all_reduce's bandwidth limits on 2 hosts x 2 ranks: 1.0x and 1.5x the link), the selector
-mirror, calibration recovering known parameters from rows the model itself produced, and the CLI
-(calibrate, check, table) end to end on a synthetic testbed.json.
+all_reduce's bandwidth limits on 2 hosts x 2 ranks: 1.0x and 1.5x the link; a token-bucket
+link's calls: latency-bound under the burst, never faster than the busiest link's bytes), the
+selector mirror, calibration recovering known parameters from rows the model itself produced
+(plain and token-bucket links), and the CLI (calibrate, check, table) end to end on a synthetic
+testbed.json.
 Invariant: pure computation and short subprocesses; nothing outside tmp_path.
 """
 import json
@@ -60,6 +62,33 @@ def test_latency_terms_count_steps():
     assert costs.hier_direct(h, 8) == pytest.approx(1e-6 + 3 * 1e-5)
 
 
+def test_token_bucket_link():
+    plain = costs.Machine("p", 2, 2, net_alpha=30e-6, net_rate=125e6, net_eff=1.0,
+                          arena_alpha=10e-6, copy_rate=1e30, gamma=0.0)
+    for size in (8, 4096, 1 << 20):
+        for algo in costs.applicable(plain):  # no burst: the sum of the steps
+            assert costs.time(plain, algo, size) == costs.ALGORITHMS[algo](plain, size)
+    bucket = costs.scaled(plain, link_burst=64 * 1024)
+    # 64 B: one arena synchronisation and one exchange; the bytes pass at once.
+    assert costs.time(bucket, "hier_direct", 64) == pytest.approx(40e-6)
+    # 4 KiB: 2 ranks x 4 KiB per direction take 65.5 us at the rate, more than the latency.
+    assert costs.time(bucket, "hier_direct", 4096) == pytest.approx(2 * 4096 / 125e6)
+    # 16 MiB: the latency (arena uses, ring steps) exceeds what the burst saves: the sum of the
+    # steps less the burst at the rate, a little above the link's bytes (16 MiB each way).
+    t = costs.time(bucket, "hier_split", 16 << 20)
+    assert t == pytest.approx(costs.hier_split(plain, 16 << 20) - 64 * 1024 / 125e6)
+    assert (16 << 20) / 125e6 < t < 1.01 * (16 << 20) / 125e6
+    # 3 hosts: recursive doubling folds host 2 into host 0 and unfolds it: 3 steps on the
+    # critical path, but each link carries 2 steps' bytes per direction.
+    three = costs.scaled(bucket, nodes=3)
+    latency, wire, busiest = costs.parts(three, "hier_direct", 4096)
+    assert latency == pytest.approx(10e-6 + 3 * 30e-6)
+    assert wire == pytest.approx(3 * 2 * 4096)
+    assert busiest == pytest.approx(2 * 2 * 4096)
+    assert costs.time(three, "hier_direct", 4096) == pytest.approx(max(latency,
+                                                                        busiest / 125e6))
+
+
 def test_selected_mirrors_the_selector():
     hosts = ideal(2, 2)
     assert costs.selected(hosts, 16 * 1024) == "hier_direct"
@@ -70,14 +99,15 @@ def test_selected_mirrors_the_selector():
     assert set(costs.applicable(single)) == {"ring", "recursive_doubling"}
 
 
-def test_calibration_recovers_known_parameters():
+@pytest.mark.parametrize("burst", [0, 64 * 1024])
+def test_calibration_recovers_known_parameters(burst):
     truth = costs.Machine("t", 2, 2, net_alpha=80e-6, net_rate=125e6, net_eff=0.7,
-                          arena_alpha=10e-6, copy_rate=8e9, gamma=1 / 8e9)
+                          arena_alpha=10e-6, copy_rate=8e9, gamma=1 / 8e9, link_burst=burst)
     rows = []
     for size in (8, 4096, 1 << 18, 1 << 22):
         algo = costs.selected(truth, size)
         rows.append({"size": size, "algorithm": algo,
-                     "time_us": costs.ALGORITHMS[algo](truth, size) * 1e6})
+                     "time_us": costs.time(truth, algo, size) * 1e6})
     prior = costs.scaled(truth, net_alpha=50e-6, net_eff=0.9)
     fitted = calibrate.fit(prior, rows)
     assert fitted.net_alpha == pytest.approx(80e-6, rel=1e-6)
@@ -95,7 +125,7 @@ def _testbed_doc(m, rate):
                 algo = costs.selected(m, size)
             else:
                 algo = "recursive_doubling" if size <= costs.FLAT_RD_MAX_BYTES else "ring"
-            rows.append({"size": size, "time_us": costs.ALGORITHMS[algo](m, size) * 1e6,
+            rows.append({"size": size, "time_us": costs.time(m, algo, size) * 1e6,
                          "wrong": 0})
         results[backend] = rows
     meta = {"hosts": m.nodes, "per_host": m.per_node, "world": m.ranks, "rate": rate,
@@ -105,7 +135,8 @@ def _testbed_doc(m, rate):
 
 def test_cli_calibrate_check_table(tmp_path):
     truth = costs.Machine("t", 2, 2, net_alpha=90e-6, net_rate=125e6, net_eff=0.75,
-                          arena_alpha=10e-6, copy_rate=8e9, gamma=1 / 8e9)
+                          arena_alpha=10e-6, copy_rate=8e9, gamma=1 / 8e9,
+                          link_burst=64 * 1024)  # as bench/model's testbed machine
     bed = tmp_path / "testbed.json"
     bed.write_text(json.dumps(_testbed_doc(truth, "1gbit")))
     other = tmp_path / "other.json"  # 3 hosts at half the rate, same network behaviour
