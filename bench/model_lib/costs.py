@@ -2,7 +2,9 @@
 """Alpha-beta-gamma costs of smddp's all_reduce algorithms on H nodes x L ranks per node.
 
 A Machine holds what the costs need, per link class:
-- network (between nodes): net_alpha seconds per message step, net_rate bytes/s per node and
+- network (between nodes): net_alpha seconds per message step, msg_alpha seconds more per
+  message a node sends in that step (its network stack's CPU time: on the testbed every host's
+  ranks and stacks share 2 cores; 0 for a NIC that offloads it), net_rate bytes/s per node and
   direction (the NIC or the link), net_eff the fraction of it a transfer gets (calibrated);
 - arena (within a node): arena_alpha seconds per synchronisation, copy_rate bytes/s one rank copies
   (the flat algorithms send messages within a node too: net_alpha each, at copy_rate);
@@ -10,7 +12,7 @@ A Machine holds what the costs need, per link class:
 - link_burst: bytes a node's link lets through at once before its rate applies (a token bucket,
   as the testbed's rate limiter; 0 for a plain link, as a NIC).
 Every rank of a node sends through that node's one link, so a step in which all L ranks of a
-node send m bytes across costs net_alpha + L m / (net_rate net_eff).
+node send m bytes across costs net_alpha + L msg_alpha + L m / (net_rate net_eff).
 
 time() is what a call costs when calls follow each other (a training loop, the perf tools):
 on a plain link the sum of the steps (each step's transfer after the one before); through a token
@@ -22,7 +24,8 @@ The algorithms follow the code (docs/algorithms.md): the flat ones over all n = 
 order (a node's ranks consecutive, so a ring crosses each node boundary once); hier_split as an
 arena reduce-scatter, one cross-node all_reduce of each rank's block (ring above
 cross_ring_min_bytes(H), 64 KiB with 2 nodes; recursive doubling below) and an arena all-gather;
-hier_direct chunk by chunk (one arena slot), a cross-node recursive doubling per chunk. Each
+hier_direct chunk by chunk (one arena slot), a cross-node recursive doubling per chunk from every
+rank; hier_leader the same from one rank per node, with a second arena synchronisation. Each
 function returns seconds for one all_reduce of `size` bytes.
 Invariant: pure functions of (machine, size); no measurement here.
 """
@@ -32,7 +35,7 @@ from dataclasses import dataclass, replace
 from compare_lib.common import busbw_factor
 
 CROSS_RING_BYTES = 64 * 1024   # selector.cc: kCrossRingBytes (crossRingMinBytes with 2 nodes)
-DIRECT_MAX_BYTES = 16 * 1024   # selector.cc: hier_direct / arena_direct up to this size
+DIRECT_MAX_BYTES = 16 * 1024   # selector.cc: hier_leader / arena_direct up to this size
 FLAT_RD_MAX_BYTES = 64 * 1024  # selector.cc: recursive doubling up to this size
 
 
@@ -44,6 +47,7 @@ class Machine:
     net_alpha: float
     net_rate: float
     net_eff: float = 1.0
+    msg_alpha: float = 0.0
     arena_alpha: float = 2e-6
     copy_rate: float = 8e9
     gamma: float = 1.0 / 8e9
@@ -78,7 +82,7 @@ def flat_ring(m, size):
     piece = size / n
     if m.nodes > 1:  # every step: one edge per node boundary, the others within a node
         slowest = max(m.net_beta(), 1.0 / m.copy_rate if m.per_node > 1 else 0.0)
-        step = m.net_alpha + piece * slowest
+        step = m.net_alpha + m.per_node * m.msg_alpha + piece * slowest
     else:
         step = m.arena_alpha + piece / m.copy_rate
     return 2 * (n - 1) * step + (n - 1) / n * size * m.gamma
@@ -91,15 +95,15 @@ def flat_recursive_doubling(m, size):
     t = 0.0
     for k in range(_log2(1 << int(math.floor(math.log2(n))))):
         if (1 << k) < m.per_node:  # partner on the same node: a message all the same
-            t += m.net_alpha + size / m.copy_rate
+            t += m.net_alpha + m.per_node * m.msg_alpha + size / m.copy_rate
         else:  # every rank of the node sends the whole buffer across at once
-            t += m.net_alpha + m.per_node * size * m.net_beta()
+            t += m.net_alpha + m.per_node * (m.msg_alpha + size * m.net_beta())
         t += size * m.gamma
     # Fold and unfold (n not a power of two) pair neighbours: on one node when it has >= 2 ranks.
     extra = _rd_steps(n) - _log2(1 << int(math.floor(math.log2(n))))
     if m.per_node > 1:
-        return t + extra * (m.net_alpha + size / m.copy_rate)
-    return t + extra * (m.net_alpha + size * m.net_beta())
+        return t + extra * (m.net_alpha + m.msg_alpha + size / m.copy_rate)
+    return t + extra * (m.net_alpha + m.msg_alpha + size * m.net_beta())
 
 
 def cross_ring_min_bytes(h):
@@ -109,28 +113,30 @@ def cross_ring_min_bytes(h):
     return CROSS_RING_BYTES // 2 * (2 * (h - 1)) // _rd_steps(h)
 
 
-def _cross(m, part):
-    """One cross-node all_reduce of `part` bytes per rank, all L ranks of a node at once. A ring
-    moves 2(H-1)/H x part per rank, L x that through the node's link, in segments pipelined
-    behind each other: the per-step latency is paid once per step, not per segment."""
+def _cross(m, part, senders=None):
+    """One cross-node all_reduce of `part` bytes per rank, `senders` ranks of a node at once (all
+    L by default). A ring moves 2(H-1)/H x part per rank, senders x that through the node's link,
+    in segments pipelined behind each other: the per-step latency is paid once per step, not per
+    segment."""
     h = m.nodes
     if h == 1 or part == 0:
         return 0.0
-    L = m.per_node
+    L = m.per_node if senders is None else senders
     if part > cross_ring_min_bytes(h):
         steps = 2 * (h - 1)
         wire = steps * L * part / h * m.net_beta()
-        return steps * m.net_alpha + wire + (h - 1) / h * part * m.gamma
-    return _rd_steps(h) * (m.net_alpha + L * part * m.net_beta()) + _log2(h) * part * m.gamma
+        return steps * (m.net_alpha + L * m.msg_alpha) + wire + (h - 1) / h * part * m.gamma
+    return (_rd_steps(h) * (m.net_alpha + L * (m.msg_alpha + part * m.net_beta()))
+            + _log2(h) * part * m.gamma)
 
 
-def _cross_link_bytes(m, part):
+def _cross_link_bytes(m, part, senders=None):
     """Bytes through a node's link per direction in _cross (the busiest link): recursive doubling
     over H not a power of two folds into and unfolds from log2 H partners, one direction each."""
     h = m.nodes
     if h == 1 or part == 0:
         return 0.0
-    L = m.per_node
+    L = m.per_node if senders is None else senders
     if part > cross_ring_min_bytes(h):
         return 2 * (h - 1) * L * part / h
     p = 1 << int(math.floor(math.log2(h)))
@@ -159,8 +165,20 @@ def hier_direct(m, size):
     return chunks * (local + _cross(m, each))
 
 
+def hier_leader(m, size):
+    """Per chunk (one arena slot): every rank copies in, the leader reduces, all_reduces the chunk
+    with the other nodes' leaders (one sender per node) and copies the result into its slot, the
+    others copy it out: two arena synchronisations."""
+    L = m.per_node
+    chunk = min(m.slot_bytes, m.segment_bytes)
+    chunks = max(1, math.ceil(size / chunk))
+    each = min(size, chunk)
+    local = 2 * m.arena_alpha + 3 * each / m.copy_rate + (L - 1) * each * m.gamma
+    return chunks * (local + _cross(m, each, senders=1))
+
+
 ALGORITHMS = {"ring": flat_ring, "recursive_doubling": flat_recursive_doubling,
-              "hier_split": hier_split, "hier_direct": hier_direct}
+              "hier_split": hier_split, "hier_direct": hier_direct, "hier_leader": hier_leader}
 
 
 def link_bytes(m, name, size):
@@ -177,9 +195,10 @@ def link_bytes(m, name, size):
         return (across + folds) * L * size
     if name == "hier_split":
         return _cross_link_bytes(m, size / L)
+    senders = 1 if name == "hier_leader" else None
     chunk = min(m.slot_bytes, m.segment_bytes)
     full, rest = divmod(size, chunk)
-    return full * _cross_link_bytes(m, chunk) + _cross_link_bytes(m, rest)
+    return full * _cross_link_bytes(m, chunk, senders) + _cross_link_bytes(m, rest, senders)
 
 
 def parts(m, name, size):
@@ -203,14 +222,14 @@ def time(m, name, size):
 def applicable(m):
     names = ["ring", "recursive_doubling"]
     if m.nodes > 1 and m.per_node > 1:
-        names += ["hier_split", "hier_direct"]
+        names += ["hier_split", "hier_direct", "hier_leader"]
     return names
 
 
 def selected(m, size):
     """What smddp's selector runs (selector.cc) on this machine."""
     if m.nodes > 1 and m.per_node > 1:
-        return "hier_direct" if size <= DIRECT_MAX_BYTES else "hier_split"
+        return "hier_leader" if size <= DIRECT_MAX_BYTES else "hier_split"
     return "recursive_doubling" if size <= FLAT_RD_MAX_BYTES else "ring"
 
 

@@ -13,20 +13,37 @@ COLORS = {"smddp": "tab:blue", "smddp-rxm": "tab:purple", "smddp-flat": "tab:cya
           "gloo": "tab:orange", "mpi": "tab:green"}
 
 
-def enrich(results, world, cap_gbps):
+BUSBW_TEXT = {"all_reduce": "2(n-1)/n", "broadcast": "1", "all_gather": "(n-1)/n",
+              "reduce_scatter": "(n-1)/n"}
+
+
+def enrich(results, world, cap_gbps, collective="all_reduce"):
     for rows in results.values():
         for r in rows:
-            r["busbw_gbps"] = algbw_gbps(r["size"], r["time_us"]) * busbw_factor("all_reduce",
+            r["busbw_gbps"] = algbw_gbps(r["size"], r["time_us"]) * busbw_factor(collective,
                                                                                  world)
             r["of_cap"] = r["busbw_gbps"] / cap_gbps
+
+
+def limits(meta):
+    """busbw / link cap each kind of algorithm can reach: (hierarchical, flat). A hierarchical
+    all_reduce sends 2(H-1)/H x size per host and direction, an all_gather or reduce_scatter
+    receives or sends (H-1)/H x size: busbw up to H/(H-1) x (n-1)/n of the cap; a flat ring whose
+    order crosses each host boundary once puts its whole per-rank traffic on a link: 1x. A
+    broadcast must bring the size into every host: 1x either way."""
+    if meta.get("collective", "all_reduce") == "broadcast":
+        return 1.0, 1.0
+    world, hosts = meta["world"], meta["hosts"]
+    return (world - 1) / world * hosts / (hosts - 1), 1.0
 
 
 def summary(results, failed, meta):
     world, cap = meta["world"], meta["cap_gbps"]
     names = [b for b in ("smddp", "smddp-rxm", "smddp-flat", "gloo", "mpi") if b in results]
-    lines = [f"# all_reduce on the testbed: {meta['hosts']} hosts x {meta['per_host']} ranks, "
+    coll = meta.get("collective", "all_reduce")
+    lines = [f"# {coll} on the testbed: {meta['hosts']} hosts x {meta['per_host']} ranks, "
              f"links capped at {meta['rate']} each way ({cap:.4g} GB/s)", "",
-             "busbw = size / time x 2(n-1)/n (nccl-tests); `x cap` = busbw / link cap; "
+             f"busbw = size / time x {BUSBW_TEXT[coll]} (nccl-tests); `x cap` = busbw / link cap; "
              "ratios are smddp's time / the peer's time (below 1: smddp faster).", ""]
     head = "| size |" + "".join(f" {b} us | {b} x cap | #wrong |" for b in names)
     peers = [b for b in names if b != "smddp"]
@@ -55,14 +72,15 @@ def plot(results, meta, path):
         rows = [r for r in rows if r["of_cap"] > 0]
         ax.plot([r["size"] for r in rows], [r["of_cap"] for r in rows], marker=".",
                 color=COLORS.get(b), label=b)
-    per_host, world, hosts = meta["per_host"], meta["world"], meta["hosts"]
-    # A hierarchical all_reduce sends 2(H-1)/H x size per host and direction, a flat ring whose
-    # order crosses each host boundary once 2(n-1)/n x size: busbw can reach link cap x these.
-    ax.axhline((2.0 * (world - 1) / world) / (2.0 * (hosts - 1) / hosts), color="grey",
-               linestyle=":", linewidth=0.8, label="hierarchical limit")
-    ax.axhline(1.0, color="black", linestyle=":", linewidth=0.8, label="flat ring limit")
+    per_host = meta["per_host"]
+    coll = meta.get("collective", "all_reduce")
+    hier, flat = limits(meta)
+    if hier != flat:
+        ax.axhline(hier, color="grey", linestyle=":", linewidth=0.8, label="hierarchical limit")
+    ax.axhline(flat, color="black", linestyle=":", linewidth=0.8,
+               label="flat ring limit" if hier != flat else "limit")
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("all_reduce size (bytes)")
+    ax.set_xlabel(f"{coll} size (bytes)")
     ax.set_ylabel("busbw / link cap")
     ax.set_title(f"{meta['hosts']} hosts x {per_host} ranks, links at {meta['rate']}")
     ax.legend(fontsize=8)

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The backends bench/testbed runs across namespace hosts (tests/netns/hosts.sh), all_reduce
-only, each returning rows {size, time_us, wrong} for the sizes asked:
+"""The backends bench/testbed runs across namespace hosts (tests/netns/hosts.sh), one collective
+(all_reduce, broadcast, all_gather or reduce_scatter; the call shapes of bench/compare), each
+returning rows {size, time_us, wrong} for the sizes asked:
 
-- smddp's engine (build/bench/all_reduce_perf, one process per rank started inside its host,
+- smddp's engine (build/bench/<collective>_perf, one process per rank started inside its host,
   rendezvous through a TCP store on host a; -z 1: each call waited for, as a training loop
   does), with its defaults (hierarchical across hosts, libfabric's net provider between them),
   over tcp;ofi_rxm instead (SMDDP_PROVIDER=tcp), or flat (SMDDP_ARENA=0: no host arenas, the
@@ -21,6 +22,7 @@ import subprocess
 import tempfile
 import time
 
+from compare_lib.common import perf_tool
 from compare_lib.runners import RunError, TorchGroup, perf_rows
 
 BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -46,9 +48,10 @@ def _kill(procs):
 
 class EngineRunner:
     def __init__(self, tag, hosts, per_host, build_dir, logdir, timeout, flat=False, port=29820,
-                 provider=None):
+                 provider=None, collective="all_reduce"):
         self.tag, self.hosts, self.per_host = tag, hosts, per_host
-        self.exe = os.path.join(build_dir, "bench", "all_reduce_perf")
+        self.collective = collective
+        self.exe = os.path.join(build_dir, "bench", perf_tool(collective))
         self.logdir, self.timeout, self.flat, self.port = logdir, timeout, flat, port
         self.provider = provider  # SMDDP_PROVIDER; None: smddp's choice
         if not os.path.exists(self.exe):
@@ -81,7 +84,8 @@ class EngineRunner:
                         "-w", str(warmup), "-c", "1", "-z", "1", "-d", "float"]
                 if rank == 0:
                     argv += ["-J", path]
-                log = open(os.path.join(self.logdir, f"engine{'-flat' if self.flat else ''}"
+                log = open(os.path.join(self.logdir, f"{self.collective}-engine"
+                                        f"{'-flat' if self.flat else ''}"
                                         f"{'-' + self.provider if self.provider else ''}"
                                         f"-r{rank}.log"), "a")
                 procs.append(subprocess.Popen(argv, env=env, stdout=log, stderr=log))
@@ -99,12 +103,16 @@ class EngineRunner:
         finally:
             _kill(procs)
             os.unlink(path)
-        return perf_rows(doc, sizes, "in_place")  # in place, as torch calls all_reduce
+        # As torch calls them: all_reduce and broadcast in place, the others out of place.
+        inplace = self.collective in ("all_reduce", "broadcast")
+        return perf_rows(doc, sizes, "in_place" if inplace else "out_of_place")
 
 
 class GlooRunner:
-    def __init__(self, tag, hosts, per_host, python, logdir, timeout, port=29860):
+    def __init__(self, tag, hosts, per_host, python, logdir, timeout, port=29860,
+                 collective="all_reduce"):
         world = hosts * per_host
+        self.collective = collective
         env = dict(os.environ, PYTHONPATH=BENCH)
 
         def launch(rank):
@@ -114,7 +122,7 @@ class GlooRunner:
                                 init=f"tcp://{addr_of('a')}:{port}", launch=launch)
 
     def run(self, sizes, iters, warmup):
-        reply = self.group.run("all_reduce", "float32", sizes, iters, warmup)
+        reply = self.group.run(self.collective, "float32", sizes, iters, warmup)
         if "unsupported" in reply:
             raise RunError(reply["unsupported"])
         return [{"size": r["size"], "time_us": r["time_us"], "wrong": r["wrong"]}
@@ -125,8 +133,9 @@ class GlooRunner:
 
 
 class MpiRunner:
-    def __init__(self, tag, hosts, per_host, exe, workdir, timeout):
+    def __init__(self, tag, hosts, per_host, exe, workdir, timeout, collective="all_reduce"):
         self.tag, self.hosts, self.per_host, self.exe = tag, hosts, per_host, exe
+        self.collective = collective
         self.timeout = timeout
         self.agent = os.path.join(workdir, "mpi_agent")
         with open(self.agent, "w") as f:  # "agent HOST CMD...": CMD inside host HOST (nodeX)
@@ -146,7 +155,7 @@ class MpiRunner:
                 "--mca", "btl", "self,vader,tcp", "--mca", "btl_tcp_if_include", "192.0.2.0/24",
                 "--mca", "oob_tcp_if_include", "192.0.2.0/24",
                 "--mca", "mpi_yield_when_idle", "1",
-                self.exe, "-c", "all_reduce", "-d", "float32", "-s", ",".join(map(str, sizes)),
+                self.exe, "-c", self.collective, "-d", "float32", "-s", ",".join(map(str, sizes)),
                 "-n", str(iters), "-w", str(warmup)]
         try:
             res = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout)

@@ -19,16 +19,18 @@ void allReduceRecursiveDoubling(Exec& exec, const CollectiveArgs& args);  // sma
 void allReduceRing(Exec& exec, const CollectiveArgs& args);               // large messages
 // across hosts (hierarchical_all_reduce.cc; the communicator must have HostGroups: exec.h)
 void allReduceHierDirect(Exec& exec, const CollectiveArgs& args);  // small messages
+void allReduceHierLeader(Exec& exec, const CollectiveArgs& args);  // small messages
 void allReduceHierSplit(Exec& exec, const CollectiveArgs& args);   // large messages
 
 // broadcast
 void broadcastBinomial(Exec& exec, const CollectiveArgs& args);  // small messages
 void broadcastChain(Exec& exec, const CollectiveArgs& args);     // large messages
 
-// all_gather, reduce_scatter, broadcast across hosts (hierarchical_collectives.cc; HostGroups)
+// all_gather, reduce_scatter, broadcast, barrier across hosts (hierarchical_collectives.cc)
 void allGatherHier(Exec& exec, const CollectiveArgs& args);
 void reduceScatterHier(Exec& exec, const CollectiveArgs& args);
 void broadcastHier(Exec& exec, const CollectiveArgs& args);
+void barrierHier(Exec& exec, const CollectiveArgs& args);
 
 // all_gather
 void allGatherBruck(Exec& exec, const CollectiveArgs& args);  // small messages

@@ -27,6 +27,14 @@
 //      phase. AVG divides by n.
 //   Latency: one arena synchronisation + ceil(log2 H) network exchanges.
 //
+// hier_leader (small messages, few network messages; the chunk is one arena slot):
+//   1. arena: every rank copies the chunk into its slot and publishes; the host's leader (local
+//      index 0) reduces the L slots in local rank order into its output;
+//   2. network: the leaders all_reduce the chunk with each other (recursive doubling);
+//   3. arena: the leader copies the result into its slot and publishes it; the others copy it out.
+//   Latency: two arena synchronisations + ceil(log2 H) network exchanges, with one message per
+//   host and step where hier_direct sends L: each host's link carries B once per step, not L x B.
+//   The same bits as hier_direct (same reduction order).
 // Reduction order: the local ranks in a fixed order, then the hosts in the cross algorithm's
 // order, the same on every rank, so every rank ends with the same bits (exactly the flat
 // algorithms' result where the op is exact: integers, min/max, small integer-valued floats).
@@ -157,6 +165,41 @@ void allReduceHierDirect(Exec& exec, const CollectiveArgs& args) {
     }
     msg = crossAllReduce(exec, groups, sum, out + off, count, msg);
     if (args.op == ReduceOp::kAvg) reduce::finishAverage(args.dtype, out + off, count, exec.size());
+  }
+}
+
+void allReduceHierLeader(Exec& exec, const CollectiveArgs& args) {
+  const HostGroups& groups = requireHosts(exec);
+  Exec local(exec, groups.local, groups.localSettings, 0);  // no messages
+  const CollectiveArgs sum = summed(args);
+  const bool leader = local.rank() == 0;
+  const size_t es = args.elementSize();
+  const size_t chunk = arena::SlotStep::chunkBytes(local, es);
+  const auto* in = static_cast<const unsigned char*>(args.send);
+  auto* out = static_cast<unsigned char*>(args.recv);
+  uint64_t msg = 0;  // only the leaders send, all in their cross group (local index 0)
+  for (size_t off = 0; off < args.bytes(); off += chunk) {
+    const size_t bytes = std::min(chunk, args.bytes() - off);
+    const size_t count = bytes / es;
+    arena::SlotStep step(local);
+    step.acquire();
+    std::memcpy(step.mine(), in + off, bytes);
+    step.publish(1);
+    if (leader) {
+      step.awaitAll(1);
+      arena::reduceSlots(step, sum, local.size(), out + off, 0, count);
+      msg = crossAllReduce(exec, groups, sum, out + off, count, msg);
+      if (args.op == ReduceOp::kAvg) {
+        reduce::finishAverage(args.dtype, out + off, count, exec.size());
+      }
+      std::memcpy(step.mine(), out + off, bytes);  // the others read no slot before phase 2
+      step.publish(2);
+    } else {
+      step.await(0, 1);
+      step.await(0, 2);
+      std::memcpy(out + off, step.slotOf(0), bytes);
+    }
+    step.release();
   }
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// all_gather, reduce_scatter and broadcast for a communicator over H hosts with L ranks each
+// all_gather, reduce_scatter, broadcast and barrier for a communicator over H hosts with L ranks each
 // (hierarchical.h): each host's link carries what the host as a whole must send or receive, once,
 // split over its L ranks' cross groups, and everything within a host goes through its arena.
 // Rank (h, i) is the rank of local index i on host h (HostGroups::ranksOf[h][i]); its cross group
@@ -27,6 +27,10 @@
 //      (r, i) to its cross group;
 //   3. arena, on the other hosts: all-gather of the L slices (hier::hostAllGather).
 //   Each host receives the buffer once, in L slices over L paths in parallel.
+// barrier (hier): every rank publishes its arrival in the arena; the host's leader (local index
+//   0) waits for the host's ranks, runs the dissemination barrier with the other hosts' leaders,
+//   then publishes again, which releases the others: ceil(log2 H) rounds of one message per
+//   host instead of ceil(log2 n) from every rank.
 // Latency, small messages: one arena synchronisation (two for broadcast's root host and the
 // others' one each) plus the network algorithm's rounds among H ranks instead of n.
 #include <algorithm>
@@ -182,6 +186,27 @@ void broadcastHier(Exec& exec, const CollectiveArgs& args) {
     cross.waitAll();
   }
   if (myHost != rootHost) hier::hostAllGather(local, args.count, es, out);
+}
+
+void barrierHier(Exec& exec, const CollectiveArgs& args) {
+  const HostGroups& groups = hier::requireHosts(exec);
+  Exec local(exec, groups.local, groups.localSettings, 0);
+  arena::SlotStep step(local);
+  step.acquire();
+  step.publish(1);
+  if (local.rank() == 0) {
+    step.awaitAll(1);
+    {
+      Exec cross(exec, groups.cross, groups.crossSettings, 0);
+      barrierDissemination(cross, args);
+      cross.waitAll();
+    }
+    step.publish(2);
+  } else {
+    step.await(0, 1);
+    step.await(0, 2);
+  }
+  step.release();
 }
 
 }  // namespace smddp::algo

@@ -100,6 +100,10 @@ const std::vector<Algorithm>& registry() {
        "several hosts: each host reduces in its arena, every rank exchanges the whole buffer with "
        "its counterparts on the other hosts; for small messages",
        allReduceHierDirect, arena::Use::kNone, true},
+      {K::kAllReduce, "hier_leader",
+       "several hosts: each host reduces in its arena, one rank per host all_reduces the buffer "
+       "with the other hosts' and hands the result back through the arena; for small messages",
+       allReduceHierLeader, arena::Use::kNone, true},
       {K::kAllReduce, "hier_split",
        "several hosts: arena reduce-scatter over the host's ranks, each rank all_reduces its "
        "slice with its counterparts on the other hosts, arena all-gather",
@@ -116,6 +120,10 @@ const std::vector<Algorithm>& registry() {
        "several hosts: the host's ranks reduce each other's blocks through the arena, each rank "
        "reduce-scatters its partial blocks with its counterparts on the other hosts",
        reduceScatterHier, arena::Use::kNone, true},
+      {K::kBarrier, "hier",
+       "several hosts: the host's ranks meet in the arena, one rank per host runs the "
+       "dissemination barrier with the other hosts', then releases the others",
+       barrierHier, arena::Use::kNone, true},
       {K::kBroadcast, "binomial", "binomial tree, ceil(log2 n) rounds of the whole buffer",
        broadcastBinomial},
       {K::kBroadcast, "chain", "segmented pipelined chain, bytes once per rank; for large messages",

@@ -28,13 +28,15 @@
 //     pairwise against 43-56 us arena, 512 KiB 96-133 against 116-214, 2 MiB 333-478 against
 //     399-842, 8 MiB 2.9-3.2 ms against 3.4-3.9 ms; 32 KiB blocks were a toss-up (6-17 us).
 // Across hosts with an arena on each (topology.hostArenas: the same number >= 2 of ranks on every
-// host), all_reduce is hierarchical (hierarchical_all_reduce.cc): hier_direct up to 16 KiB (one
-// arena synchronisation, then ceil(log2 hosts) network exchanges), hier_split above (each host's
-// link carries the buffer once each way instead of ranks-per-host times); broadcast, all_gather
-// and reduce_scatter are hier at every size (hierarchical_collectives.cc: the flat algorithms
-// would run their intra-host steps over the network provider, and their network steps among n
-// ranks where hier's run among the hosts). reduce, gather, scatter, all_to_all and barrier use
-// the message algorithms.
+// host), all_reduce is hierarchical (hierarchical_all_reduce.cc): hier_leader up to 16 KiB (two
+// arena synchronisations around ceil(log2 hosts) network exchanges of one rank per host: on the
+// testbed (docs/PERF.md) 0.5x hier_direct's time, which sends from every rank of a host and so
+// puts L x the messages and bytes on each link), hier_split above (each host's link carries the
+// buffer once each way instead of ranks-per-host times); broadcast, all_gather,
+// reduce_scatter and barrier are hier at every size (hierarchical_collectives.cc: the flat
+// algorithms would run their intra-host steps over the network provider, and their network
+// steps among n ranks where hier's run among the hosts). reduce, gather, scatter and all_to_all
+// use the message algorithms.
 #include "algorithms/patterns/recursive_doubling.h"
 #include "algorithms/registry.h"
 #include "smddp/error.h"
@@ -55,7 +57,7 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
   const size_t ranks = topology.ranks > 0 ? static_cast<size_t>(topology.ranks) : 1;
   switch (kind) {
     case K::kAllReduce:
-      if (topology.hostArenas) return bytes <= kArenaDirectBytes ? "hier_direct" : "hier_split";
+      if (topology.hostArenas) return bytes <= kArenaDirectBytes ? "hier_leader" : "hier_split";
       if (topology.arena) return bytes <= kArenaDirectBytes ? "arena_direct" : "arena_split";
       return bytes <= kAllReduceSmallBytes ? "recursive_doubling" : "ring";
     case K::kBroadcast:
@@ -80,6 +82,8 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
     case K::kAllToAllV:  // its sizes are per rank: no size to choose by
       return topology.arena ? "arena" : "pairwise";
     case K::kBarrier:
+      if (topology.hostArenas) return "hier";
+      break;
     case K::kControl:
     case K::kSend:
     case K::kRecv:

@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// The hierarchical all_gather, reduce_scatter and broadcast (hier) over thread-ranks laid out as
+// The hierarchical all_gather, reduce_scatter, broadcast and barrier (hier) over thread-ranks laid out as
 // several hosts (runRanksOnHosts: rank r on host r % hosts, so a host's ranks are not
 // consecutive; a heap arena of 4 KiB slots per host): the closed-form checks of the flat
 // algorithms' tests for odd and even host counts and ranks per host, every dtype and op,
 // in place and out of place, block-list outputs, every root; counts below the ranks per host
 // (empty slices), several arena uses, and ring / chain network steps; the same bits as the flat
-// ring reduce_scatter where the sums are exact; a clear error without host groups.
+// ring reduce_scatter where the sums are exact; no rank leaving a barrier before every rank
+// arrived; a clear error without host groups.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -60,6 +64,33 @@ TEST_P(HierLayouts, BroadcastFromEveryRoot) {
     }
     for (DataType dt : kAllDataTypes) {
       checkBroadcast(ctx, a, 777, dt, ctx.size - 1, false, kTinySegment, ++salt);
+    }
+  });
+}
+
+// Each rank arrives late by a rank-dependent delay and counts itself in before the barrier; after
+// it every rank must see all n arrivals of that round.
+TEST_P(HierLayouts, BarrierNoRankLeavesEarly) {
+  const auto [hosts, perHost] = GetParam();
+  const int n = hosts * perHost;
+  constexpr int kRounds = 6;
+  std::vector<std::atomic<int>> arrived(kRounds);
+  for (auto& x : arrived) x = 0;
+  runRanksOnHosts(hosts, perHost, [&](RankContext& ctx) {
+    for (int round = 0; round < kRounds; ++round) {
+      if ((ctx.rank + round) % n == n - 1) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      arrived[static_cast<size_t>(round)].fetch_add(1);
+      ctx.run(algorithm(K::kBarrier, "hier"), CollectiveArgs(Call::of(K::kBarrier,
+                                                                      DataType::kUInt8, 0),
+                                                             nullptr, nullptr),
+              262144);
+      const int seen = arrived[static_cast<size_t>(round)].load();
+      if (seen != n) {
+        ctx.fail("round " + std::to_string(round) + ": left after " + std::to_string(seen) +
+                 " of " + std::to_string(n) + " arrived");
+      }
     }
   });
 }
@@ -121,7 +152,7 @@ TEST(HierCollectives, ReduceScatterEqualsFlatRingWhereExact) {
 TEST(HierCollectives, WithoutHostGroupsFailNamingTheCollective) {
   runRanks(2, [](RankContext& ctx) {
     std::vector<float> send(16, 1.0f), recv(16);
-    for (K kind : {K::kAllGather, K::kReduceScatter, K::kBroadcast}) {
+    for (K kind : {K::kAllGather, K::kReduceScatter, K::kBroadcast, K::kBarrier}) {
       CollectiveArgs args(Call::of(kind, DataType::kFloat32, 8, ReduceOp::kSum), send.data(),
                           recv.data());
       try {

@@ -32,13 +32,13 @@ TEST_P(HierAllReduce, Matrix) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, HierAllReduce,
-                         ::testing::Combine(::testing::Values("hier_direct", "hier_split"),
+                         ::testing::Combine(::testing::Values("hier_direct", "hier_leader", "hier_split"),
                                             ::testing::Values(2, 3, 5),     // hosts
                                             ::testing::Values(2, 3)));      // ranks per host
 
 // Many chunks of both slots (4 KiB slots), a count no split divides, and a 7-host layout.
 TEST(HierAllReduce, ManyChunksOddCountSevenHosts) {
-  for (const char* name : {"hier_direct", "hier_split"}) {
+  for (const char* name : {"hier_direct", "hier_leader", "hier_split"}) {
     const Algorithm& a = algorithm(K::kAllReduce, name);
     runRanksOnHosts(7, 2, [&](RankContext& ctx) {
       checkAllReduce(ctx, a, {100003, DataType::kFloat32, ReduceOp::kSum, false, 1 << 20});
@@ -62,7 +62,7 @@ TEST(HierAllReduce, CrossRingWithLargeSlots) {
 TEST(HierAllReduce, SameBitsOnEveryRankAndFlatWhereExact) {
   constexpr int kHosts = 3, kPerHost = 2, kRanks = kHosts * kPerHost;
   constexpr size_t kCount = 20011;
-  for (const char* name : {"hier_direct", "hier_split"}) {
+  for (const char* name : {"hier_direct", "hier_leader", "hier_split"}) {
     for (bool exact : {false, true}) {
       std::vector<std::vector<float>> results(kRanks), flat(kRanks);
       auto input = [&](int rank) {

@@ -57,6 +57,13 @@ def test_latency_terms_count_steps():
     assert costs.flat_recursive_doubling(m, 8) == pytest.approx(2 * 1e-5)
     m5 = costs.scaled(m, nodes=5)  # not a power of two: fold and unfold across nodes
     assert costs.flat_recursive_doubling(m5, 8) == pytest.approx(4 * 1e-5)
+    # msg_alpha: per message a node sends in a step; flat recursive doubling on 2 nodes x 2
+    # ranks has 2 steps with both ranks of a node sending, hier_leader 1 step with one.
+    busy = costs.Machine("busy", 2, 2, net_alpha=1e-5, net_rate=1e30, net_eff=1.0,
+                         arena_alpha=0.0, copy_rate=1e30, gamma=0.0, msg_alpha=3e-6)
+    assert costs.flat_recursive_doubling(busy, 8) == pytest.approx(2 * (1e-5 + 2 * 3e-6))
+    assert costs.hier_leader(busy, 8) == pytest.approx(1e-5 + 3e-6)
+    assert costs.hier_direct(busy, 8) == pytest.approx(1e-5 + 2 * 3e-6)
     h = costs.Machine("h", 8, 2, net_alpha=1e-5, net_rate=1e30, net_eff=1.0, arena_alpha=1e-6,
                       copy_rate=1e30, gamma=0.0)
     assert costs.hier_direct(h, 8) == pytest.approx(1e-6 + 3 * 1e-5)
@@ -78,6 +85,10 @@ def test_token_bucket_link():
     t = costs.time(bucket, "hier_split", 16 << 20)
     assert t == pytest.approx(costs.hier_split(plain, 16 << 20) - 64 * 1024 / 125e6)
     assert (16 << 20) / 125e6 < t < 1.01 * (16 << 20) / 125e6
+    # hier_leader: one sender per host, two arena synchronisations; 4 KiB once per link.
+    assert costs.time(bucket, "hier_leader", 64) == pytest.approx(50e-6)
+    assert costs.link_bytes(bucket, "hier_leader", 4096) == 4096
+    assert costs.time(bucket, "hier_leader", 4096) == pytest.approx(50e-6)
     # 3 hosts: recursive doubling folds host 2 into host 0 and unfolds it: 3 steps on the
     # critical path, but each link carries 2 steps' bytes per direction.
     three = costs.scaled(bucket, nodes=3)
@@ -91,7 +102,7 @@ def test_token_bucket_link():
 
 def test_selected_mirrors_the_selector():
     hosts = ideal(2, 2)
-    assert costs.selected(hosts, 16 * 1024) == "hier_direct"
+    assert costs.selected(hosts, 16 * 1024) == "hier_leader"
     assert costs.selected(hosts, 16 * 1024 + 4) == "hier_split"
     single = ideal(3, 1)
     assert costs.selected(single, 64 * 1024) == "recursive_doubling"
@@ -100,18 +111,23 @@ def test_selected_mirrors_the_selector():
 
 
 @pytest.mark.parametrize("burst", [0, 64 * 1024])
-def test_calibration_recovers_known_parameters(burst):
+@pytest.mark.parametrize("msg", [0.0, 6e-6])
+def test_calibration_recovers_known_parameters(burst, msg):
     truth = costs.Machine("t", 2, 2, net_alpha=80e-6, net_rate=125e6, net_eff=0.7,
-                          arena_alpha=10e-6, copy_rate=8e9, gamma=1 / 8e9, link_burst=burst)
+                          arena_alpha=10e-6, copy_rate=8e9, gamma=1 / 8e9, link_burst=burst,
+                          msg_alpha=msg)
     rows = []
     for size in (8, 4096, 1 << 18, 1 << 22):
-        algo = costs.selected(truth, size)
-        rows.append({"size": size, "algorithm": algo,
-                     "time_us": costs.time(truth, algo, size) * 1e6})
-    prior = costs.scaled(truth, net_alpha=50e-6, net_eff=0.9)
+        # hierarchical (one sender per host up to 16 KiB) and flat (every rank sends): the two
+        # tell msg_alpha from net_alpha
+        for algo in (costs.selected(truth, size), "recursive_doubling"):
+            rows.append({"size": size, "algorithm": algo,
+                         "time_us": costs.time(truth, algo, size) * 1e6})
+    prior = costs.scaled(truth, net_alpha=50e-6, net_eff=0.9, msg_alpha=0.0)
     fitted = calibrate.fit(prior, rows)
     assert fitted.net_alpha == pytest.approx(80e-6, rel=1e-6)
     assert fitted.net_eff == pytest.approx(0.7, rel=1e-6)
+    assert fitted.msg_alpha == pytest.approx(msg, abs=1e-12)
     for r in calibrate.predict(fitted, rows):
         assert abs(r["error"]) < 1e-6
 
@@ -135,8 +151,8 @@ def _testbed_doc(m, rate):
 
 def test_cli_calibrate_check_table(tmp_path):
     truth = costs.Machine("t", 2, 2, net_alpha=90e-6, net_rate=125e6, net_eff=0.75,
-                          arena_alpha=10e-6, copy_rate=8e9, gamma=1 / 8e9,
-                          link_burst=64 * 1024)  # as bench/model's testbed machine
+                          arena_alpha=3e-6, copy_rate=8e9, gamma=1 / 8e9, msg_alpha=7e-6,
+                          link_burst=64 * 1024)  # bench/model's testbed machine and priors
     bed = tmp_path / "testbed.json"
     bed.write_text(json.dumps(_testbed_doc(truth, "1gbit")))
     other = tmp_path / "other.json"  # 3 hosts at half the rate, same network behaviour
@@ -150,6 +166,7 @@ def test_cli_calibrate_check_table(tmp_path):
     p = json.loads(params.read_text())
     assert p["net_alpha"] == pytest.approx(90e-6, rel=1e-4)
     assert p["net_eff"] == pytest.approx(0.75, rel=1e-4)
+    assert p["msg_alpha"] == pytest.approx(7e-6, rel=1e-4)
     res = subprocess.run(run + ["check", str(params), str(bed), str(other)],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr

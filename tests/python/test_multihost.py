@@ -6,7 +6,7 @@ says, else tcp;ofi_rxm), driven through the C++ perf tools (no torch):
 - every collective (all_reduce, broadcast from every root, all_gather, barrier) is correct:
   exit 0 and #wrong 0 on every row;
 - all_reduce, reduce_scatter, all_gather and broadcast, hierarchical (the default across hosts:
-  hier_direct and hier_split, hier) and flat (SMDDP_ARENA=0), every dtype and op on exact values:
+  hier_leader and hier_split, hier) and flat (SMDDP_ARENA=0), every dtype and op on exact values:
   both equal the closed form bit for bit;
 - cutting nodeb's link in the middle of a long all_reduce run with SMDDP_TIMEOUT_MS=5000 makes
   every rank exit non-zero (the all_reduce is hierarchical: hier_split) (nodea, the surviving
@@ -146,7 +146,7 @@ def test_collectives_across_two_hosts(hosts, tmp_path):
 # #wrong fields: 2 columns x 6 sizes x 36 dtype-op pairs, 8 dtypes, 8 dtypes x 4 roots).
 EXACT = {
     "all_reduce_perf": (["-o", "all", "-d", "all"], "all_reduce",
-                        {"hier_direct", "hier_split"}, {"recursive_doubling", "ring"}, 432),
+                        {"hier_leader", "hier_split"}, {"recursive_doubling", "ring"}, 432),
     "reduce_scatter_perf": (["-o", "all", "-d", "all"], "reduce_scatter", {"hier"}, {"ring"},
                             432),
     "all_gather_perf": (["-d", "all"], "all_gather", {"hier"}, {"bruck", "ring"}, 96),

@@ -152,11 +152,11 @@ TEST(Selector, HierarchicalAcrossHostsWithArenas) {
   for (int hosts : {2, 3, 7}) {
     Topology t{hosts * 2, hosts};
     t.hostArenas = true;
-    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 8, t, none).name, "hier_direct");
-    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024, t, none).name, "hier_direct");
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 8, t, none).name, "hier_leader");
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024, t, none).name, "hier_leader");
     EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024 + 4, t, none).name, "hier_split");
     EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 64 << 20, t, none).name, "hier_split");
-    // broadcast, all_gather and reduce_scatter are hierarchical at every size; the flat
+    // broadcast, all_gather, reduce_scatter and barrier are hierarchical at every size; the flat
     // algorithms stay available by name; the other collectives stay flat.
     for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{64} << 20}) {
       EXPECT_STREQ(selectAlgorithm(K::kBroadcast, bytes, t, none).name, "hier");
@@ -170,7 +170,8 @@ TEST(Selector, HierarchicalAcrossHostsWithArenas) {
         selectAlgorithm(K::kAllGather, 8, t, parseAlgorithmOverrides("allgather:bruck")).name,
         "bruck");
     EXPECT_STREQ(selectAlgorithm(K::kReduce, 8, t, none).name, "binomial");
-    EXPECT_STREQ(selectAlgorithm(K::kBarrier, 0, t, none).name, "dissemination");
+    EXPECT_STREQ(selectAlgorithm(K::kBarrier, 0, t, none).name, "hier");
+    EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 8, t, none).name, "pairwise");
   }
   for (K kind : {K::kBroadcast, K::kAllGather, K::kReduceScatter}) {
     EXPECT_STREQ(selectAlgorithm(kind, 8, Topology{6, 2}, none).name,
