@@ -31,6 +31,10 @@ void allGatherHier(Exec& exec, const CollectiveArgs& args);
 void reduceScatterHier(Exec& exec, const CollectiveArgs& args);
 void broadcastHier(Exec& exec, const CollectiveArgs& args);
 void barrierHier(Exec& exec, const CollectiveArgs& args);
+// broadcast, all_gather, reduce_scatter across hosts, small messages (hierarchical_leader.cc)
+void broadcastHierLeader(Exec& exec, const CollectiveArgs& args);
+void allGatherHierLeader(Exec& exec, const CollectiveArgs& args);
+void reduceScatterHierLeader(Exec& exec, const CollectiveArgs& args);
 
 // all_gather
 void allGatherBruck(Exec& exec, const CollectiveArgs& args);  // small messages

@@ -5,7 +5,8 @@
 // (the ranks with its local index, one per host, in host order), so every rank of a host drives
 // its own network path and a host's paths all work at once.
 //   all_reduce (hierarchical_all_reduce.cc): hier_direct, hier_split;
-//   all_gather, reduce_scatter, broadcast (hierarchical_collectives.cc): hier.
+//   all_gather, reduce_scatter, broadcast, barrier (hierarchical_collectives.cc): hier;
+//   broadcast, all_gather for small messages (hierarchical_leader.cc): hier_leader.
 #pragma once
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include "algorithms/exec.h"
 #include "algorithms/patterns/ring.h"
+#include "algorithms/registry.h"
 #include "smddp/error.h"
 
 namespace smddp::algo::hier {
@@ -44,6 +46,21 @@ inline CollectiveArgs summed(const CollectiveArgs& args) {
 // Elements of `block` from `at`, at most `piece` of them (0 past its end).
 inline size_t pieceOf(const patterns::Range& block, size_t at, size_t piece) {
   return at < block.count ? std::min(piece, block.count - at) : 0;
+}
+
+// The flat algorithm the selector picks for `kind` and `bytes` among the H ranks of a cross group.
+inline const Algorithm& crossAlgorithm(CollectiveKind kind, size_t bytes, int hosts) {
+  Topology flat;
+  flat.ranks = hosts;
+  flat.hosts = hosts;
+  return selectAlgorithm(kind, bytes, flat, {});
+}
+
+// The index of the host `rank` is on (HostGroups::ranksOf).
+inline int hostOf(const HostGroups& groups, int rank) {
+  int host = 0;
+  while (positionOf(groups.ranksOf[static_cast<size_t>(host)], rank) < 0) ++host;
+  return host;
 }
 
 // Arena all-gather of a buffer of `count` elements cut into the host's L blocks

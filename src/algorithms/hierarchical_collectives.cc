@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// all_gather, reduce_scatter, broadcast and barrier for a communicator over H hosts with L ranks each
-// (hierarchical.h): each host's link carries what the host as a whole must send or receive, once,
-// split over its L ranks' cross groups, and everything within a host goes through its arena.
+// all_gather, reduce_scatter, broadcast and barrier for a communicator over H hosts with L ranks
+// each (hierarchical.h): each host's link carries what the host as a whole must send or receive,
+// once, split over its L ranks' cross groups, and everything within a host goes through its arena.
 // Rank (h, i) is the rank of local index i on host h (HostGroups::ranksOf[h][i]); its cross group
 // is (0, i) .. (H-1, i). The network phase of each is the flat algorithm the selector picks for
 // H ranks (bruck or ring, binomial or chain, ring).
@@ -31,8 +31,9 @@
 //   0) waits for the host's ranks, runs the dissemination barrier with the other hosts' leaders,
 //   then publishes again, which releases the others: ceil(log2 H) rounds of one message per
 //   host instead of ceil(log2 n) from every rank.
-// Latency, small messages: one arena synchronisation (two for broadcast's root host and the
-// others' one each) plus the network algorithm's rounds among H ranks instead of n.
+// Latency: one arena synchronisation per host (barrier: two) plus the network algorithm's rounds
+// among H ranks instead of n; hierarchical_leader.cc has broadcast's and all_gather's forms for
+// small messages, with one sender per host.
 #include <algorithm>
 #include <cstring>
 
@@ -46,16 +47,9 @@
 namespace smddp::algo {
 namespace {
 
+using hier::crossAlgorithm;
 using hier::pieceOf;
 using hier::positionOf;
-
-// The flat algorithm the selector picks for `kind` and `bytes` among the H ranks of a cross group.
-const Algorithm& crossAlgorithm(CollectiveKind kind, size_t bytes, int hosts) {
-  Topology flat;
-  flat.ranks = hosts;
-  flat.hosts = hosts;
-  return selectAlgorithm(kind, bytes, flat, {});
-}
 
 }  // namespace
 
@@ -83,8 +77,8 @@ void allGatherHier(Exec& exec, const CollectiveArgs& args) {
     arena::SlotStep step(local);
     step.acquire();
     for (int h = 0; h < hosts; ++h) {
-      const auto* from =
-          static_cast<const unsigned char*>(args.block(static_cast<size_t>(groups.ranksOf[h][index])));
+      const auto owner = static_cast<size_t>(groups.ranksOf[h][index]);
+      const auto* from = static_cast<const unsigned char*>(args.block(owner));
       std::memcpy(step.mine() + static_cast<size_t>(h) * piece * es, from + at * es, bytes);
     }
     step.publish(1);
@@ -92,7 +86,8 @@ void allGatherHier(Exec& exec, const CollectiveArgs& args) {
       const int q = (index + k) % ranksHere;
       step.await(q, 1);
       for (int h = 0; h < hosts; ++h) {
-        auto* to = static_cast<unsigned char*>(args.block(static_cast<size_t>(groups.ranksOf[h][q])));
+        const auto owner = static_cast<size_t>(groups.ranksOf[h][q]);
+        auto* to = static_cast<unsigned char*>(args.block(owner));
         std::memcpy(to + at * es, step.slotOf(q) + static_cast<size_t>(h) * piece * es, bytes);
       }
     }
@@ -152,8 +147,7 @@ void reduceScatterHier(Exec& exec, const CollectiveArgs& args) {
 void broadcastHier(Exec& exec, const CollectiveArgs& args) {
   const HostGroups& groups = hier::requireHosts(exec);
   const int hosts = static_cast<int>(groups.ranksOf.size());
-  int rootHost = 0;
-  while (positionOf(groups.ranksOf[rootHost], args.root) < 0) ++rootHost;  // the core checked root
+  const int rootHost = hier::hostOf(groups, args.root);  // the core checked root
   const int myHost = positionOf(groups.cross, exec.rank());
   const size_t es = args.elementSize();
   auto* out = static_cast<unsigned char*>(args.recv);

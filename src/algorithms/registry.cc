@@ -112,10 +112,23 @@ const std::vector<Algorithm>& registry() {
        "several hosts: arena copy on the root's host, each rank broadcasts its slice to its "
        "counterparts on the other hosts, arena all-gather there",
        broadcastHier, arena::Use::kNone, true},
+      {K::kBroadcast, "hier_leader",
+       "several hosts: the root's counterparts on the other hosts get the whole buffer, each "
+       "hands it to its host through the arena; for small messages",
+       broadcastHierLeader, arena::Use::kNone, true},
+      {K::kAllGather, "hier_leader",
+       "several hosts: one rank per host gathers its host's blocks through the arena, "
+       "all_gathers them with the other hosts' and hands all back; for small messages",
+       allGatherHierLeader, arena::Use::kNone, true},
       {K::kAllGather, "hier",
        "several hosts: each rank all_gathers its block with its counterparts on the other hosts, "
        "then the host's ranks exchange what they received through the arena",
        allGatherHier, arena::Use::kNone, true},
+      {K::kReduceScatter, "hier_leader",
+       "several hosts: one rank per host reduces its host's inputs through the arena, "
+       "reduce-scatters them with the other hosts' and hands each rank its block; for small "
+       "messages",
+       reduceScatterHierLeader, arena::Use::kNone, true},
       {K::kReduceScatter, "hier",
        "several hosts: the host's ranks reduce each other's blocks through the arena, each rank "
        "reduce-scatters its partial blocks with its counterparts on the other hosts",

@@ -32,8 +32,11 @@
 // arena synchronisations around ceil(log2 hosts) network exchanges of one rank per host: on the
 // testbed (docs/PERF.md) 0.5x hier_direct's time, which sends from every rank of a host and so
 // puts L x the messages and bytes on each link), hier_split above (each host's link carries the
-// buffer once each way instead of ranks-per-host times); broadcast, all_gather,
-// reduce_scatter and barrier are hier at every size (hierarchical_collectives.cc: the flat
+// buffer once each way instead of ranks-per-host times); broadcast hier_leader up to 16 KiB,
+// all_gather and reduce_scatter hier_leader up to 64 KiB for all n blocks (one sender per host:
+// on the testbed 12-18 us against hier's 19-21 for broadcasts to 512 B, 24-42 us against 46-49
+// for all_gathers and 20-27 against 41-50 for reduce_scatters to 4 KiB, level from 16 KiB),
+// hier above; barrier hier (hierarchical_collectives.cc, hierarchical_leader.cc: the flat
 // algorithms would run their intra-host steps over the network provider, and their network
 // steps among n ranks where hier's run among the hosts). reduce, gather, scatter and all_to_all
 // use the message algorithms.
@@ -50,6 +53,7 @@ constexpr size_t kAllGatherSmallTotalBytes = 64 * 1024;
 constexpr size_t kArenaDirectBytes = 16 * 1024;
 constexpr size_t kAllToAllArenaBlockBytes = 64 * 1024;
 constexpr size_t kCrossRingBytes = 64 * 1024;  // crossRingMinBytes with 2 hosts
+constexpr size_t kHierLeaderBytes = 16 * 1024;
 
 // The default algorithm's name.
 const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topology) {
@@ -57,20 +61,24 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
   const size_t ranks = topology.ranks > 0 ? static_cast<size_t>(topology.ranks) : 1;
   switch (kind) {
     case K::kAllReduce:
-      if (topology.hostArenas) return bytes <= kArenaDirectBytes ? "hier_leader" : "hier_split";
+      if (topology.hostArenas) return bytes <= kHierLeaderBytes ? "hier_leader" : "hier_split";
       if (topology.arena) return bytes <= kArenaDirectBytes ? "arena_direct" : "arena_split";
       return bytes <= kAllReduceSmallBytes ? "recursive_doubling" : "ring";
     case K::kBroadcast:
-      if (topology.hostArenas) return "hier";
+      if (topology.hostArenas) return bytes <= kHierLeaderBytes ? "hier_leader" : "hier";
       if (topology.arena)
         return bytes > 0 && bytes <= topology.eagerBytes ? "arena_eager" : "arena";
       return bytes <= kBroadcastSmallBytes || ranks <= 2 ? "binomial" : "chain";
     case K::kAllGather:
-      if (topology.hostArenas) return "hier";
+      if (topology.hostArenas) {
+        return bytes * ranks <= kAllGatherSmallTotalBytes ? "hier_leader" : "hier";
+      }
       if (topology.arena) return "arena";
       return bytes * ranks <= kAllGatherSmallTotalBytes ? "bruck" : "ring";
     case K::kReduceScatter:
-      if (topology.hostArenas) return "hier";
+      if (topology.hostArenas) {
+        return bytes * ranks <= kAllGatherSmallTotalBytes ? "hier_leader" : "hier";
+      }
       return topology.arena ? "arena" : "ring";
     case K::kReduce:
       return topology.arena ? "arena" : "binomial";

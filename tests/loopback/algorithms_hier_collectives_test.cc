@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The hierarchical all_gather, reduce_scatter, broadcast and barrier (hier) over thread-ranks laid out as
-// several hosts (runRanksOnHosts: rank r on host r % hosts, so a host's ranks are not
-// consecutive; a heap arena of 4 KiB slots per host): the closed-form checks of the flat
-// algorithms' tests for odd and even host counts and ranks per host, every dtype and op,
-// in place and out of place, block-list outputs, every root; counts below the ranks per host
-// (empty slices), several arena uses, and ring / chain network steps; the same bits as the flat
-// ring reduce_scatter where the sums are exact; no rank leaving a barrier before every rank
-// arrived; a clear error without host groups.
+// The hierarchical all_gather, reduce_scatter, broadcast and barrier (hier, and hier_leader for
+// all but the barrier) over thread-ranks laid out as several hosts (runRanksOnHosts: rank r
+// on host r % hosts, so a host's ranks are not consecutive; a heap arena of 4 KiB slots per
+// host): the closed-form checks of the flat algorithms' tests for odd and even host counts and
+// ranks per host, every dtype and op, in place and out of place, block-list outputs, every root;
+// counts below the ranks per host (empty slices), several arena uses, and ring / chain network
+// steps; the same bits as the flat ring reduce_scatter where the sums are exact; no rank leaving
+// a barrier before every rank arrived; a clear error without host groups.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -29,43 +29,50 @@ class HierLayouts : public ::testing::TestWithParam<std::tuple<int, int>> {};
 
 TEST_P(HierLayouts, AllGather) {
   const auto [hosts, perHost] = GetParam();
-  const Algorithm& a = algorithm(K::kAllGather, "hier");
-  runRanksOnHosts(hosts, perHost, [&](RankContext& ctx) {
-    for (size_t count : {size_t{1}, size_t{13}, size_t{1037}}) {
-      for (DataType dt : kAllDataTypes) {
-        for (Output o : {Output::kContiguous, Output::kBlockList, Output::kInPlace}) {
-          checkAllGather(ctx, a, count, dt, o, kTinySegment);
+  for (const char* name : {"hier", "hier_leader"}) {
+    const Algorithm& a = algorithm(K::kAllGather, name);
+    runRanksOnHosts(hosts, perHost, [&](RankContext& ctx) {
+      for (size_t count : {size_t{1}, size_t{13}, size_t{1037}}) {
+        for (DataType dt : kAllDataTypes) {
+          for (Output o : {Output::kContiguous, Output::kBlockList, Output::kInPlace}) {
+            checkAllGather(ctx, a, count, dt, o, kTinySegment);
+          }
         }
       }
-    }
-  });
+    });
+  }
 }
 
 TEST_P(HierLayouts, ReduceScatter) {
   const auto [hosts, perHost] = GetParam();
-  const Algorithm& a = algorithm(K::kReduceScatter, "hier");
   const std::vector<AllReduceCase> cases = allReduceCases(hosts * perHost);
-  runRanksOnHosts(hosts, perHost, [&](RankContext& ctx) {
-    for (const AllReduceCase& c : cases) checkReduceScatter(ctx, a, c);
-  });
+  for (const char* name : {"hier", "hier_leader"}) {
+    const Algorithm& a = algorithm(K::kReduceScatter, name);
+    runRanksOnHosts(hosts, perHost, [&](RankContext& ctx) {
+      for (const AllReduceCase& c : cases) checkReduceScatter(ctx, a, c);
+    });
+  }
 }
 
 TEST_P(HierLayouts, BroadcastFromEveryRoot) {
   const auto [hosts, perHost] = GetParam();
-  const Algorithm& a = algorithm(K::kBroadcast, "hier");
-  runRanksOnHosts(hosts, perHost, [&](RankContext& ctx) {
-    size_t salt = 0;
-    for (int root = 0; root < ctx.size; ++root) {
-      for (size_t count : {size_t{1}, size_t{2}, size_t{1037}, size_t{5000}}) {
-        for (bool inPlace : {false, true}) {
-          checkBroadcast(ctx, a, count, DataType::kFloat32, root, inPlace, kTinySegment, ++salt);
+  for (const char* name : {"hier", "hier_leader"}) {
+    const Algorithm& a = algorithm(K::kBroadcast, name);
+    runRanksOnHosts(hosts, perHost, [&](RankContext& ctx) {
+      size_t salt = 0;
+      for (int root = 0; root < ctx.size; ++root) {
+        for (size_t count : {size_t{1}, size_t{2}, size_t{1037}, size_t{5000}}) {
+          for (bool inPlace : {false, true}) {
+            checkBroadcast(ctx, a, count, DataType::kFloat32, root, inPlace, kTinySegment,
+                           ++salt);
+          }
         }
       }
-    }
-    for (DataType dt : kAllDataTypes) {
-      checkBroadcast(ctx, a, 777, dt, ctx.size - 1, false, kTinySegment, ++salt);
-    }
-  });
+      for (DataType dt : kAllDataTypes) {
+        checkBroadcast(ctx, a, 777, dt, ctx.size - 1, false, kTinySegment, ++salt);
+      }
+    });
+  }
 }
 
 // Each rank arrives late by a rank-dependent delay and counts itself in before the barrier; after
@@ -116,6 +123,12 @@ TEST(HierCollectives, LargeBuffersSevenHosts) {
                    65536, 1);
     checkBroadcast(ctx, algorithm(K::kBroadcast, "hier"), 600001, DataType::kInt32, 8, true,
                    65536, 2);
+    checkAllGather(ctx, algorithm(K::kAllGather, "hier_leader"), 70001, DataType::kFloat32,
+                   Output::kBlockList, 65536);
+    checkBroadcast(ctx, algorithm(K::kBroadcast, "hier_leader"), 600001, DataType::kFloat32, 3,
+                   false, 65536, 3);
+    checkReduceScatter(ctx, algorithm(K::kReduceScatter, "hier_leader"),
+                       {70001, DataType::kFloat32, ReduceOp::kAvg, true, 65536});
   }, size_t{1} << 20);
 }
 
@@ -141,22 +154,27 @@ TEST(HierCollectives, ReduceScatterEqualsFlatRingWhereExact) {
       runRanks(kRanks, body);
     }
   };
-  runWith(algorithm(K::kReduceScatter, "hier"), hier, true);
   runWith(algorithm(K::kReduceScatter, "ring"), flat, false);
-  for (int r = 0; r < kRanks; ++r) {
-    EXPECT_EQ(std::memcmp(hier[r].data(), flat[r].data(), kCount * sizeof(float)), 0)
-        << "rank " << r << ": hier differs from the flat ring on exact sums";
+  for (const char* name : {"hier", "hier_leader"}) {
+    runWith(algorithm(K::kReduceScatter, name), hier, true);
+    for (int r = 0; r < kRanks; ++r) {
+      EXPECT_EQ(std::memcmp(hier[r].data(), flat[r].data(), kCount * sizeof(float)), 0)
+          << "rank " << r << ": " << name << " differs from the flat ring on exact sums";
+    }
   }
 }
 
 TEST(HierCollectives, WithoutHostGroupsFailNamingTheCollective) {
   runRanks(2, [](RankContext& ctx) {
     std::vector<float> send(16, 1.0f), recv(16);
-    for (K kind : {K::kAllGather, K::kReduceScatter, K::kBroadcast, K::kBarrier}) {
+    for (auto [kind, name] : {std::pair{K::kAllGather, "hier"}, {K::kReduceScatter, "hier"},
+                              {K::kBroadcast, "hier"}, {K::kBarrier, "hier"},
+                              {K::kBroadcast, "hier_leader"}, {K::kAllGather, "hier_leader"},
+                              {K::kReduceScatter, "hier_leader"}}) {
       CollectiveArgs args(Call::of(kind, DataType::kFloat32, 8, ReduceOp::kSum), send.data(),
                           recv.data());
       try {
-        ctx.run(algorithm(kind, "hier"), args, 1 << 20);
+        ctx.run(algorithm(kind, name), args, 1 << 20);
         ctx.fail(std::string("no error without host groups: ") + toString(kind));
       } catch (const Error& e) {
         const std::string what = e.what();

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The hierarchical all_reduce algorithms (hier_direct, hier_split) over thread-ranks laid out as
-// several hosts (runRanksOnHosts: rank r on host r % hosts, a heap arena per host, the cross
-// groups over the loopback transport): the closed-form all_reduce matrix for odd and even host
-// counts and ranks per host; many chunks with recursive-doubling and ring cross steps; every rank
-// ending with the same bits on random floats, equal to the flat ring's where the sums are exact;
-// and a clear error without host groups.
+// The hierarchical all_reduce algorithms (hier_direct, hier_leader, hier_split) over thread-ranks
+// laid out as several hosts (runRanksOnHosts: rank r on host r % hosts, a heap arena per host,
+// the cross groups over the loopback transport): the closed-form all_reduce matrix for odd and
+// even host counts and ranks per host; many chunks with recursive-doubling and ring cross steps;
+// every rank ending with the same bits on random floats, equal to the flat ring's where the sums
+// are exact; and a clear error without host groups.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -32,7 +32,8 @@ TEST_P(HierAllReduce, Matrix) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, HierAllReduce,
-                         ::testing::Combine(::testing::Values("hier_direct", "hier_leader", "hier_split"),
+                         ::testing::Combine(::testing::Values("hier_direct", "hier_leader",
+                                                              "hier_split"),
                                             ::testing::Values(2, 3, 5),     // hosts
                                             ::testing::Values(2, 3)));      // ranks per host
 

@@ -158,11 +158,20 @@ TEST(Selector, HierarchicalAcrossHostsWithArenas) {
     EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 64 << 20, t, none).name, "hier_split");
     // broadcast, all_gather, reduce_scatter and barrier are hierarchical at every size; the flat
     // algorithms stay available by name; the other collectives stay flat.
-    for (size_t bytes : {size_t{8}, size_t{1} << 20, size_t{64} << 20}) {
-      EXPECT_STREQ(selectAlgorithm(K::kBroadcast, bytes, t, none).name, "hier");
-      EXPECT_STREQ(selectAlgorithm(K::kAllGather, bytes, t, none).name, "hier");
+    for (size_t bytes : {size_t{1} << 20, size_t{64} << 20}) {
       EXPECT_STREQ(selectAlgorithm(K::kReduceScatter, bytes, t, none).name, "hier");
     }
+    EXPECT_STREQ(selectAlgorithm(K::kBroadcast, 8, t, none).name, "hier_leader");
+    EXPECT_STREQ(selectAlgorithm(K::kBroadcast, 16 * 1024, t, none).name, "hier_leader");
+    EXPECT_STREQ(selectAlgorithm(K::kBroadcast, 16 * 1024 + 4, t, none).name, "hier");
+    const size_t ranks = static_cast<size_t>(t.ranks);  // all_gather: by the gathered size
+    EXPECT_STREQ(selectAlgorithm(K::kAllGather, 8, t, none).name, "hier_leader");
+    EXPECT_STREQ(selectAlgorithm(K::kAllGather, 65536 / ranks, t, none).name, "hier_leader");
+    EXPECT_STREQ(selectAlgorithm(K::kAllGather, 65536 / ranks + 8, t, none).name, "hier");
+    EXPECT_STREQ(selectAlgorithm(K::kReduceScatter, 8, t, none).name, "hier_leader");
+    EXPECT_STREQ(selectAlgorithm(K::kReduceScatter, 65536 / ranks, t, none).name,
+                 "hier_leader");
+    EXPECT_STREQ(selectAlgorithm(K::kReduceScatter, 65536 / ranks + 8, t, none).name, "hier");
     EXPECT_STREQ(
         selectAlgorithm(K::kAllReduce, 64 << 20, t, parseAlgorithmOverrides("allreduce:ring")).name,
         "ring");

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: Apache-2.0
+// broadcast, all_gather and reduce_scatter for small messages across H hosts of L ranks (hierarchical.h): one
+// rank per host (the leader) carries the host's whole part over the network, so each step puts one
+// message per host on the wire instead of L (on a host whose network stack shares the ranks'
+// cores, each message costs them CPU time), and the host's ranks meet in their arena.
+//
+// broadcast (hier_leader), root (r, j): the ranks of local index j broadcast the whole buffer from
+//   the root to each other (the flat algorithm for H ranks); then on every host rank (., j) copies
+//   it into its slot per use and the others copy it out. Latency: the network broadcast among H
+//   plus one arena synchronisation.
+// all_gather (hier_leader), leader (h, 0):
+//   1. arena: every rank copies its block into its slot; the leader gathers the host's L blocks
+//      into scratch, host-major (host h's at h L blocks);
+//   2. network: the leaders all_gather their hosts' L blocks (the flat algorithm for H ranks);
+//   3. arena: the leader copies the n blocks into its slot per use, the others copy them out to
+//      their places; the leader unpacks from scratch.
+//   Latency: the network all_gather among H plus two arena synchronisations.
+// reduce_scatter (hier_leader), leader (h, 0):
+//   1. arena: per use every rank copies a piece of each of its n input blocks into its slot (the
+//      block of (h, q) at piece h L + q: host-major); the leader reduces, in local rank order, the
+//      L slots into n partial blocks in scratch;
+//   2. network: the leaders reduce-scatter their partials (ring over H; leader h ends with its
+//      host's L blocks reduced over every host);
+//   3. arena: the leader copies a piece of each of the L blocks into its slot per use; rank
+//      (h, q) copies block q out. AVG divides by n there.
+//   The same reduction order as hier's (local ranks, then the hosts in ring order).
+// Identity: each use's readers check whom they read (the leader reads everyone in step 1 of
+// all_gather; the broadcast's uses are symmetric), so ranks in different collectives fail with
+// kMismatch.
+#include <algorithm>
+#include <cstring>
+
+#include "algorithms/algorithms.h"
+#include "algorithms/arena/slot_step.h"
+#include "algorithms/hierarchical.h"
+#include "algorithms/ring_pass.h"
+#include "reduce/reducer.h"
+
+namespace smddp::algo {
+namespace {
+
+// Packed offset [off, off + bytes) of the host-major blocks to the output blocks: block k of the
+// packed order is the block of rank ranksOf[k / L][k % L].
+void unpack(const CollectiveArgs& args, const HostGroups& groups, int perHost,
+            const unsigned char* from, size_t off, size_t bytes) {
+  const size_t block = args.bytes();
+  for (size_t at = off; at < off + bytes;) {
+    const size_t k = at / block;
+    const size_t within = at % block;
+    const size_t n = std::min(block - within, off + bytes - at);
+    const auto L = static_cast<size_t>(perHost);
+    const int owner = groups.ranksOf[k / L][k % L];
+    std::memcpy(static_cast<unsigned char*>(args.block(static_cast<size_t>(owner))) + within,
+                from + (at - off), n);
+    at += n;
+  }
+}
+
+}  // namespace
+
+void broadcastHierLeader(Exec& exec, const CollectiveArgs& args) {
+  const HostGroups& groups = hier::requireHosts(exec);
+  const int hosts = static_cast<int>(groups.ranksOf.size());
+  const int rootHost = hier::hostOf(groups, args.root);
+  const int source = hier::positionOf(groups.ranksOf[static_cast<size_t>(rootHost)], args.root);
+  Exec local(exec, groups.local, groups.localSettings, 0);
+  const bool isSource = local.rank() == source;
+  if (isSource) {  // the root's counterparts, one per host
+    Exec cross(exec, groups.cross, groups.crossSettings, 0);
+    CollectiveArgs part = args;
+    part.root = rootHost;
+    hier::crossAlgorithm(CollectiveKind::kBroadcast, args.bytes(), hosts).run(cross, part);
+    cross.waitAll();
+  }
+  const auto* from = static_cast<const unsigned char*>(args.recv);  // the root copied send there
+  auto* out = static_cast<unsigned char*>(args.recv);
+  const size_t chunk = arena::SlotStep::chunkBytes(local, args.elementSize());
+  for (size_t off = 0; off < args.bytes(); off += chunk) {
+    const size_t bytes = std::min(chunk, args.bytes() - off);
+    arena::SlotStep step(local);
+    step.acquire();
+    if (isSource) std::memcpy(step.mine(), from + off, bytes);
+    step.publish(1);
+    step.awaitAll(1);  // each checks every other's identity: the source reads no slot
+    if (!isSource) std::memcpy(out + off, step.slotOf(source), bytes);
+    step.release();
+  }
+}
+
+void allGatherHierLeader(Exec& exec, const CollectiveArgs& args) {
+  const HostGroups& groups = hier::requireHosts(exec);
+  const int hosts = static_cast<int>(groups.ranksOf.size());
+  const int myHost = hier::positionOf(groups.cross, exec.rank());
+  Exec local(exec, groups.local, groups.localSettings, 0);
+  const int perHost = local.size();
+  const bool leader = local.rank() == 0;
+  const size_t es = args.elementSize();
+  const size_t block = args.bytes();
+  const size_t hostBytes = block * static_cast<size_t>(perHost);
+  auto* packed = static_cast<unsigned char*>(exec.scratch(hostBytes * hosts, 2));
+  const auto* own = static_cast<const unsigned char*>(args.send);
+  const size_t piece = arena::SlotStep::chunkBytes(local, es);
+  for (size_t at = 0; at < block; at += piece) {
+    const size_t bytes = std::min(piece, block - at);
+    arena::SlotStep step(local);
+    step.acquire();
+    std::memcpy(step.mine(), own + at, bytes);
+    step.publish(1);
+    if (leader) {
+      step.awaitAll(1);
+      for (int q = 0; q < perHost; ++q) {
+        std::memcpy(packed + static_cast<size_t>(myHost) * hostBytes +
+                        static_cast<size_t>(q) * block + at,
+                    step.slotOf(q), bytes);
+      }
+    }
+    step.release();
+  }
+  if (leader) {
+    Exec cross(exec, groups.cross, groups.crossSettings, 0);
+    CollectiveArgs part = args;
+    part.blocks.clear();
+    part.send = packed + static_cast<size_t>(myHost) * hostBytes;
+    part.recv = packed;
+    part.count = args.count * static_cast<size_t>(perHost);
+    hier::crossAlgorithm(CollectiveKind::kAllGather, hostBytes, hosts).run(cross, part);
+    cross.waitAll();
+  }
+  const size_t total = hostBytes * static_cast<size_t>(hosts);
+  const size_t chunk = arena::SlotStep::chunkBytes(local, es);
+  for (size_t off = 0; off < total; off += chunk) {
+    const size_t bytes = std::min(chunk, total - off);
+    arena::SlotStep step(local);
+    step.acquire();
+    if (leader) std::memcpy(step.mine(), packed + off, bytes);
+    step.publish(1);
+    if (!leader) {
+      step.await(0, 1);
+      unpack(args, groups, perHost, step.slotOf(0), off, bytes);
+    }
+    step.release();
+  }
+  if (leader) unpack(args, groups, perHost, packed, 0, total);
+}
+
+void reduceScatterHierLeader(Exec& exec, const CollectiveArgs& args) {
+  const HostGroups& groups = hier::requireHosts(exec);
+  const int hosts = static_cast<int>(groups.ranksOf.size());
+  const CollectiveArgs sum = hier::summed(args);
+  Exec local(exec, groups.local, groups.localSettings, 0);
+  const auto perHost = static_cast<size_t>(local.size());
+  const bool leader = local.rank() == 0;
+  const size_t es = args.elementSize();
+  const size_t block = args.bytes();
+  const size_t n = perHost * static_cast<size_t>(hosts);
+  auto* partials = static_cast<unsigned char*>(exec.scratch(block * n, 2));
+  const auto* in = static_cast<const unsigned char*>(args.send);
+  const patterns::Range whole{0, args.count};
+  const size_t piece = arena::piecePer(local, es, n) / es;
+  for (size_t at = 0; at < args.count; at += piece) {
+    const size_t count = hier::pieceOf(whole, at, piece);
+    arena::SlotStep step(local);
+    step.acquire();
+    for (size_t k = 0; k < n; ++k) {  // host-major: the block of ranksOf[k / L][k % L]
+      const auto owner = static_cast<size_t>(groups.ranksOf[k / perHost][k % perHost]);
+      std::memcpy(step.mine() + k * piece * es, in + owner * block + at * es, count * es);
+    }
+    step.publish(1);
+    if (leader) {
+      step.awaitAll(1);
+      for (size_t k = 0; k < n; ++k) {
+        arena::reduceSlots(step, sum, local.size(), partials + k * block + at * es,
+                           k * piece * es, count);
+      }
+    }
+    step.release();
+  }
+  // The leader's result: its host's L blocks, reduced over every host.
+  auto* mine = leader ? static_cast<unsigned char*>(exec.scratch(block * perHost, 1)) : nullptr;
+  if (leader) {
+    Exec cross(exec, groups.cross, groups.crossSettings, 0);
+    const BlockLayout blocks = BlockLayout::split(partials, args.count * n, hosts, es);
+    const RingGeometry geo = ringGeometry(cross, blocks);
+    requireTagRoom(cross, patterns::ringPassMessages(hosts, geo.segsPerBlock),
+                   "hier_leader reduce_scatter");
+    reduceScatterRingPass(cross, sum, blocks, blocks, mine, geo, hosts - 1, 0);
+    cross.waitAll();
+  }
+  const size_t back = arena::piecePer(local, es, perHost) / es;
+  auto* out = static_cast<unsigned char*>(args.recv);
+  for (size_t at = 0; at < args.count; at += back) {
+    const size_t count = hier::pieceOf(whole, at, back);
+    arena::SlotStep step(local);
+    step.acquire();
+    if (leader) {
+      for (size_t q = 0; q < perHost; ++q) {
+        std::memcpy(step.mine() + q * back * es, mine + q * block + at * es, count * es);
+      }
+    }
+    step.publish(1);
+    if (!leader) step.await(0, 1);
+    const auto q = static_cast<size_t>(local.rank());
+    const unsigned char* from = leader ? mine + at * es : step.slotOf(0) + q * back * es;
+    std::memcpy(out + at * es, from, count * es);
+    step.release();
+  }
+  if (args.op == ReduceOp::kAvg) {
+    reduce::finishAverage(args.dtype, args.recv, args.count, exec.size());
+  }
+}
+
+}  // namespace smddp::algo
