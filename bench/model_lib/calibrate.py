@@ -9,11 +9,11 @@ larger; the coefficients are read off the model itself (costs evaluated at unit 
 The fit takes each row's larger form under the current estimate, solves the least squares on
 relative error (weights 1 / measured time, so 8 B and 16 MiB count alike), and repeats until no
 row changes form. msg_alpha is fitted when the rows tell it apart from net_alpha (steps with one
-sender per node and with several: hierarchical and flat rows) and both come out positive, else
-kept. net_eff is then
+sender per node and with several: hierarchical and flat rows), else kept; neither may be
+negative (the better fit with one of them 0 is taken then). net_eff is then
 1 / (net_beta x net_rate): the fraction of the link's rate a transfer got.
-Invariant: uses only the rows it is given; every parameter it returns is positive (msg_alpha:
-not negative).
+Invariant: uses only the rows it is given; net_beta is positive, net_alpha and msg_alpha are not
+negative and not both 0.
 """
 import math
 
@@ -53,15 +53,18 @@ def _solve(matrix, vector):
     return [rows[i][n] / rows[i][i] for i in range(n)]
 
 
-def _least_squares(rows, forms, fixed_msg=None):
-    """FREE minimising the relative error; msg_alpha held at fixed_msg when given."""
-    k = 3 if fixed_msg is None else 2
+def _least_squares(rows, forms, fixed=None):
+    """FREE minimising the relative error, those named in `fixed` ({index: value}) held; None
+    when the rows do not determine the rest."""
+    fixed = fixed or {}
+    free = [i for i in range(len(FREE)) if i not in fixed]
+    k = len(free)
     s = [[0.0] * k for _ in range(k)]
     v = [0.0] * k
     for r, (coef, rest) in zip(rows, forms):
         t = r["time_us"] * 1e-6
-        x = [c / t for c in coef[:k]]
-        y = (t - rest - (0.0 if fixed_msg is None else coef[2] * fixed_msg)) / t
+        x = [coef[i] / t for i in free]
+        y = (t - rest - sum(coef[i] * val for i, val in fixed.items())) / t
         for i in range(k):
             v[i] += x[i] * y
             for j in range(k):
@@ -69,7 +72,31 @@ def _least_squares(rows, forms, fixed_msg=None):
     sol = _solve(s, v)
     if sol is None:
         return None
-    return tuple(sol) if fixed_msg is None else (sol[0], sol[1], fixed_msg)
+    params = [0.0] * len(FREE)
+    for i, val in fixed.items():
+        params[i] = val
+    for i, val in zip(free, sol):
+        params[i] = val
+    return tuple(params)
+
+
+def _error(rows, forms, params):
+    return sum(((sum(c * p for c, p in zip(coef, params)) + rest) / (r["time_us"] * 1e-6) - 1) ** 2
+               for r, (coef, rest) in zip(rows, forms))
+
+
+def _best_fit(m, rows, forms):
+    """The least squares with net_alpha and msg_alpha not negative (either may be 0: the other
+    then carries the step latency) and net_beta positive; msg_alpha kept at the machine's when
+    the rows cannot tell it apart."""
+    candidates = [_least_squares(rows, forms), _least_squares(rows, forms, {0: 0.0}),
+                  _least_squares(rows, forms, {2: 0.0})]
+    valid = [p for p in candidates if p is not None and p[0] >= 0 and p[1] > 0 and p[2] >= 0
+             and p[0] + p[2] > 0]
+    if not valid:
+        fixed = _least_squares(rows, forms, {2: m.msg_alpha})
+        valid = [fixed] if fixed is not None else []
+    return min(valid, key=lambda p: _error(rows, forms, p)) if valid else None
 
 
 def fit(m, rows):
@@ -86,15 +113,14 @@ def fit(m, rows):
             break
         chosen = pick
         forms = [f[k] for f, k in zip(both, chosen)]
-        fitted = _least_squares(rows, forms)
-        if fitted is None or fitted[2] < 0 or fitted[0] <= 0:
-            fitted = _least_squares(rows, forms, fixed_msg=m.msg_alpha)
+        fitted = _best_fit(m, rows, forms)
         if fitted is None:
             raise ValueError("calibration rows do not determine the parameters (one size?)")
         params = fitted
-        if min(params[:2]) <= 0 or not all(math.isfinite(x) for x in params):
+        if params[1] <= 0 or params[0] + params[2] <= 0 or params[0] < 0 or \
+                not all(math.isfinite(x) for x in params):
             raise ValueError(f"calibration gave non-positive costs (alpha {params[0]}, "
-                             f"beta {params[1]})")
+                             f"beta {params[1]}, per message {params[2]})")
     return costs.scaled(m, net_alpha=params[0], net_eff=1.0 / (params[1] * m.net_rate),
                         msg_alpha=params[2])
 

@@ -167,6 +167,14 @@ def test_cli_calibrate_check_table(tmp_path):
     assert p["net_alpha"] == pytest.approx(90e-6, rel=1e-4)
     assert p["net_eff"] == pytest.approx(0.75, rel=1e-4)
     assert p["msg_alpha"] == pytest.approx(7e-6, rel=1e-4)
+    pooled = tmp_path / "pooled.json"  # two runs of one testbed: the same fit
+    res = subprocess.run(run + ["calibrate", str(bed), str(bed), "--out", str(pooled)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(pooled.read_text())["net_eff"] == pytest.approx(0.75, rel=1e-4)
+    res = subprocess.run(run + ["calibrate", str(bed), str(other)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode != 0 and "another testbed" in res.stderr, res.stderr
     res = subprocess.run(run + ["check", str(params), str(bed), str(other)],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
