@@ -14,6 +14,10 @@ returning rows {size, time_us, wrong} for the sizes asked:
   started through an rsh agent that enters their namespace; btl self,vader,tcp (shared memory
   within a host, TCP between hosts, its best configuration here), yielding when oversubscribed.
 
+Placement (`cores`): "host" (the default) runs each host's processes on one CPU of its own, host
+h on CPU h mod the CPUs this process may use (`taskset`; Open MPI `--bind-to none` inside it), as
+hosts do not share CPUs; "free" leaves every process to the scheduler.
+
 Invariant: every process has a deadline and is killed past it; the namespaces are the caller's.
 """
 import json
@@ -39,6 +43,14 @@ def addr_of(letter):
     return f"192.0.2.{101 + LETTERS.index(letter)}"
 
 
+def pin_of(letter, cores):
+    """The command prefix that puts host `letter`'s processes on its CPU ([] for "free")."""
+    if cores == "free":
+        return []
+    cpus = sorted(os.sched_getaffinity(0))
+    return ["taskset", "-c", str(cpus[LETTERS.index(letter) % len(cpus)])]
+
+
 def _kill(procs):
     for p in procs:
         if p.poll() is None:
@@ -48,9 +60,9 @@ def _kill(procs):
 
 class EngineRunner:
     def __init__(self, tag, hosts, per_host, build_dir, logdir, timeout, flat=False, port=29820,
-                 provider=None, collective="all_reduce"):
+                 provider=None, collective="all_reduce", cores="host"):
         self.tag, self.hosts, self.per_host = tag, hosts, per_host
-        self.collective = collective
+        self.collective, self.cores = collective, cores
         self.exe = os.path.join(build_dir, "bench", perf_tool(collective))
         self.logdir, self.timeout, self.flat, self.port = logdir, timeout, flat, port
         self.provider = provider  # SMDDP_PROVIDER; None: smddp's choice
@@ -79,7 +91,8 @@ class EngineRunner:
                     env["SMDDP_ARENA"] = "0"
                 if self.provider:
                     env["SMDDP_PROVIDER"] = self.provider
-                argv = [HOSTS_SH, "exec", self.tag, h, self.exe, "-b", str(sizes[0]),
+                argv = [HOSTS_SH, "exec", self.tag, h] + pin_of(h, self.cores) + [
+                        self.exe, "-b", str(sizes[0]),
                         "-e", str(sizes[-1]), "-f", str(factor), "-n", str(iters),
                         "-w", str(warmup), "-c", "1", "-z", "1", "-d", "float"]
                 if rank == 0:
@@ -110,13 +123,14 @@ class EngineRunner:
 
 class GlooRunner:
     def __init__(self, tag, hosts, per_host, python, logdir, timeout, port=29860,
-                 collective="all_reduce"):
+                 collective="all_reduce", cores="host"):
         world = hosts * per_host
         self.collective = collective
         env = dict(os.environ, PYTHONPATH=BENCH)
 
         def launch(rank):
-            return [HOSTS_SH, "exec", tag, host_of(rank, per_host)]
+            h = host_of(rank, per_host)
+            return [HOSTS_SH, "exec", tag, h] + pin_of(h, cores)
 
         self.group = TorchGroup(python, "gloo", world, env, logdir, timeout,
                                 init=f"tcp://{addr_of('a')}:{port}", launch=launch)
@@ -133,14 +147,17 @@ class GlooRunner:
 
 
 class MpiRunner:
-    def __init__(self, tag, hosts, per_host, exe, workdir, timeout, collective="all_reduce"):
+    def __init__(self, tag, hosts, per_host, exe, workdir, timeout, collective="all_reduce",
+                 cores="host"):
         self.tag, self.hosts, self.per_host, self.exe = tag, hosts, per_host, exe
-        self.collective = collective
+        self.collective, self.cores = collective, cores
         self.timeout = timeout
         self.agent = os.path.join(workdir, "mpi_agent")
         with open(self.agent, "w") as f:  # "agent HOST CMD...": CMD inside host HOST (nodeX)
-            f.write(f'#!/bin/sh\nhost=$1; shift\nexec "{HOSTS_SH}" exec {tag} "${{host#node}}" '
-                    'sh -c "$*"\n')
+            f.write('#!/bin/sh\nhost=$1; shift\ncase "${host#node}" in\n')
+            for h in LETTERS[:hosts]:
+                f.write(f'  {h}) pin="{" ".join(pin_of(h, cores))}";;\n')
+            f.write(f'esac\nexec "{HOSTS_SH}" exec {tag} "${{host#node}}" $pin sh -c "$*"\n')
         os.chmod(self.agent, 0o755)
         self.hostfile = os.path.join(workdir, "mpi_hosts")
         with open(self.hostfile, "w") as f:
@@ -149,8 +166,10 @@ class MpiRunner:
 
     def run(self, sizes, iters, warmup):
         world = self.hosts * self.per_host
-        argv = [HOSTS_SH, "exec", self.tag, "a", "mpirun", "--allow-run-as-root", "-np",
-                str(world), "--hostfile", self.hostfile, "--map-by", "slot",
+        bind = ["--bind-to", "none"] if self.cores == "host" else []
+        argv = [HOSTS_SH, "exec", self.tag, "a"] + pin_of("a", self.cores) + [
+                "mpirun", "--allow-run-as-root", "-np",
+                str(world), "--hostfile", self.hostfile, "--map-by", "slot"] + bind + [
                 "--mca", "plm_rsh_agent", self.agent, "--mca", "pml", "ob1",
                 "--mca", "btl", "self,vader,tcp", "--mca", "btl_tcp_if_include", "192.0.2.0/24",
                 "--mca", "oob_tcp_if_include", "192.0.2.0/24",

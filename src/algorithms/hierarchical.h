@@ -4,9 +4,10 @@
 // a view of the host's ranks (no messages) and its network phases in a view of its cross group
 // (the ranks with its local index, one per host, in host order), so every rank of a host drives
 // its own network path and a host's paths all work at once.
-//   all_reduce (hierarchical_all_reduce.cc): hier_direct, hier_split;
+//   all_reduce (hierarchical_all_reduce.cc): hier_leader, hier_direct, hier_split;
 //   all_gather, reduce_scatter, broadcast, barrier (hierarchical_collectives.cc): hier;
-//   broadcast, all_gather for small messages (hierarchical_leader.cc): hier_leader.
+//   broadcast, all_gather, reduce_scatter for small messages (hierarchical_leader.cc):
+//   hier_leader (one rank per host on the network).
 #pragma once
 
 #include <algorithm>
@@ -21,7 +22,7 @@
 namespace smddp::algo::hier {
 
 inline const HostGroups& requireHosts(const Exec& exec) {
-  if (exec.hosts() == nullptr) {
+  if (exec.hosts() == nullptr || exec.hosts()->ranksOf.size() < 2) {
     throw Error(ErrorCode::kInvalidArgument,
                 "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() +
                     ": a hierarchical algorithm needs ranks on several hosts, the same number "
@@ -56,11 +57,15 @@ inline const Algorithm& crossAlgorithm(CollectiveKind kind, size_t bytes, int ho
   return selectAlgorithm(kind, bytes, flat, {});
 }
 
-// The index of the host `rank` is on (HostGroups::ranksOf).
-inline int hostOf(const HostGroups& groups, int rank) {
-  int host = 0;
-  while (positionOf(groups.ranksOf[static_cast<size_t>(host)], rank) < 0) ++host;
-  return host;
+// The index of the host `rank` is on (HostGroups::ranksOf); throws kInvalidArgument naming the
+// collective when no host has it.
+inline int hostOf(const Exec& exec, const HostGroups& groups, int rank) {
+  for (size_t host = 0; host < groups.ranksOf.size(); ++host) {
+    if (positionOf(groups.ranksOf[host], rank) >= 0) return static_cast<int>(host);
+  }
+  throw Error(ErrorCode::kInvalidArgument, "smddp: rank " + std::to_string(exec.rank()) + ": " +
+                                               exec.desc().describe() + ": rank " +
+                                               std::to_string(rank) + " is on no host");
 }
 
 // Arena all-gather of a buffer of `count` elements cut into the host's L blocks

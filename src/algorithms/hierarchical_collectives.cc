@@ -147,7 +147,7 @@ void reduceScatterHier(Exec& exec, const CollectiveArgs& args) {
 void broadcastHier(Exec& exec, const CollectiveArgs& args) {
   const HostGroups& groups = hier::requireHosts(exec);
   const int hosts = static_cast<int>(groups.ranksOf.size());
-  const int rootHost = hier::hostOf(groups, args.root);  // the core checked root
+  const int rootHost = hier::hostOf(exec, groups, args.root);  // the core checked root
   const int myHost = positionOf(groups.cross, exec.rank());
   const size_t es = args.elementSize();
   auto* out = static_cast<unsigned char*>(args.recv);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// broadcast, all_gather and reduce_scatter for small messages across H hosts of L ranks (hierarchical.h): one
-// rank per host (the leader) carries the host's whole part over the network, so each step puts one
-// message per host on the wire instead of L (on a host whose network stack shares the ranks'
-// cores, each message costs them CPU time), and the host's ranks meet in their arena.
+// broadcast, all_gather and reduce_scatter for small messages across H hosts of L ranks
+// (hierarchical.h): one rank per host (the leader) carries the host's whole part over the network,
+// so each step puts one message per host on the wire instead of L (on a host whose network stack
+// shares the ranks' cores, each message costs them CPU time), and the host's ranks meet in their
+// arena.
 //
 // broadcast (hier_leader), root (r, j): the ranks of local index j broadcast the whole buffer from
 //   the root to each other (the flat algorithm for H ranks); then on every host rank (., j) copies
@@ -61,7 +62,7 @@ void unpack(const CollectiveArgs& args, const HostGroups& groups, int perHost,
 void broadcastHierLeader(Exec& exec, const CollectiveArgs& args) {
   const HostGroups& groups = hier::requireHosts(exec);
   const int hosts = static_cast<int>(groups.ranksOf.size());
-  const int rootHost = hier::hostOf(groups, args.root);
+  const int rootHost = hier::hostOf(exec, groups, args.root);
   const int source = hier::positionOf(groups.ranksOf[static_cast<size_t>(rootHost)], args.root);
   Exec local(exec, groups.local, groups.localSettings, 0);
   const bool isSource = local.rank() == source;
@@ -97,7 +98,9 @@ void allGatherHierLeader(Exec& exec, const CollectiveArgs& args) {
   const size_t es = args.elementSize();
   const size_t block = args.bytes();
   const size_t hostBytes = block * static_cast<size_t>(perHost);
-  auto* packed = static_cast<unsigned char*>(exec.scratch(hostBytes * hosts, 2));
+  // The leader's: its host's blocks, then every host's (host-major).
+  auto* packed =
+      leader ? static_cast<unsigned char*>(exec.scratch(hostBytes * hosts, 2)) : nullptr;
   const auto* own = static_cast<const unsigned char*>(args.send);
   const size_t piece = arena::SlotStep::chunkBytes(local, es);
   for (size_t at = 0; at < block; at += piece) {
@@ -153,7 +156,15 @@ void reduceScatterHierLeader(Exec& exec, const CollectiveArgs& args) {
   const size_t es = args.elementSize();
   const size_t block = args.bytes();
   const size_t n = perHost * static_cast<size_t>(hosts);
-  auto* partials = static_cast<unsigned char*>(exec.scratch(block * n, 2));
+  // Every rank checks the leaders' ring fits the tag layout, so all fail alike before a use.
+  const BlockLayout layout = BlockLayout::split(nullptr, args.count * n, hosts, es);
+  {
+    Exec cross(exec, groups.cross, groups.crossSettings, 0);
+    const RingGeometry geo = ringGeometry(cross, layout);
+    requireTagRoom(cross, patterns::ringPassMessages(hosts, geo.segsPerBlock),
+                   "hier_leader reduce_scatter");
+  }
+  auto* partials = leader ? static_cast<unsigned char*>(exec.scratch(block * n, 2)) : nullptr;
   const auto* in = static_cast<const unsigned char*>(args.send);
   const patterns::Range whole{0, args.count};
   const size_t piece = arena::piecePer(local, es, n) / es;
@@ -180,10 +191,8 @@ void reduceScatterHierLeader(Exec& exec, const CollectiveArgs& args) {
   if (leader) {
     Exec cross(exec, groups.cross, groups.crossSettings, 0);
     const BlockLayout blocks = BlockLayout::split(partials, args.count * n, hosts, es);
-    const RingGeometry geo = ringGeometry(cross, blocks);
-    requireTagRoom(cross, patterns::ringPassMessages(hosts, geo.segsPerBlock),
-                   "hier_leader reduce_scatter");
-    reduceScatterRingPass(cross, sum, blocks, blocks, mine, geo, hosts - 1, 0);
+    reduceScatterRingPass(cross, sum, blocks, blocks, mine, ringGeometry(cross, blocks),
+                          hosts - 1, 0);
     cross.waitAll();
   }
   const size_t back = arena::piecePer(local, es, perHost) / es;

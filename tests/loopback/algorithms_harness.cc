@@ -200,11 +200,14 @@ void runRanks(int n, const RankBody& body) {
   runContexts(contexts, body, [](int r) { return "rank " + std::to_string(r); });
 }
 
-void runRanksOnHosts(int hostCount, int perHost, const RankBody& body, size_t slotBytes) {
+void runRanksOnHosts(int hostCount, int perHost, const RankBody& body, size_t slotBytes,
+                     bool consecutive) {
   const int n = hostCount * perHost;
   auto fabric = transport::LoopbackFabric::create(n);
   std::vector<std::string> names;
-  for (int r = 0; r < n; ++r) names.push_back("host" + std::to_string(r % hostCount));
+  for (int r = 0; r < n; ++r) {
+    names.push_back("host" + std::to_string(consecutive ? r / perHost : r % hostCount));
+  }
   const patterns::HostLayout layout = patterns::hostLayout(names);
   std::vector<std::unique_ptr<transport::Transport>> endpoints;
   std::vector<ExecResources> resources(static_cast<size_t>(n));

@@ -79,10 +79,12 @@ using RankBody = std::function<void(RankContext&)>;
 // and exceptions through gtest.
 void runRanks(int n, const RankBody& body);
 // Runs body on hosts x perHost threads laid out as ranks of several hosts: rank r on host
-// r % hosts (so a host's ranks are not consecutive), a heap arena of 4 KiB slots per host, no
-// arena over all ranks, and each rank's HostGroups (exec.h) for the hierarchical algorithms; 4 KiB
-// arena slots unless slotBytes says otherwise.
-void runRanksOnHosts(int hosts, int perHost, const RankBody& body, size_t slotBytes = 4096);
+// r % hosts (so a host's ranks are not consecutive), or r / perHost when `consecutive` (as
+// launchers number them), a heap arena per host, no arena over all ranks, and each rank's
+// HostGroups (exec.h) for the hierarchical algorithms; 4 KiB arena slots unless slotBytes says
+// otherwise.
+void runRanksOnHosts(int hosts, int perHost, const RankBody& body, size_t slotBytes = 4096,
+                     bool consecutive = false);
 
 const Algorithm& algorithm(CollectiveKind kind, const char* name);
 std::string describeCase(const Algorithm& a, int n, size_t count, DataType dtype, ReduceOp op,

@@ -132,6 +132,30 @@ TEST(HierCollectives, LargeBuffersSevenHosts) {
   }, size_t{1} << 20);
 }
 
+// Ranks numbered host by host (rank = h L + q, as launchers number them), where rank numbers and
+// slot positions coincide less by chance than in the interleaved layout: every algorithm once.
+TEST(HierCollectives, ConsecutiveLayout) {
+  runRanksOnHosts(3, 3, [&](RankContext& ctx) {
+    size_t salt = 0;
+    for (const char* name : {"hier", "hier_leader"}) {
+      checkAllGather(ctx, algorithm(K::kAllGather, name), 301, DataType::kFloat32,
+                     Output::kContiguous, kTinySegment);
+      checkReduceScatter(ctx, algorithm(K::kReduceScatter, name),
+                         {301, DataType::kInt32, ReduceOp::kSum, false, kTinySegment});
+      for (int root : {0, 4, 8}) {
+        checkBroadcast(ctx, algorithm(K::kBroadcast, name), 1001, DataType::kFloat32, root, false,
+                       kTinySegment, ++salt);
+      }
+    }
+    for (const char* name : {"hier_direct", "hier_leader", "hier_split"}) {
+      checkAllReduce(ctx, algorithm(K::kAllReduce, name),
+                     {3001, DataType::kFloat32, ReduceOp::kSum, false, kTinySegment});
+    }
+    ctx.run(algorithm(K::kBarrier, "hier"),
+            CollectiveArgs(Call::of(K::kBarrier, DataType::kUInt8, 0), nullptr, nullptr), 262144);
+  }, 4096, true);
+}
+
 // Integer-valued floats (exact sums in any order): the result equals the flat ring's bit for bit.
 TEST(HierCollectives, ReduceScatterEqualsFlatRingWhereExact) {
   constexpr int kHosts = 3, kPerHost = 2, kRanks = kHosts * kPerHost;

@@ -48,14 +48,17 @@ TEST(HierAllReduce, ManyChunksOddCountSevenHosts) {
   }
 }
 
-// Blocks above 64 KiB: hier_split's cross step is a ring, segmented (65536-byte segments:
-// several per block) and pipelined; 1 MiB slots, so each arena phase also takes several uses.
+// Blocks above 64 KiB: hier_split's cross step (and hier_leader's, a 1 MiB slot's chunk at a time)
+// is a ring, segmented (65536-byte segments: several per block) and pipelined; 1 MiB slots, so
+// each arena phase also takes several uses.
 TEST(HierAllReduce, CrossRingWithLargeSlots) {
-  const Algorithm& a = algorithm(K::kAllReduce, "hier_split");
-  runRanksOnHosts(3, 2, [&](RankContext& ctx) {
-    checkAllReduce(ctx, a, {600001, DataType::kFloat32, ReduceOp::kSum, false, 1 << 20});
-    checkAllReduce(ctx, a, {600001, DataType::kInt32, ReduceOp::kMax, true, 65536});
-  }, size_t{1} << 20);
+  for (const char* name : {"hier_split", "hier_leader"}) {
+    const Algorithm& a = algorithm(K::kAllReduce, name);
+    runRanksOnHosts(3, 2, [&](RankContext& ctx) {
+      checkAllReduce(ctx, a, {600001, DataType::kFloat32, ReduceOp::kSum, false, 1 << 20});
+      checkAllReduce(ctx, a, {600001, DataType::kInt32, ReduceOp::kMax, true, 65536});
+    }, size_t{1} << 20);
+  }
 }
 
 // Random floats (inexact sums): every rank ends with the same bits; with integer-valued floats

@@ -159,10 +159,9 @@ inline size_t piecePer(const Exec& exec, size_t elementSize, size_t pieces, size
   if (pieces * elementSize > slotBytes) {
     throw Error(ErrorCode::kInvalidArgument,
                 "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() +
-                    ": the arena's slot (" + formatBytes(slotBytes) + ") holds less than " +
-                    std::to_string(pieces) + " elements (one per rank" +
-                    (pieces > static_cast<size_t>(exec.size()) ? " and host" : "") +
-                    "); raise SMDDP_ARENA_SLOT_BYTES");
+                    ": the arena's slot (" + formatBytes(slotBytes) + ") holds less than the " +
+                    std::to_string(pieces) +
+                    " elements a use carries; raise SMDDP_ARENA_SLOT_BYTES");
   }
   return std::max<size_t>(
              1, SlotStep::chunkBytes(exec, elementSize, slotShare) / elementSize / pieces) *
