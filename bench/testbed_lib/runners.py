@@ -80,8 +80,9 @@ class EngineRunner:
             for rank in range(world):
                 h = host_of(rank, self.per_host)
                 # SMDDP_SPIN_US=0: what smddp picks itself on a host with more ranks than
-                # cores; each namespace sees 2 cores for its 2 ranks and cannot tell that the
-                # machine's 2 cores carry every host's ranks (Open MPI yields when idle too).
+                # cores; it counts the machine's CPUs, not the one CPU a host's 2 ranks share
+                # here (nor, with --cores free, that the 2 CPUs carry every host's ranks).
+                # Open MPI yields when idle too.
                 env = dict(os.environ, SMDDP_RANK=str(rank), SMDDP_WORLD_SIZE=str(world),
                            SMDDP_STORE=f"tcp:{addr_of('a')}:{self.port}",
                            SMDDP_FABRIC_ADDR=addr_of(h), SMDDP_DEBUG="WARN",
