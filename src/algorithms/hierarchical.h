@@ -68,6 +68,12 @@ inline int hostOf(const Exec& exec, const HostGroups& groups, int rank) {
                                                std::to_string(rank) + " is on no host");
 }
 
+// Arena broadcast of `bytes` from local rank `source` (its `from`) into every other rank's `out`,
+// a slot at a time; every rank publishes and checks every other's identity (the source reads no
+// slot, so it checks them here).
+void hostBroadcast(Exec& local, int source, const unsigned char* from, unsigned char* out,
+                   size_t bytes, size_t es);
+
 // Arena all-gather of a buffer of `count` elements cut into the host's L blocks
 // (patterns::ringChunk; block r: local index r, finished in out on rank r) to every rank of the
 // host. Per use each rank copies a piece of its own block into its slot; the others copy it out.

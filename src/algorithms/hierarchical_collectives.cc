@@ -53,6 +53,22 @@ using hier::positionOf;
 
 }  // namespace
 
+void hier::hostBroadcast(Exec& local, int source, const unsigned char* from, unsigned char* out,
+                         size_t bytes, size_t es) {
+  const bool isSource = local.rank() == source;
+  const size_t chunk = arena::SlotStep::chunkBytes(local, es);
+  for (size_t off = 0; off < bytes; off += chunk) {
+    const size_t n = std::min(chunk, bytes - off);
+    arena::SlotStep step(local);
+    step.acquire();
+    if (isSource) std::memcpy(step.mine(), from + off, n);
+    step.publish(1);
+    step.awaitAll(1);
+    if (!isSource) std::memcpy(out + off, step.slotOf(source), n);
+    step.release();
+  }
+}
+
 void allGatherHier(Exec& exec, const CollectiveArgs& args) {
   const HostGroups& groups = hier::requireHosts(exec);
   const int hosts = static_cast<int>(groups.ranksOf.size());
@@ -154,20 +170,9 @@ void broadcastHier(Exec& exec, const CollectiveArgs& args) {
   Exec local(exec, groups.local, groups.localSettings, 0);
   if (myHost == rootHost) {
     const int root = positionOf(groups.local, args.root);
-    const bool isRoot = local.rank() == root;
-    const size_t chunk = arena::SlotStep::chunkBytes(local, es);
     const auto* in = static_cast<const unsigned char*>(args.send);
-    for (size_t off = 0; off < args.bytes(); off += chunk) {
-      const size_t bytes = std::min(chunk, args.bytes() - off);
-      arena::SlotStep step(local);
-      step.acquire();
-      if (isRoot) std::memcpy(step.mine(), in + off, bytes);
-      step.publish(1);
-      step.awaitAll(1);  // each checks every other's identity: the root reads no slot
-      if (!isRoot) std::memcpy(out + off, step.slotOf(root), bytes);
-      step.release();
-    }
-    if (isRoot && !args.inPlace()) std::memcpy(out, in, args.bytes());
+    hier::hostBroadcast(local, root, in, out, args.bytes(), es);
+    if (local.rank() == root && !args.inPlace()) std::memcpy(out, in, args.bytes());
   }
   const patterns::Range slice = patterns::ringChunk(args.count, local.size(), local.rank());
   if (slice.count > 0) {  // the same for the whole cross group

@@ -73,19 +73,9 @@ void broadcastHierLeader(Exec& exec, const CollectiveArgs& args) {
     hier::crossAlgorithm(CollectiveKind::kBroadcast, args.bytes(), hosts).run(cross, part);
     cross.waitAll();
   }
-  const auto* from = static_cast<const unsigned char*>(args.recv);  // the root copied send there
+  // The root copied send into recv in the network step.
   auto* out = static_cast<unsigned char*>(args.recv);
-  const size_t chunk = arena::SlotStep::chunkBytes(local, args.elementSize());
-  for (size_t off = 0; off < args.bytes(); off += chunk) {
-    const size_t bytes = std::min(chunk, args.bytes() - off);
-    arena::SlotStep step(local);
-    step.acquire();
-    if (isSource) std::memcpy(step.mine(), from + off, bytes);
-    step.publish(1);
-    step.awaitAll(1);  // each checks every other's identity: the source reads no slot
-    if (!isSource) std::memcpy(out + off, step.slotOf(source), bytes);
-    step.release();
-  }
+  hier::hostBroadcast(local, source, out, out, args.bytes(), args.elementSize());
 }
 
 void allGatherHierLeader(Exec& exec, const CollectiveArgs& args) {
