@@ -35,6 +35,10 @@ void barrierHier(Exec& exec, const CollectiveArgs& args);
 void broadcastHierLeader(Exec& exec, const CollectiveArgs& args);
 void allGatherHierLeader(Exec& exec, const CollectiveArgs& args);
 void reduceScatterHierLeader(Exec& exec, const CollectiveArgs& args);
+// reduce, gather, scatter across hosts (hierarchical_rooted.cc; HostGroups)
+void reduceHier(Exec& exec, const CollectiveArgs& args);
+void gatherHier(Exec& exec, const CollectiveArgs& args);
+void scatterHier(Exec& exec, const CollectiveArgs& args);
 
 // all_gather
 void allGatherBruck(Exec& exec, const CollectiveArgs& args);  // small messages

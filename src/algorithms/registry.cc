@@ -137,6 +137,18 @@ const std::vector<Algorithm>& registry() {
        "several hosts: the host's ranks meet in the arena, one rank per host runs the "
        "dissemination barrier with the other hosts', then releases the others",
        barrierHier, arena::Use::kNone, true},
+      {K::kReduce, "hier",
+       "several hosts: the root's counterpart on each host reduces its host through the arena, "
+       "the counterparts reduce to the root (binomial)",
+       reduceHier, arena::Use::kNone, true},
+      {K::kGather, "hier",
+       "several hosts: the root's counterpart on each host packs its host's blocks through the "
+       "arena, the counterparts gather them to the root",
+       gatherHier, arena::Use::kNone, true},
+      {K::kScatter, "hier",
+       "several hosts: the root scatters each host's blocks to the root's counterpart there, "
+       "which hands them out through the arena",
+       scatterHier, arena::Use::kNone, true},
       {K::kBroadcast, "binomial", "binomial tree, ceil(log2 n) rounds of the whole buffer",
        broadcastBinomial},
       {K::kBroadcast, "chain", "segmented pipelined chain, bytes once per rank; for large messages",

@@ -36,10 +36,10 @@
 // all_gather and reduce_scatter hier_leader up to 64 KiB for all n blocks (one sender per host:
 // on the testbed 12-18 us against hier's 19-21 for broadcasts to 512 B, 24-42 us against 46-49
 // for all_gathers and 20-27 against 41-50 for reduce_scatters to 4 KiB, level from 16 KiB),
-// hier above; barrier hier (hierarchical_leader.cc, hierarchical_collectives.cc: the flat
-// algorithms would run their intra-host steps over the network provider, and their network
-// steps among n ranks where these run among the hosts). reduce, gather, scatter and all_to_all
-// use the message algorithms.
+// hier above; barrier, reduce, gather and scatter hier (hierarchical_leader.cc,
+// hierarchical_collectives.cc, hierarchical_rooted.cc: the flat algorithms would run their
+// intra-host steps over the network provider, and their network steps among n ranks where these
+// run among the hosts). all_to_all uses the message algorithms.
 #include "algorithms/patterns/recursive_doubling.h"
 #include "algorithms/registry.h"
 #include "smddp/error.h"
@@ -81,9 +81,11 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
       }
       return topology.arena ? "arena" : "ring";
     case K::kReduce:
+      if (topology.hostArenas) return "hier";
       return topology.arena ? "arena" : "binomial";
     case K::kGather:
     case K::kScatter:
+      if (topology.hostArenas) return "hier";
       return topology.arena ? "arena" : "linear";
     case K::kAllToAll:
       return topology.arena && bytes < kAllToAllArenaBlockBytes ? "arena" : "pairwise";

@@ -5,9 +5,9 @@ says, else tcp;ofi_rxm), driven through the C++ perf tools (no torch):
 
 - every collective (all_reduce, broadcast from every root, all_gather, barrier) is correct:
   exit 0 and #wrong 0 on every row;
-- all_reduce, reduce_scatter, all_gather and broadcast, hierarchical (the default across hosts:
-  hier_leader and hier_split; hier_leader and hier) and flat (SMDDP_ARENA=0), every dtype and
-  op on exact values: both equal the closed form bit for bit;
+- all_reduce, reduce_scatter, all_gather, broadcast, reduce, gather and scatter, hierarchical
+  (the default across hosts) and flat (SMDDP_ARENA=0), every dtype and op on exact values, every
+  root: both equal the closed form bit for bit;
 - cutting nodeb's link in the middle of a long all_reduce run with SMDDP_TIMEOUT_MS=5000 makes
   every rank exit non-zero (the all_reduce is hierarchical: hier_split) (nodea, the surviving
   side, within a few timeouts; nodeb, cut off from the store too, within 90 s) with a timeout
@@ -143,7 +143,7 @@ def test_collectives_across_two_hosts(hosts, tmp_path):
 
 
 # tool: (its flags, the collective, the algorithms chosen across hosts, flat (SMDDP_ARENA=0),
-# #wrong fields: 2 columns x 6 sizes x 36 dtype-op pairs, 8 dtypes, 8 dtypes x 4 roots).
+# #wrong fields: 2 columns x 6 sizes x 36 dtype-op pairs, 8 dtypes, x 4 roots for the rooted).
 EXACT = {
     "all_reduce_perf": (["-o", "all", "-d", "all"], "all_reduce",
                         {"hier_leader", "hier_split"}, {"recursive_doubling", "ring"}, 432),
@@ -153,6 +153,10 @@ EXACT = {
                         96),
     "broadcast_perf": (["-r", "-1", "-d", "all"], "broadcast", {"hier_leader", "hier"},
                        {"binomial", "chain"}, 384),
+    "reduce_perf": (["-r", "-1", "-o", "all", "-d", "all"], "reduce", {"hier"}, {"binomial"},
+                    1728),
+    "gather_perf": (["-r", "-1", "-d", "all"], "gather", {"hier"}, {"linear"}, 384),
+    "scatter_perf": (["-r", "-1", "-d", "all"], "scatter", {"hier"}, {"linear"}, 384),
 }
 
 
@@ -176,7 +180,7 @@ def test_hierarchical_and_flat_exact(hosts, tmp_path, tool, mode):
         assert code == 0, f"rank {r}: exit {code}\n{out[r][-3000:]}"
     counts = wrong_counts(out[0])
     assert len(counts) == rows and set(counts) == {0}, f"#wrong {counts}\n{out[0][-3000:]}"
-    chosen = set(re.findall(collective + r" uses algorithm (\w+)", out[0]))
+    chosen = set(re.findall(r"\b" + collective + r" uses algorithm (\w+)", out[0]))
     if mode == "hierarchical":
         assert chosen == hier, chosen
         assert "an arena per host (hierarchical)" in out[0], out[0][-3000:]

@@ -156,8 +156,8 @@ TEST(Selector, HierarchicalAcrossHostsWithArenas) {
     EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024, t, none).name, "hier_leader");
     EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024 + 4, t, none).name, "hier_split");
     EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 64 << 20, t, none).name, "hier_split");
-    // broadcast, all_gather, reduce_scatter and barrier are hierarchical at every size; the flat
-    // algorithms stay available by name; the other collectives stay flat.
+    // every collective but all_to_all is hierarchical; the flat algorithms stay available by
+    // name; all_to_all stays flat.
     for (size_t bytes : {size_t{1} << 20, size_t{64} << 20}) {
       EXPECT_STREQ(selectAlgorithm(K::kReduceScatter, bytes, t, none).name, "hier");
     }
@@ -178,7 +178,10 @@ TEST(Selector, HierarchicalAcrossHostsWithArenas) {
     EXPECT_STREQ(
         selectAlgorithm(K::kAllGather, 8, t, parseAlgorithmOverrides("allgather:bruck")).name,
         "bruck");
-    EXPECT_STREQ(selectAlgorithm(K::kReduce, 8, t, none).name, "binomial");
+    for (K kind : {K::kReduce, K::kGather, K::kScatter}) {
+      EXPECT_STREQ(selectAlgorithm(kind, 8, t, none).name, "hier");
+      EXPECT_STREQ(selectAlgorithm(kind, 64 << 20, t, none).name, "hier");
+    }
     EXPECT_STREQ(selectAlgorithm(K::kBarrier, 0, t, none).name, "hier");
     EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 8, t, none).name, "pairwise");
   }

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0
+// reduce, gather and scatter across H hosts of L ranks (hierarchical.h), root (r, j): on every
+// host the rank of local index j, the root's counterpart, collects or hands out its host's part
+// through the arena, and the counterparts exchange over the network with the flat algorithm for
+// H ranks (binomial reduce, linear gather and scatter), so each host's link carries its host's
+// part once and the network step involves H ranks instead of n.
+//
+// reduce (hier): per use every rank copies its input's chunk into its slot; the counterpart
+//   reduces the L slots in local rank order into its partial (the root: into its output); the
+//   counterparts reduce the partials to the root. AVG divides by n at the root.
+// gather (hier): per use every rank copies a piece of its block into its slot; the counterpart
+//   packs the host's L blocks in local order; the counterparts gather the packs to the root, which
+//   unpacks them into the blocks of their ranks.
+// scatter (hier): the root packs its blocks host by host; the counterparts scatter the packs; per
+//   use each counterpart copies a piece of each of its host's L blocks into its slot and every
+//   rank copies its own out.
+// Identity: the counterpart reads every slot of its host (and checks each), the others check the
+// counterpart's, so ranks in different collectives fail with kMismatch.
+#include <algorithm>
+#include <cstring>
+
+#include "algorithms/algorithms.h"
+#include "algorithms/arena/slot_step.h"
+#include "algorithms/hierarchical.h"
+#include "reduce/reducer.h"
+
+namespace smddp::algo {
+namespace {
+
+// Where the root is: its host and its local index (the counterparts').
+struct RootPlace {
+  int host = 0;
+  int index = 0;
+};
+
+RootPlace rootPlace(const Exec& exec, const HostGroups& groups, int root) {
+  RootPlace place;
+  place.host = hier::hostOf(exec, groups, root);
+  place.index = hier::positionOf(groups.ranksOf[static_cast<size_t>(place.host)], root);
+  return place;
+}
+
+// Runs the flat `kind` among the counterparts (this rank's cross group), rooted at the root's host.
+void crossRooted(Exec& exec, const HostGroups& groups, CollectiveKind kind, CollectiveArgs part,
+                 int rootHost) {
+  Exec cross(exec, groups.cross, groups.crossSettings, 0);
+  part.root = rootHost;
+  part.blocks.clear();
+  hier::crossAlgorithm(kind, part.bytes(), static_cast<int>(groups.ranksOf.size()))
+      .run(cross, part);
+  cross.waitAll();
+}
+
+}  // namespace
+
+void reduceHier(Exec& exec, const CollectiveArgs& args) {
+  const HostGroups& groups = hier::requireHosts(exec);
+  const RootPlace root = rootPlace(exec, groups, args.root);
+  Exec local(exec, groups.local, groups.localSettings, 0);
+  const bool counterpart = local.rank() == root.index;
+  const bool isRoot = exec.rank() == args.root;
+  const CollectiveArgs sum = hier::summed(args);
+  const size_t es = args.elementSize();
+  const size_t bytes = args.bytes();
+  unsigned char* partial = nullptr;
+  if (counterpart) {
+    partial = isRoot ? static_cast<unsigned char*>(args.recv)
+                     : static_cast<unsigned char*>(exec.scratch(bytes, 2));
+  }
+  const auto* in = static_cast<const unsigned char*>(args.send);
+  const size_t chunk = arena::SlotStep::chunkBytes(local, es);
+  for (size_t off = 0; off < bytes; off += chunk) {
+    const size_t n = std::min(chunk, bytes - off);
+    arena::SlotStep step(local);
+    step.acquire();
+    std::memcpy(step.mine(), in + off, n);
+    step.publish(1);
+    if (counterpart) {
+      step.awaitAll(1);
+      arena::reduceSlots(step, sum, local.size(), partial + off, 0, n / es);
+    } else {
+      step.await(root.index, 1);
+    }
+    step.release();
+  }
+  if (!counterpart) return;
+  CollectiveArgs part = sum;
+  part.send = partial;
+  part.recv = isRoot ? args.recv : nullptr;
+  crossRooted(exec, groups, CollectiveKind::kReduce, part, root.host);
+  if (isRoot && args.op == ReduceOp::kAvg) {
+    reduce::finishAverage(args.dtype, args.recv, args.count, exec.size());
+  }
+}
+
+void gatherHier(Exec& exec, const CollectiveArgs& args) {
+  const HostGroups& groups = hier::requireHosts(exec);
+  const RootPlace root = rootPlace(exec, groups, args.root);
+  Exec local(exec, groups.local, groups.localSettings, 0);
+  const auto perHost = static_cast<size_t>(local.size());
+  const size_t hosts = groups.ranksOf.size();
+  const bool counterpart = local.rank() == root.index;
+  const bool isRoot = exec.rank() == args.root;
+  const size_t es = args.elementSize();
+  const size_t block = args.bytes();
+  auto* pack =
+      counterpart ? static_cast<unsigned char*>(exec.scratch(block * perHost, 2)) : nullptr;
+  const auto* in = static_cast<const unsigned char*>(args.send);
+  const size_t piece = arena::SlotStep::chunkBytes(local, es);
+  for (size_t at = 0; at < block; at += piece) {
+    const size_t n = std::min(piece, block - at);
+    arena::SlotStep step(local);
+    step.acquire();
+    std::memcpy(step.mine(), in + at, n);
+    step.publish(1);
+    if (counterpart) {
+      step.awaitAll(1);
+      for (size_t q = 0; q < perHost; ++q) {
+        std::memcpy(pack + q * block + at, step.slotOf(static_cast<int>(q)), n);
+      }
+    } else {
+      step.await(root.index, 1);
+    }
+    step.release();
+  }
+  if (!counterpart) return;
+  auto* all = isRoot ? static_cast<unsigned char*>(exec.scratch(block * perHost * hosts, 1))
+                     : nullptr;
+  CollectiveArgs part = args;
+  part.send = pack;
+  part.recv = all;
+  part.count = args.count * perHost;
+  crossRooted(exec, groups, CollectiveKind::kGather, part, root.host);
+  for (size_t k = 0; isRoot && k < perHost * hosts; ++k) {
+    const auto owner = static_cast<size_t>(groups.ranksOf[k / perHost][k % perHost]);
+    std::memcpy(args.block(owner), all + k * block, block);
+  }
+}
+
+void scatterHier(Exec& exec, const CollectiveArgs& args) {
+  const HostGroups& groups = hier::requireHosts(exec);
+  const RootPlace root = rootPlace(exec, groups, args.root);
+  Exec local(exec, groups.local, groups.localSettings, 0);
+  const auto perHost = static_cast<size_t>(local.size());
+  const size_t hosts = groups.ranksOf.size();
+  const bool counterpart = local.rank() == root.index;
+  const bool isRoot = exec.rank() == args.root;
+  const size_t es = args.elementSize();
+  const size_t block = args.bytes();
+  unsigned char* pack = nullptr;
+  if (counterpart) {
+    pack = static_cast<unsigned char*>(exec.scratch(block * perHost, 2));
+    auto* all = isRoot ? static_cast<unsigned char*>(exec.scratch(block * perHost * hosts, 1))
+                       : nullptr;
+    for (size_t k = 0; isRoot && k < perHost * hosts; ++k) {
+      const auto owner = static_cast<size_t>(groups.ranksOf[k / perHost][k % perHost]);
+      std::memcpy(all + k * block, args.sendBlock(owner), block);
+    }
+    CollectiveArgs part = args;
+    part.send = all;
+    part.recv = pack;
+    part.count = args.count * perHost;
+    crossRooted(exec, groups, CollectiveKind::kScatter, part, root.host);
+  }
+  auto* out = static_cast<unsigned char*>(args.recv);
+  const auto me = static_cast<size_t>(local.rank());
+  const size_t piece = arena::piecePer(local, es, perHost);
+  for (size_t at = 0; at < block; at += piece) {
+    const size_t n = std::min(piece, block - at);
+    arena::SlotStep step(local);
+    step.acquire();
+    for (size_t q = 0; counterpart && q < perHost; ++q) {
+      std::memcpy(step.mine() + q * piece, pack + q * block + at, n);
+    }
+    step.publish(1);
+    if (counterpart) {
+      step.awaitAll(1);
+      std::memcpy(out + at, pack + me * block + at, n);
+    } else {
+      step.await(root.index, 1);
+      std::memcpy(out + at, step.slotOf(root.index) + me * piece, n);
+    }
+    step.release();
+  }
+}
+
+}  // namespace smddp::algo
