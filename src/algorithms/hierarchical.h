@@ -74,6 +74,12 @@ inline int hostOf(const Exec& exec, const HostGroups& groups, int rank) {
 void hostBroadcast(Exec& local, int source, const unsigned char* from, unsigned char* out,
                    size_t bytes, size_t es);
 
+// Arena gather of every local rank's `block` bytes (its `own`) to local rank `collector`, into
+// `pack` in local rank order (block q at q x block), a slot at a time; the collector checks
+// every other's identity, the others the collector's.
+void hostGather(Exec& local, int collector, const unsigned char* own, size_t block, size_t es,
+                unsigned char* pack);
+
 // Arena all-gather of a buffer of `count` elements cut into the host's L blocks
 // (patterns::ringChunk; block r: local index r, finished in out on rank r) to every rank of the
 // host. Per use each rank copies a piece of its own block into its slot; the others copy it out.

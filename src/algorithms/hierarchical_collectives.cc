@@ -69,6 +69,28 @@ void hier::hostBroadcast(Exec& local, int source, const unsigned char* from, uns
   }
 }
 
+void hier::hostGather(Exec& local, int collector, const unsigned char* own, size_t block,
+                      size_t es, unsigned char* pack) {
+  const bool collects = local.rank() == collector;
+  const size_t piece = arena::SlotStep::chunkBytes(local, es);
+  for (size_t at = 0; at < block; at += piece) {
+    const size_t n = std::min(piece, block - at);
+    arena::SlotStep step(local);
+    step.acquire();
+    std::memcpy(step.mine(), own + at, n);
+    step.publish(1);
+    if (collects) {
+      step.awaitAll(1);
+      for (int q = 0; q < local.size(); ++q) {
+        std::memcpy(pack + static_cast<size_t>(q) * block + at, step.slotOf(q), n);
+      }
+    } else {
+      step.await(collector, 1);
+    }
+    step.release();
+  }
+}
+
 void allGatherHier(Exec& exec, const CollectiveArgs& args) {
   const HostGroups& groups = hier::requireHosts(exec);
   const int hosts = static_cast<int>(groups.ranksOf.size());

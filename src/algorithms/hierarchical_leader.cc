@@ -91,24 +91,8 @@ void allGatherHierLeader(Exec& exec, const CollectiveArgs& args) {
   // The leader's: its host's blocks, then every host's (host-major).
   auto* packed =
       leader ? static_cast<unsigned char*>(exec.scratch(hostBytes * hosts, 2)) : nullptr;
-  const auto* own = static_cast<const unsigned char*>(args.send);
-  const size_t piece = arena::SlotStep::chunkBytes(local, es);
-  for (size_t at = 0; at < block; at += piece) {
-    const size_t bytes = std::min(piece, block - at);
-    arena::SlotStep step(local);
-    step.acquire();
-    std::memcpy(step.mine(), own + at, bytes);
-    step.publish(1);
-    if (leader) {
-      step.awaitAll(1);
-      for (int q = 0; q < perHost; ++q) {
-        std::memcpy(packed + static_cast<size_t>(myHost) * hostBytes +
-                        static_cast<size_t>(q) * block + at,
-                    step.slotOf(q), bytes);
-      }
-    }
-    step.release();
-  }
+  hier::hostGather(local, 0, static_cast<const unsigned char*>(args.send), block, es,
+                   leader ? packed + static_cast<size_t>(myHost) * hostBytes : nullptr);
   if (leader) {
     Exec cross(exec, groups.cross, groups.crossSettings, 0);
     CollectiveArgs part = args;

@@ -27,18 +27,29 @@
 namespace smddp::algo {
 namespace {
 
-// Where the root is: its host and its local index (the counterparts').
-struct RootPlace {
-  int host = 0;
-  int index = 0;
-};
+// One rank's view of a rooted collective across hosts: where the root is (its host and local
+// index, the counterparts'), this host's ranks (an arena view, no messages), and what this rank
+// is.
+struct Rooted {
+  const HostGroups& groups;
+  int rootHost;
+  int index;
+  Exec local;
+  size_t perHost;
+  size_t hosts;
+  bool counterpart;
+  bool isRoot;
 
-RootPlace rootPlace(const Exec& exec, const HostGroups& groups, int root) {
-  RootPlace place;
-  place.host = hier::hostOf(exec, groups, root);
-  place.index = hier::positionOf(groups.ranksOf[static_cast<size_t>(place.host)], root);
-  return place;
-}
+  Rooted(Exec& exec, const CollectiveArgs& args)
+      : groups(hier::requireHosts(exec)),
+        rootHost(hier::hostOf(exec, groups, args.root)),
+        index(hier::positionOf(groups.ranksOf[static_cast<size_t>(rootHost)], args.root)),
+        local(exec, groups.local, groups.localSettings, 0),
+        perHost(static_cast<size_t>(local.size())),
+        hosts(groups.ranksOf.size()),
+        counterpart(local.rank() == index),
+        isRoot(exec.rank() == args.root) {}
+};
 
 // Runs the flat `kind` among the counterparts (this rank's cross group), rooted at the root's host.
 void crossRooted(Exec& exec, const HostGroups& groups, CollectiveKind kind, CollectiveArgs part,
@@ -54,131 +65,101 @@ void crossRooted(Exec& exec, const HostGroups& groups, CollectiveKind kind, Coll
 }  // namespace
 
 void reduceHier(Exec& exec, const CollectiveArgs& args) {
-  const HostGroups& groups = hier::requireHosts(exec);
-  const RootPlace root = rootPlace(exec, groups, args.root);
-  Exec local(exec, groups.local, groups.localSettings, 0);
-  const bool counterpart = local.rank() == root.index;
-  const bool isRoot = exec.rank() == args.root;
+  Rooted r(exec, args);
   const CollectiveArgs sum = hier::summed(args);
   const size_t es = args.elementSize();
   const size_t bytes = args.bytes();
   unsigned char* partial = nullptr;
-  if (counterpart) {
-    partial = isRoot ? static_cast<unsigned char*>(args.recv)
+  if (r.counterpart) {
+    partial = r.isRoot ? static_cast<unsigned char*>(args.recv)
                      : static_cast<unsigned char*>(exec.scratch(bytes, 2));
   }
   const auto* in = static_cast<const unsigned char*>(args.send);
-  const size_t chunk = arena::SlotStep::chunkBytes(local, es);
+  const size_t chunk = arena::SlotStep::chunkBytes(r.local, es);
   for (size_t off = 0; off < bytes; off += chunk) {
     const size_t n = std::min(chunk, bytes - off);
-    arena::SlotStep step(local);
+    arena::SlotStep step(r.local);
     step.acquire();
     std::memcpy(step.mine(), in + off, n);
     step.publish(1);
-    if (counterpart) {
+    if (r.counterpart) {
       step.awaitAll(1);
-      arena::reduceSlots(step, sum, local.size(), partial + off, 0, n / es);
+      arena::reduceSlots(step, sum, r.local.size(), partial + off, 0, n / es);
     } else {
-      step.await(root.index, 1);
+      step.await(r.index, 1);
     }
     step.release();
   }
-  if (!counterpart) return;
+  if (!r.counterpart) return;
   CollectiveArgs part = sum;
   part.send = partial;
-  part.recv = isRoot ? args.recv : nullptr;
-  crossRooted(exec, groups, CollectiveKind::kReduce, part, root.host);
-  if (isRoot && args.op == ReduceOp::kAvg) {
+  part.recv = r.isRoot ? args.recv : nullptr;
+  crossRooted(exec, r.groups, CollectiveKind::kReduce, part, r.rootHost);
+  if (r.isRoot && args.op == ReduceOp::kAvg) {
     reduce::finishAverage(args.dtype, args.recv, args.count, exec.size());
   }
 }
 
 void gatherHier(Exec& exec, const CollectiveArgs& args) {
-  const HostGroups& groups = hier::requireHosts(exec);
-  const RootPlace root = rootPlace(exec, groups, args.root);
-  Exec local(exec, groups.local, groups.localSettings, 0);
-  const auto perHost = static_cast<size_t>(local.size());
-  const size_t hosts = groups.ranksOf.size();
-  const bool counterpart = local.rank() == root.index;
-  const bool isRoot = exec.rank() == args.root;
+  Rooted r(exec, args);
   const size_t es = args.elementSize();
   const size_t block = args.bytes();
   auto* pack =
-      counterpart ? static_cast<unsigned char*>(exec.scratch(block * perHost, 2)) : nullptr;
-  const auto* in = static_cast<const unsigned char*>(args.send);
-  const size_t piece = arena::SlotStep::chunkBytes(local, es);
-  for (size_t at = 0; at < block; at += piece) {
-    const size_t n = std::min(piece, block - at);
-    arena::SlotStep step(local);
-    step.acquire();
-    std::memcpy(step.mine(), in + at, n);
-    step.publish(1);
-    if (counterpart) {
-      step.awaitAll(1);
-      for (size_t q = 0; q < perHost; ++q) {
-        std::memcpy(pack + q * block + at, step.slotOf(static_cast<int>(q)), n);
-      }
-    } else {
-      step.await(root.index, 1);
-    }
-    step.release();
-  }
-  if (!counterpart) return;
-  auto* all = isRoot ? static_cast<unsigned char*>(exec.scratch(block * perHost * hosts, 1))
-                     : nullptr;
+      r.counterpart ? static_cast<unsigned char*>(exec.scratch(block * r.perHost, 2)) : nullptr;
+  hier::hostGather(r.local, r.index, static_cast<const unsigned char*>(args.send), block, es,
+                   pack);
+  if (!r.counterpart) return;
+  auto* all = r.isRoot
+                  ? static_cast<unsigned char*>(exec.scratch(block * r.perHost * r.hosts, 1))
+                  : nullptr;
   CollectiveArgs part = args;
   part.send = pack;
   part.recv = all;
-  part.count = args.count * perHost;
-  crossRooted(exec, groups, CollectiveKind::kGather, part, root.host);
-  for (size_t k = 0; isRoot && k < perHost * hosts; ++k) {
-    const auto owner = static_cast<size_t>(groups.ranksOf[k / perHost][k % perHost]);
+  part.count = args.count * r.perHost;
+  crossRooted(exec, r.groups, CollectiveKind::kGather, part, r.rootHost);
+  for (size_t k = 0; r.isRoot && k < r.perHost * r.hosts; ++k) {
+    const auto owner = static_cast<size_t>(r.groups.ranksOf[k / r.perHost][k % r.perHost]);
     std::memcpy(args.block(owner), all + k * block, block);
   }
 }
 
 void scatterHier(Exec& exec, const CollectiveArgs& args) {
-  const HostGroups& groups = hier::requireHosts(exec);
-  const RootPlace root = rootPlace(exec, groups, args.root);
-  Exec local(exec, groups.local, groups.localSettings, 0);
-  const auto perHost = static_cast<size_t>(local.size());
-  const size_t hosts = groups.ranksOf.size();
-  const bool counterpart = local.rank() == root.index;
-  const bool isRoot = exec.rank() == args.root;
+  Rooted r(exec, args);
   const size_t es = args.elementSize();
   const size_t block = args.bytes();
   unsigned char* pack = nullptr;
-  if (counterpart) {
-    pack = static_cast<unsigned char*>(exec.scratch(block * perHost, 2));
-    auto* all = isRoot ? static_cast<unsigned char*>(exec.scratch(block * perHost * hosts, 1))
-                       : nullptr;
-    for (size_t k = 0; isRoot && k < perHost * hosts; ++k) {
-      const auto owner = static_cast<size_t>(groups.ranksOf[k / perHost][k % perHost]);
+  if (r.counterpart) {
+    pack = static_cast<unsigned char*>(exec.scratch(block * r.perHost, 2));
+    auto* all = r.isRoot
+                    ? static_cast<unsigned char*>(exec.scratch(block * r.perHost * r.hosts, 1))
+                    : nullptr;
+    for (size_t k = 0; r.isRoot && k < r.perHost * r.hosts; ++k) {
+      const auto owner = static_cast<size_t>(r.groups.ranksOf[k / r.perHost][k % r.perHost]);
       std::memcpy(all + k * block, args.sendBlock(owner), block);
     }
     CollectiveArgs part = args;
     part.send = all;
     part.recv = pack;
-    part.count = args.count * perHost;
-    crossRooted(exec, groups, CollectiveKind::kScatter, part, root.host);
+    part.count = args.count * r.perHost;
+    crossRooted(exec, r.groups, CollectiveKind::kScatter, part, r.rootHost);
   }
   auto* out = static_cast<unsigned char*>(args.recv);
-  const auto me = static_cast<size_t>(local.rank());
-  const size_t piece = arena::piecePer(local, es, perHost);
+  const auto me = static_cast<size_t>(r.local.rank());
+  const size_t piece = arena::piecePer(r.local, es, r.perHost);
   for (size_t at = 0; at < block; at += piece) {
     const size_t n = std::min(piece, block - at);
-    arena::SlotStep step(local);
+    arena::SlotStep step(r.local);
     step.acquire();
-    for (size_t q = 0; counterpart && q < perHost; ++q) {
+    for (size_t q = 0; r.counterpart && q < r.perHost; ++q) {
       std::memcpy(step.mine() + q * piece, pack + q * block + at, n);
     }
     step.publish(1);
-    if (counterpart) {
+    if (r.counterpart) {
       step.awaitAll(1);
       std::memcpy(out + at, pack + me * block + at, n);
     } else {
-      step.await(root.index, 1);
-      std::memcpy(out + at, step.slotOf(root.index) + me * piece, n);
+      step.await(r.index, 1);
+      std::memcpy(out + at, step.slotOf(r.index) + me * piece, n);
     }
     step.release();
   }

@@ -194,7 +194,8 @@ TEST(HierCollectives, WithoutHostGroupsFailNamingTheCollective) {
     for (auto [kind, name] : {std::pair{K::kAllGather, "hier"}, {K::kReduceScatter, "hier"},
                               {K::kBroadcast, "hier"}, {K::kBarrier, "hier"},
                               {K::kBroadcast, "hier_leader"}, {K::kAllGather, "hier_leader"},
-                              {K::kReduceScatter, "hier_leader"}}) {
+                              {K::kReduceScatter, "hier_leader"}, {K::kReduce, "hier"},
+                              {K::kGather, "hier"}, {K::kScatter, "hier"}}) {
       CollectiveArgs args(Call::of(kind, DataType::kFloat32, 8, ReduceOp::kSum), send.data(),
                           recv.data());
       try {

@@ -3,15 +3,13 @@
 // (runRanksOnHosts: interleaved, rank r on host r % hosts, and host by host): the closed-form
 // checks of the flat algorithms' tests (every dtype and op, in place and out of place, the
 // root's blocks contiguous or as separate buffers) with the root moving over every rank, for odd
-// and even host counts and ranks per host; several arena uses (4 KiB slots); a clear error
-// without host groups.
+// and even host counts and ranks per host; several arena uses (4 KiB slots). Without host
+// groups they fail as the others do (algorithms_hier_collectives_test).
 #include <gtest/gtest.h>
 
-#include <string>
 #include <vector>
 
 #include "algorithms_rooted_checks.h"
-#include "smddp/error.h"
 
 namespace smddp::algo::testing {
 namespace {
@@ -49,27 +47,6 @@ INSTANTIATE_TEST_SUITE_P(Layouts, HierRooted,
                          ::testing::Combine(::testing::Values(2, 3, 5),  // hosts
                                             ::testing::Values(2, 3),     // ranks per host
                                             ::testing::Bool()));         // host by host
-
-TEST(HierRooted, WithoutHostGroupsFailNamingTheCollective) {
-  runRanks(2, [](RankContext& ctx) {
-    std::vector<float> send(16, 1.0f), recv(16);
-    for (K kind : {K::kReduce, K::kGather, K::kScatter}) {
-      CollectiveArgs args(Call::of(kind, DataType::kFloat32, 8, ReduceOp::kSum, 0), send.data(),
-                          recv.data());
-      try {
-        ctx.run(algorithm(kind, "hier"), args, 1 << 20);
-        ctx.fail(std::string("no error without host groups: ") + toString(kind));
-      } catch (const Error& e) {
-        const std::string what = e.what();
-        if (e.code() != ErrorCode::kInvalidArgument ||
-            what.find(toString(kind)) == std::string::npos ||
-            what.find("several hosts") == std::string::npos) {
-          ctx.fail("wrong error: " + what);
-        }
-      }
-    }
-  });
-}
 
 }  // namespace
 }  // namespace smddp::algo::testing
