@@ -19,6 +19,7 @@
 
 #include "algorithms/collective.h"
 #include "algorithms/exec_monitor.h"
+#include "algorithms/patterns/hosts.h"
 #include "smddp/error.h"
 #include "transport/transport.h"
 
@@ -61,7 +62,7 @@ struct ExecSettings {
 struct HostGroups {
   std::vector<int> local;      // the ranks on this rank's host, ascending (this rank included)
   std::vector<int> cross;      // the ranks with this rank's local index, one per host, host order
-  std::vector<std::vector<int>> ranksOf;  // every host's ranks, host order, each ascending
+  patterns::HostLayout layout;  // who is on which host (every host's ranks, each rank's host)
   ExecSettings localSettings;  // the communicator's, with this host's arena
   ExecSettings crossSettings;  // the communicator's, without an arena
 };

@@ -22,19 +22,13 @@
 namespace smddp::algo::hier {
 
 inline const HostGroups& requireHosts(const Exec& exec) {
-  if (exec.hosts() == nullptr || exec.hosts()->ranksOf.size() < 2) {
+  if (exec.hosts() == nullptr || exec.hosts()->layout.hosts() < 2) {
     throw Error(ErrorCode::kInvalidArgument,
                 "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() +
                     ": a hierarchical algorithm needs ranks on several hosts, the same number "
                     "(>= 2) on each, and the shared-memory arena on every host");
   }
   return *exec.hosts();
-}
-
-// `rank`'s position in `group` (a host's ranks, a cross group); -1 if absent.
-inline int positionOf(const std::vector<int>& group, int rank) {
-  const auto it = std::find(group.begin(), group.end(), rank);
-  return it == group.end() ? -1 : static_cast<int>(it - group.begin());
 }
 
 // AVG is summed everywhere and divided once, by all n ranks, at the end.
@@ -57,15 +51,15 @@ inline const Algorithm& crossAlgorithm(CollectiveKind kind, size_t bytes, int ho
   return selectAlgorithm(kind, bytes, flat, {});
 }
 
-// The index of the host `rank` is on (HostGroups::ranksOf); throws kInvalidArgument naming the
-// collective when no host has it.
+// The index of the host `rank` is on; throws kInvalidArgument naming the collective when the
+// communicator has no such rank.
 inline int hostOf(const Exec& exec, const HostGroups& groups, int rank) {
-  for (size_t host = 0; host < groups.ranksOf.size(); ++host) {
-    if (positionOf(groups.ranksOf[host], rank) >= 0) return static_cast<int>(host);
+  if (rank < 0 || static_cast<size_t>(rank) >= groups.layout.hostOf.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "smddp: rank " + std::to_string(exec.rank()) + ": " +
+                                                 exec.desc().describe() + ": no rank " +
+                                                 std::to_string(rank));
   }
-  throw Error(ErrorCode::kInvalidArgument, "smddp: rank " + std::to_string(exec.rank()) + ": " +
-                                               exec.desc().describe() + ": rank " +
-                                               std::to_string(rank) + " is on no host");
+  return groups.layout.hostOf[static_cast<size_t>(rank)];
 }
 
 // Arena broadcast of `bytes` from local rank `source` (its `from`) into every other rank's `out`,
@@ -79,6 +73,12 @@ void hostBroadcast(Exec& local, int source, const unsigned char* from, unsigned 
 // every other's identity, the others the collector's.
 void hostGather(Exec& local, int collector, const unsigned char* own, size_t block, size_t es,
                 unsigned char* pack);
+
+// The reverse: local rank `source` hands out `pack` (L blocks of `block` bytes in local rank
+// order), each rank receiving its own block in `out`, a piece of each per use; the source checks
+// every other's identity, the others the source's.
+void hostScatter(Exec& local, int source, const unsigned char* pack, size_t block, size_t es,
+                 unsigned char* out);
 
 // Arena all-gather of a buffer of `count` elements cut into the host's L blocks
 // (patterns::ringChunk; block r: local index r, finished in out on rank r) to every rank of the

@@ -2,9 +2,9 @@
 // all_gather, reduce_scatter, broadcast and barrier for a communicator over H hosts with L ranks
 // each (hierarchical.h): each host's link carries what the host as a whole must send or receive,
 // once, split over its L ranks' cross groups, and everything within a host goes through its arena.
-// Rank (h, i) is the rank of local index i on host h (HostGroups::ranksOf[h][i]); its cross group
-// is (0, i) .. (H-1, i). The network phase of each is the flat algorithm the selector picks for
-// H ranks (bruck or ring, binomial or chain, ring).
+// Rank (h, i) is the rank of local index i on host h (HostGroups::layout.ranksOf[h][i]); its
+// cross group is (0, i) .. (H-1, i). The network phase of each is the flat algorithm the selector
+// picks for H ranks (bruck or ring, binomial or chain, ring).
 //
 // all_gather (hier):
 //   1. network: rank (h, i) all_gathers its block with its cross group, straight into the output
@@ -49,7 +49,6 @@ namespace {
 
 using hier::crossAlgorithm;
 using hier::pieceOf;
-using hier::positionOf;
 
 }  // namespace
 
@@ -91,16 +90,41 @@ void hier::hostGather(Exec& local, int collector, const unsigned char* own, size
   }
 }
 
+void hier::hostScatter(Exec& local, int source, const unsigned char* pack, size_t block,
+                       size_t es, unsigned char* out) {
+  const bool hands = local.rank() == source;
+  const auto perHost = static_cast<size_t>(local.size());
+  const auto me = static_cast<size_t>(local.rank());
+  const size_t piece = arena::piecePer(local, es, perHost);
+  for (size_t at = 0; at < block; at += piece) {
+    const size_t n = std::min(piece, block - at);
+    arena::SlotStep step(local);
+    step.acquire();
+    for (size_t q = 0; hands && q < perHost; ++q) {
+      std::memcpy(step.mine() + q * piece, pack + q * block + at, n);
+    }
+    step.publish(1);
+    if (hands) {
+      step.awaitAll(1);
+      std::memcpy(out + at, pack + me * block + at, n);
+    } else {
+      step.await(source, 1);
+      std::memcpy(out + at, step.slotOf(source) + me * piece, n);
+    }
+    step.release();
+  }
+}
+
 void allGatherHier(Exec& exec, const CollectiveArgs& args) {
   const HostGroups& groups = hier::requireHosts(exec);
-  const int hosts = static_cast<int>(groups.ranksOf.size());
-  const int index = positionOf(groups.local, exec.rank());
+  const int hosts = static_cast<int>(groups.layout.ranksOf.size());
+  const int index = groups.layout.localIndex(exec.rank());
   {
     Exec cross(exec, groups.cross, groups.crossSettings, 0);
     CollectiveArgs part = args;
     part.blocks.clear();
     for (int h = 0; h < hosts; ++h) {
-      part.blocks.push_back(args.block(static_cast<size_t>(groups.ranksOf[h][index])));
+      part.blocks.push_back(args.block(static_cast<size_t>(groups.layout.ranksOf[h][index])));
     }
     crossAlgorithm(CollectiveKind::kAllGather, args.bytes(), hosts).run(cross, part);
     cross.waitAll();
@@ -115,7 +139,7 @@ void allGatherHier(Exec& exec, const CollectiveArgs& args) {
     arena::SlotStep step(local);
     step.acquire();
     for (int h = 0; h < hosts; ++h) {
-      const auto owner = static_cast<size_t>(groups.ranksOf[h][index]);
+      const auto owner = static_cast<size_t>(groups.layout.ranksOf[h][index]);
       const auto* from = static_cast<const unsigned char*>(args.block(owner));
       std::memcpy(step.mine() + static_cast<size_t>(h) * piece * es, from + at * es, bytes);
     }
@@ -124,7 +148,7 @@ void allGatherHier(Exec& exec, const CollectiveArgs& args) {
       const int q = (index + k) % ranksHere;
       step.await(q, 1);
       for (int h = 0; h < hosts; ++h) {
-        const auto owner = static_cast<size_t>(groups.ranksOf[h][q]);
+        const auto owner = static_cast<size_t>(groups.layout.ranksOf[h][q]);
         auto* to = static_cast<unsigned char*>(args.block(owner));
         std::memcpy(to + at * es, step.slotOf(q) + static_cast<size_t>(h) * piece * es, bytes);
       }
@@ -135,8 +159,8 @@ void allGatherHier(Exec& exec, const CollectiveArgs& args) {
 
 void reduceScatterHier(Exec& exec, const CollectiveArgs& args) {
   const HostGroups& groups = hier::requireHosts(exec);
-  const int hosts = static_cast<int>(groups.ranksOf.size());
-  const int index = positionOf(groups.local, exec.rank());
+  const int hosts = static_cast<int>(groups.layout.ranksOf.size());
+  const int index = groups.layout.localIndex(exec.rank());
   const CollectiveArgs sum = hier::summed(args);
   const size_t es = args.elementSize();
   const size_t blockBytes = args.bytes();
@@ -155,7 +179,7 @@ void reduceScatterHier(Exec& exec, const CollectiveArgs& args) {
       step.acquire();
       for (int q = 0; q < ranksHere; ++q) {
         for (int h = 0; h < hosts; ++h) {
-          const auto owner = static_cast<size_t>(groups.ranksOf[h][q]);
+          const auto owner = static_cast<size_t>(groups.layout.ranksOf[h][q]);
           std::memcpy(step.mine() + static_cast<size_t>(q * hosts + h) * piece * es,
                       in + owner * blockBytes + at * es, count * es);
         }
@@ -184,14 +208,14 @@ void reduceScatterHier(Exec& exec, const CollectiveArgs& args) {
 
 void broadcastHier(Exec& exec, const CollectiveArgs& args) {
   const HostGroups& groups = hier::requireHosts(exec);
-  const int hosts = static_cast<int>(groups.ranksOf.size());
+  const int hosts = static_cast<int>(groups.layout.ranksOf.size());
   const int rootHost = hier::hostOf(exec, groups, args.root);  // the core checked root
-  const int myHost = positionOf(groups.cross, exec.rank());
+  const int myHost = groups.layout.hostOf[static_cast<size_t>(exec.rank())];
   const size_t es = args.elementSize();
   auto* out = static_cast<unsigned char*>(args.recv);
   Exec local(exec, groups.local, groups.localSettings, 0);
   if (myHost == rootHost) {
-    const int root = positionOf(groups.local, args.root);
+    const int root = groups.layout.localIndex(args.root);
     const auto* in = static_cast<const unsigned char*>(args.send);
     hier::hostBroadcast(local, root, in, out, args.bytes(), es);
     if (local.rank() == root && !args.inPlace()) std::memcpy(out, in, args.bytes());

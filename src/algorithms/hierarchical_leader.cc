@@ -22,8 +22,7 @@
 //      L slots into n partial blocks in scratch;
 //   2. network: the leaders reduce-scatter their partials (ring over H; leader h ends with its
 //      host's L blocks reduced over every host);
-//   3. arena: the leader copies a piece of each of the L blocks into its slot per use; rank
-//      (h, q) copies block q out. AVG divides by n there.
+//   3. arena: the leader hands rank (h, q) block q (hier::hostScatter). AVG divides by n there.
 //   The same reduction order as hier's (local ranks, then the hosts in ring order).
 // Identity: each use's readers check whom they read (the leader reads everyone in step 1 of
 // all_gather; the broadcast's uses are symmetric), so ranks in different collectives fail with
@@ -50,7 +49,7 @@ void unpack(const CollectiveArgs& args, const HostGroups& groups, int perHost,
     const size_t within = at % block;
     const size_t n = std::min(block - within, off + bytes - at);
     const auto L = static_cast<size_t>(perHost);
-    const int owner = groups.ranksOf[k / L][k % L];
+    const int owner = groups.layout.ranksOf[k / L][k % L];
     std::memcpy(static_cast<unsigned char*>(args.block(static_cast<size_t>(owner))) + within,
                 from + (at - off), n);
     at += n;
@@ -61,9 +60,9 @@ void unpack(const CollectiveArgs& args, const HostGroups& groups, int perHost,
 
 void broadcastHierLeader(Exec& exec, const CollectiveArgs& args) {
   const HostGroups& groups = hier::requireHosts(exec);
-  const int hosts = static_cast<int>(groups.ranksOf.size());
+  const int hosts = static_cast<int>(groups.layout.ranksOf.size());
   const int rootHost = hier::hostOf(exec, groups, args.root);
-  const int source = hier::positionOf(groups.ranksOf[static_cast<size_t>(rootHost)], args.root);
+  const int source = groups.layout.localIndex(args.root);
   Exec local(exec, groups.local, groups.localSettings, 0);
   const bool isSource = local.rank() == source;
   if (isSource) {  // the root's counterparts, one per host
@@ -80,8 +79,8 @@ void broadcastHierLeader(Exec& exec, const CollectiveArgs& args) {
 
 void allGatherHierLeader(Exec& exec, const CollectiveArgs& args) {
   const HostGroups& groups = hier::requireHosts(exec);
-  const int hosts = static_cast<int>(groups.ranksOf.size());
-  const int myHost = hier::positionOf(groups.cross, exec.rank());
+  const int hosts = static_cast<int>(groups.layout.ranksOf.size());
+  const int myHost = groups.layout.hostOf[static_cast<size_t>(exec.rank())];
   Exec local(exec, groups.local, groups.localSettings, 0);
   const int perHost = local.size();
   const bool leader = local.rank() == 0;
@@ -122,7 +121,7 @@ void allGatherHierLeader(Exec& exec, const CollectiveArgs& args) {
 
 void reduceScatterHierLeader(Exec& exec, const CollectiveArgs& args) {
   const HostGroups& groups = hier::requireHosts(exec);
-  const int hosts = static_cast<int>(groups.ranksOf.size());
+  const int hosts = static_cast<int>(groups.layout.ranksOf.size());
   const CollectiveArgs sum = hier::summed(args);
   Exec local(exec, groups.local, groups.localSettings, 0);
   const auto perHost = static_cast<size_t>(local.size());
@@ -147,7 +146,7 @@ void reduceScatterHierLeader(Exec& exec, const CollectiveArgs& args) {
     arena::SlotStep step(local);
     step.acquire();
     for (size_t k = 0; k < n; ++k) {  // host-major: the block of ranksOf[k / L][k % L]
-      const auto owner = static_cast<size_t>(groups.ranksOf[k / perHost][k % perHost]);
+      const auto owner = static_cast<size_t>(groups.layout.ranksOf[k / perHost][k % perHost]);
       std::memcpy(step.mine() + k * piece * es, in + owner * block + at * es, count * es);
     }
     step.publish(1);
@@ -169,24 +168,7 @@ void reduceScatterHierLeader(Exec& exec, const CollectiveArgs& args) {
                           hosts - 1, 0);
     cross.waitAll();
   }
-  const size_t back = arena::piecePer(local, es, perHost) / es;
-  auto* out = static_cast<unsigned char*>(args.recv);
-  for (size_t at = 0; at < args.count; at += back) {
-    const size_t count = hier::pieceOf(whole, at, back);
-    arena::SlotStep step(local);
-    step.acquire();
-    if (leader) {
-      for (size_t q = 0; q < perHost; ++q) {
-        std::memcpy(step.mine() + q * back * es, mine + q * block + at * es, count * es);
-      }
-    }
-    step.publish(1);
-    if (!leader) step.await(0, 1);
-    const auto q = static_cast<size_t>(local.rank());
-    const unsigned char* from = leader ? mine + at * es : step.slotOf(0) + q * back * es;
-    std::memcpy(out + at * es, from, count * es);
-    step.release();
-  }
+  hier::hostScatter(local, 0, mine, block, es, static_cast<unsigned char*>(args.recv));
   if (args.op == ReduceOp::kAvg) {
     reduce::finishAverage(args.dtype, args.recv, args.count, exec.size());
   }

@@ -43,10 +43,10 @@ struct Rooted {
   Rooted(Exec& exec, const CollectiveArgs& args)
       : groups(hier::requireHosts(exec)),
         rootHost(hier::hostOf(exec, groups, args.root)),
-        index(hier::positionOf(groups.ranksOf[static_cast<size_t>(rootHost)], args.root)),
+        index(groups.layout.localIndex(args.root)),
         local(exec, groups.local, groups.localSettings, 0),
         perHost(static_cast<size_t>(local.size())),
-        hosts(groups.ranksOf.size()),
+        hosts(groups.layout.ranksOf.size()),
         counterpart(local.rank() == index),
         isRoot(exec.rank() == args.root) {}
 };
@@ -57,7 +57,7 @@ void crossRooted(Exec& exec, const HostGroups& groups, CollectiveKind kind, Coll
   Exec cross(exec, groups.cross, groups.crossSettings, 0);
   part.root = rootHost;
   part.blocks.clear();
-  hier::crossAlgorithm(kind, part.bytes(), static_cast<int>(groups.ranksOf.size()))
+  hier::crossAlgorithm(kind, part.bytes(), static_cast<int>(groups.layout.ranksOf.size()))
       .run(cross, part);
   cross.waitAll();
 }
@@ -118,7 +118,7 @@ void gatherHier(Exec& exec, const CollectiveArgs& args) {
   part.count = args.count * r.perHost;
   crossRooted(exec, r.groups, CollectiveKind::kGather, part, r.rootHost);
   for (size_t k = 0; r.isRoot && k < r.perHost * r.hosts; ++k) {
-    const auto owner = static_cast<size_t>(r.groups.ranksOf[k / r.perHost][k % r.perHost]);
+    const auto owner = static_cast<size_t>(r.groups.layout.ranksOf[k / r.perHost][k % r.perHost]);
     std::memcpy(args.block(owner), all + k * block, block);
   }
 }
@@ -134,7 +134,7 @@ void scatterHier(Exec& exec, const CollectiveArgs& args) {
                     ? static_cast<unsigned char*>(exec.scratch(block * r.perHost * r.hosts, 1))
                     : nullptr;
     for (size_t k = 0; r.isRoot && k < r.perHost * r.hosts; ++k) {
-      const auto owner = static_cast<size_t>(r.groups.ranksOf[k / r.perHost][k % r.perHost]);
+      const auto owner = static_cast<size_t>(r.groups.layout.ranksOf[k / r.perHost][k % r.perHost]);
       std::memcpy(all + k * block, args.sendBlock(owner), block);
     }
     CollectiveArgs part = args;
@@ -143,26 +143,7 @@ void scatterHier(Exec& exec, const CollectiveArgs& args) {
     part.count = args.count * r.perHost;
     crossRooted(exec, r.groups, CollectiveKind::kScatter, part, r.rootHost);
   }
-  auto* out = static_cast<unsigned char*>(args.recv);
-  const auto me = static_cast<size_t>(r.local.rank());
-  const size_t piece = arena::piecePer(r.local, es, r.perHost);
-  for (size_t at = 0; at < block; at += piece) {
-    const size_t n = std::min(piece, block - at);
-    arena::SlotStep step(r.local);
-    step.acquire();
-    for (size_t q = 0; r.counterpart && q < r.perHost; ++q) {
-      std::memcpy(step.mine() + q * piece, pack + q * block + at, n);
-    }
-    step.publish(1);
-    if (r.counterpart) {
-      step.awaitAll(1);
-      std::memcpy(out + at, pack + me * block + at, n);
-    } else {
-      step.await(r.index, 1);
-      std::memcpy(out + at, step.slotOf(r.index) + me * piece, n);
-    }
-    step.release();
-  }
+  hier::hostScatter(r.local, r.index, pack, block, es, static_cast<unsigned char*>(args.recv));
 }
 
 }  // namespace smddp::algo

@@ -76,8 +76,7 @@ core::HostArena createHostArena(Store& store, const std::string& prefix,
     }
     return {};
   }
-  return {std::make_unique<algo::arena::Arena>(std::move(segment)), layout.local(rank),
-          layout.cross(rank), layout.ranksOf};
+  return {std::make_unique<algo::arena::Arena>(std::move(segment)), layout};
 }
 
 algo::CollectiveArgs barrierArgs() {

@@ -108,9 +108,9 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   exec_.monitor = watch_->monitor();
   exec_.arena = arena_.get();
   if (hostArena_) {
-    hostGroups_.local = std::move(hostArena.local);
-    hostGroups_.cross = std::move(hostArena.cross);
-    hostGroups_.ranksOf = std::move(hostArena.ranksOf);
+    hostGroups_.local = hostArena.layout.local(rank_);
+    hostGroups_.cross = hostArena.layout.cross(rank_);
+    hostGroups_.layout = std::move(hostArena.layout);
     hostGroups_.localSettings = exec_;
     hostGroups_.localSettings.arena = hostArena_.get();
     hostGroups_.crossSettings = exec_;

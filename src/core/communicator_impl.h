@@ -34,9 +34,7 @@ using watch::foldSignature;
 // (>= 2) of ranks on each (algorithms/patterns/hosts.h); empty otherwise.
 struct HostArena {
   std::unique_ptr<algo::arena::Arena> arena;
-  std::vector<int> local;  // the ranks on this rank's host, ascending
-  std::vector<int> cross;  // the ranks with this rank's local index, one per host
-  std::vector<std::vector<int>> ranksOf;  // every host's ranks, host order
+  algo::patterns::HostLayout layout;  // who is on which host
 };
 
 // Options resolved against the configuration: every field set.

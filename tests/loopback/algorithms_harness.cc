@@ -223,7 +223,7 @@ void runRanksOnHosts(int hostCount, int perHost, const RankBody& body, size_t sl
     arenas.push_back(std::make_unique<arena::Arena>(segs.view(layout.localIndex(r))));
     groups[static_cast<size_t>(r)].local = layout.local(r);
     groups[static_cast<size_t>(r)].cross = layout.cross(r);
-    groups[static_cast<size_t>(r)].ranksOf = layout.ranksOf;
+    groups[static_cast<size_t>(r)].layout = layout;
   }
   std::vector<RankContext> contexts;
   for (int r = 0; r < n; ++r) {
