@@ -149,7 +149,12 @@ TEST_P(MpP2p, APeerKilledDuringARecvIsNamedWithinSeconds) {
     auto s = makeFileStore(dir_);
     auto c = join(s, GetParam(), rank, 60s);
     c->barrier().wait();
-    if (rank == 2) ::raise(SIGKILL);
+    if (rank != 2) s->set("left" + std::to_string(rank), "1");
+    if (rank == 2) {  // once the others have left the barrier (as below)
+      s->get("left0", 60s);
+      s->get("left1", 60s);
+      ::raise(SIGKILL);
+    }
     if (rank == 0) {  // stays until rank 1 is done: its exit would be a second dead peer
       s->get("verdict", 60s);
       return 0;
@@ -176,7 +181,14 @@ TEST_P(MpP2p, ASecondPeerKilledIsNamedToo) {
     auto s = makeFileStore(dir_);
     auto c = join(s, GetParam(), rank, 60s);
     c->barrier().wait();
-    if (rank == 1) ::raise(SIGKILL);
+    // Rank 1 dies once the others have left the barrier: a peer that exits while its last
+    // barrier message is in flight fails the barrier instead of the recv below.
+    if (rank != 1) s->set("left" + std::to_string(rank), "1");
+    if (rank == 1) {
+      s->get("left0", 60s);
+      s->get("left2", 60s);
+      ::raise(SIGKILL);
+    }
     if (rank == 2) {
       s->get("die", 60s);
       ::raise(SIGKILL);
