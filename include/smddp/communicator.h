@@ -8,11 +8,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "smddp/error.h"
 #include "smddp/request.h"
 #include "smddp/store.h"
 #include "smddp/types.h"
@@ -30,6 +32,11 @@ struct Options {
   std::optional<bool> deviceIpc;                     // SMDDP_DEVICE_IPC: CUDA IPC in a host
   // Distinguishes communicators that share one store (keys are prefixed with it).
   std::string name = "smddp";
+  // The key of a communicator whose members are chosen by the application (a reconfigure or a
+  // shrink): every member passes the same key, used once per name, and the store keys are
+  // "<name>/<generation>/...". Unset: each rank counts its creations under `name` (all ranks
+  // create their communicators in the same order), which needs no agreement beforehand.
+  std::optional<std::string> generation;
 };
 
 namespace core {
@@ -128,13 +135,24 @@ class Communicator {
   void allToAllVBlocking(const std::vector<Buffer>& sends, const std::vector<Buffer>& recvs);
 
   // Makes every pending and later wait fail with Error(kAborted). Safe from any thread.
+  // `reason` (optional) is named in those errors and in brokenReason().
   void abort();
+  void abort(const std::string& reason);
   // The bound of every collective posted from now on (Options::timeout until then); collectives
   // already posted keep theirs. Error(kInvalidArgument) unless timeout > 0. Safe from any thread.
   void setTimeout(std::chrono::milliseconds timeout);
   std::chrono::milliseconds timeout() const;
   // Non-empty once the communicator is broken: the first unrecoverable error.
   std::string brokenReason() const;
+  // The code of that first error (kAborted after abort()); meaningless while brokenReason() is
+  // empty.
+  ErrorCode brokenCode() const;
+  // Called once, when an error first breaks the communicator (a timeout, a failed or lost peer,
+  // a mismatch; not abort()), on the thread that met it and before that collective's waiters
+  // see the error: the place to capture state before the application reacts. It must not block
+  // for long nor call into this communicator. Set it before the first collective.
+  using FailureHook = std::function<void(ErrorCode code, const std::string& reason)>;
+  void setFailureHook(FailureHook hook);
 
   core::CommunicatorImpl& impl() { return *impl_; }
 

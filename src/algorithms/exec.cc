@@ -179,7 +179,7 @@ void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idle
                                      : where(wordPeer) + " to " + wordWhat + " (shared memory)");
   }
   if (settings_.abortFlag != nullptr && settings_.abortFlag->load(std::memory_order_relaxed)) {
-    throw Error(ErrorCode::kAborted, "smddp: " + where(-1) + ": aborted by the application");
+    throw Error(ErrorCode::kAborted, "smddp: " + where(-1) + ": aborted");
   }
   if (settings_.monitor != nullptr && settings_.monitor->failed()) {
     settings_.monitor->raise(desc_);

@@ -96,9 +96,21 @@ std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<Store> store,
   const Config& config = Config::global();
   const core::Settings settings = core::resolveSettings(options, config);
   // Every rank creates its communicators in the same order, so a per-rank counter gives all ranks
-  // the same fresh key prefix even when a name is reused (create/destroy cycles).
-  const int64_t incarnation = store->add(options.name + "/incarnation/" + std::to_string(rank), 1);
-  const std::string prefix = options.name + "/" + std::to_string(incarnation);
+  // the same fresh key prefix even when a name is reused (create/destroy cycles). A generation
+  // key replaces the counter where the members' histories differ (a reconfigure's newcomer).
+  std::string prefix;
+  if (options.generation) {
+    if (options.generation->empty() || options.generation->find('/') != std::string::npos) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "smddp: Communicator::create: the generation key must be non-empty and "
+                  "without '/', got '" + *options.generation + "'");
+    }
+    prefix = options.name + "/" + *options.generation;
+  } else {
+    const int64_t incarnation =
+        store->add(options.name + "/incarnation/" + std::to_string(rank), 1);
+    prefix = options.name + "/" + std::to_string(incarnation);
+  }
   auto transport = transport::createOfiTransport(*store, prefix, rank, size, config,
                                                  options.provider.value_or(""), settings.timeout);
   auto arena = createArena(*store, prefix, *transport, config, options, settings);
@@ -238,9 +250,12 @@ void Communicator::allToAllVBlocking(const std::vector<Buffer>& sends,
   impl_->runBlocking(core::checkAllToAllV({rank(), size()}, sends, recvs));
 }
 
-void Communicator::abort() { impl_->abort(); }
+void Communicator::abort() { impl_->abort("abort() called by the application"); }
+void Communicator::abort(const std::string& reason) { impl_->abort(reason); }
 void Communicator::setTimeout(std::chrono::milliseconds timeout) { impl_->setTimeout(timeout); }
 std::chrono::milliseconds Communicator::timeout() const { return impl_->timeout(); }
 std::string Communicator::brokenReason() const { return impl_->brokenReason(); }
+ErrorCode Communicator::brokenCode() const { return impl_->brokenCode(); }
+void Communicator::setFailureHook(FailureHook hook) { impl_->setFailureHook(std::move(hook)); }
 
 }  // namespace smddp

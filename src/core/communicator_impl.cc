@@ -213,8 +213,8 @@ std::exception_ptr CommunicatorImpl::execute(const algo::CollectiveArgs& args,
   std::exception_ptr error;
   try {
     if (aborted_.load()) {
-      throw Error(ErrorCode::kAborted, "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
-                                           "): " + desc.describe() + " not run: aborted");
+      throw abortedError("smddp: rank " + std::to_string(rank_) + " (" + hostName() +
+                         "): " + desc.describe() + " not run");
     }
     if (broken_.load(std::memory_order_acquire)) {
       const std::string reason = brokenReason();
@@ -235,18 +235,24 @@ std::exception_ptr CommunicatorImpl::execute(const algo::CollectiveArgs& args,
     }
     watch_->finished(desc, nullptr);
   } catch (const Error& e) {
-    watch_->finished(desc, &e);
+    // A running collective that met abort() (Exec: "...: aborted") says why it was aborted.
+    static const std::string kSuffix = ": aborted";
+    const std::string what = e.what();
+    const bool named = e.code() == ErrorCode::kAborted && what.size() > kSuffix.size() &&
+                       what.compare(what.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
+    const Error failure = named ? abortedError(what.substr(0, what.size() - kSuffix.size())) : e;
+    watch_->finished(desc, &failure);
     // Only the error that breaks the communicator is logged: the requests queued behind it fail
     // with kBroken/kAborted too, and a non-blocking loop can queue thousands of them.
     const bool first = !broken_.load(std::memory_order_acquire);
-    if (e.code() != ErrorCode::kBroken) markBroken(e.what());
-    if (first) SMDDP_WARN(rank_, e.what());
-    error = std::current_exception();
+    if (first) SMDDP_WARN(rank_, failure.what());
+    if (failure.code() != ErrorCode::kBroken) markBroken(failure.code(), failure.what());
+    error = named ? std::make_exception_ptr(failure) : std::current_exception();
   } catch (const std::exception& e) {
-    markBroken(e.what());
     const Error internal(ErrorCode::kInternal, "smddp: rank " + std::to_string(rank_) + ": " +
                                                    desc.describe() +
                                                    ": internal error: " + e.what());
+    markBroken(ErrorCode::kInternal, internal.what());
     watch_->finished(desc, &internal);
     error = std::make_exception_ptr(internal);
   }
@@ -309,15 +315,44 @@ void CommunicatorImpl::setTimeout(std::chrono::milliseconds timeout) {
   engine_->setCollectiveTimeout(timeout);
 }
 
-void CommunicatorImpl::markBroken(const std::string& reason) {
-  std::lock_guard<std::mutex> lock(stateMutex_);
-  if (brokenReason_.empty()) brokenReason_ = reason;
-  broken_.store(true, std::memory_order_release);
+void CommunicatorImpl::markBroken(ErrorCode code, const std::string& reason) {
+  Communicator::FailureHook hook;
+  {
+    std::lock_guard<std::mutex> lock(stateMutex_);
+    if (!brokenReason_.empty()) return;
+    brokenReason_ = reason;
+    brokenCode_ = code;
+    broken_.store(true, std::memory_order_release);
+    if (code != ErrorCode::kAborted) hook = failureHook_;
+  }
+  if (!hook) return;
+  try {
+    hook(code, reason);
+  } catch (const std::exception& e) {
+    SMDDP_WARN(rank_, "the failure hook threw: " << e.what());
+  } catch (...) {
+    SMDDP_WARN(rank_, "the failure hook threw");
+  }
 }
 
 std::string CommunicatorImpl::brokenReason() const {
   std::lock_guard<std::mutex> lock(stateMutex_);
   return brokenReason_;
+}
+
+ErrorCode CommunicatorImpl::brokenCode() const {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  return brokenCode_;
+}
+
+void CommunicatorImpl::setFailureHook(Communicator::FailureHook hook) {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  failureHook_ = std::move(hook);
+}
+
+Error CommunicatorImpl::abortedError(const std::string& what) const {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  return Error(ErrorCode::kAborted, what + ": aborted: " + abortReason_);
 }
 
 Request CommunicatorImpl::postPointToPoint(const algo::CollectiveArgs& args, int peer,
@@ -331,10 +366,15 @@ Request CommunicatorImpl::postPointToPoint(const algo::CollectiveArgs& args, int
   return p2p_->post(args, peer, tag, timeout());
 }
 
-void CommunicatorImpl::abort() {
+void CommunicatorImpl::abort(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(stateMutex_);
+    if (abortReason_.empty()) abortReason_ = reason;  // set before the flag that reveals it
+  }
   aborted_.store(true);
   if (p2p_) p2p_->abort();
-  markBroken("smddp: rank " + std::to_string(rank_) + ": communicator aborted by the application");
+  markBroken(ErrorCode::kAborted,
+             "smddp: rank " + std::to_string(rank_) + ": communicator aborted: " + reason);
   // A running collective sees aborted_ in its next idle poll and fails; its completion wakes
   // its waiters.
 }

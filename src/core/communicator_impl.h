@@ -91,8 +91,11 @@ class CommunicatorImpl {
   // a recv from any rank), bounded by timeout(). Error(kUnsupported) without a p2p transport.
   Request postPointToPoint(const algo::CollectiveArgs& args, int peer, uint32_t tag);
 
-  void abort();
+  // Fails pending and later collectives with kAborted naming `reason`; breaks the communicator.
+  void abort(const std::string& reason);
   std::string brokenReason() const;
+  ErrorCode brokenCode() const;
+  void setFailureHook(Communicator::FailureHook hook);
   // The bound of every collective posted from now on (those already posted keep theirs).
   // Throws Error(kInvalidArgument) unless timeout > 0.
   void setTimeout(std::chrono::milliseconds timeout);
@@ -127,7 +130,11 @@ class CommunicatorImpl {
   // True when this CUDA call goes through CUDA IPC (device_ipc.h); the first eligible call
   // connects the ranks' scratch (collectively: every rank takes the same path).
   bool useIpc(const algo::CollectiveArgs& args);
-  void markBroken(const std::string& reason);
+  // Records the first unrecoverable error; the first one (but for kAborted) runs the failure
+  // hook, outside the state lock, before returning.
+  void markBroken(ErrorCode code, const std::string& reason);
+  // An error of a collective that met abort(), naming the reason given there.
+  Error abortedError(const std::string& what) const;
   void settleDeferredCheck();
   void logChoice(const algo::Algorithm& algorithm, const algo::CollectiveDesc& desc, size_t bytes);
 
@@ -142,8 +149,11 @@ class CommunicatorImpl {
   algo::ExecResources resources_;
   std::atomic<bool> aborted_{false};
   std::atomic<int64_t> timeoutMs_;  // settings_.timeout until setTimeout(); read by describe()
-  mutable std::mutex stateMutex_;  // guards brokenReason_
+  mutable std::mutex stateMutex_;  // guards brokenReason_, brokenCode_, abortReason_, failureHook_
   std::string brokenReason_;
+  ErrorCode brokenCode_ = ErrorCode::kInternal;
+  std::string abortReason_;
+  Communicator::FailureHook failureHook_;
   std::atomic<bool> broken_{false};  // brokenReason_ is set (read without the mutex per run)
   std::set<const algo::Algorithm*> loggedChoices_;  // guarded by the engine's lock
   // What describe derived for the last call's arguments (guarded by the engine's lock).

@@ -226,22 +226,22 @@ std::exception_ptr CommunicatorImpl::run(RequestState& r) {
       error = std::make_exception_ptr(Error(
           ErrorCode::kInternal,
           "smddp: rank " + std::to_string(rank_) + ": " + r.desc.describe() + ": " + e.what()));
-      markBroken(e.what());
+      markBroken(ErrorCode::kInternal, e.what());
       return true;
     }
   };
   while (!broken_.load(std::memory_order_acquire) && !inputReady()) {
     const bool late = Clock::now() > deadline;
     if (late || aborted_.load()) {
-      const std::string why =
-          late ? "its input did not reach host memory within " +
-                     std::to_string(r.desc.timeout.count()) +
-                     " ms (the work queued before it on the caller's stream has not finished)"
-               : "not run: aborted";
-      const Error e(late ? ErrorCode::kTimeout : ErrorCode::kAborted,
-                    "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
-                        "): " + r.desc.describe() + ": " + why);
-      markBroken(e.what());
+      const std::string where =
+          "smddp: rank " + std::to_string(rank_) + " (" + hostName() + "): " + r.desc.describe();
+      const Error e = late ? Error(ErrorCode::kTimeout,
+                                   where + ": its input did not reach host memory within " +
+                                       std::to_string(r.desc.timeout.count()) +
+                                       " ms (the work queued before it on the caller's stream "
+                                       "has not finished)")
+                           : abortedError(where + ": not run");
+      markBroken(e.code(), e.what());
       SMDDP_WARN(rank_, e.what());
       error = std::make_exception_ptr(e);
       break;

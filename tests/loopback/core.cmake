@@ -2,6 +2,8 @@
 if(TARGET smddp_core)
   smddp_add_test(smddp_loopback_core_api loopback 120 LIBS smddp_core SOURCES loopback/core_api_test.cc)
   smddp_add_test(smddp_loopback_core_errors loopback 60 LIBS smddp_core SOURCES loopback/core_errors_test.cc)
+  smddp_add_test(smddp_loopback_core_failure_hook loopback 60 LIBS smddp_core
+                 SOURCES loopback/core_failure_hook_test.cc)
   smddp_add_test(smddp_loopback_core_p2p loopback 120 LIBS smddp_core SOURCES loopback/core_p2p_test.cc)
   smddp_add_test(smddp_loopback_core_blocking loopback 120 LIBS smddp_core
                  SOURCES loopback/core_blocking_test.cc)

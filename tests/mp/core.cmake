@@ -3,6 +3,7 @@ if(TARGET smddp_core)
   smddp_add_test(smddp_mp_collectives mp 300 LIBS smddp_core SOURCES mp/core_collectives_test.cc)
   smddp_add_test(smddp_mp_p2p mp 300 LIBS smddp_core SOURCES mp/p2p_test.cc)
   smddp_add_test(smddp_mp_subgroups mp 300 LIBS smddp_core SOURCES mp/subgroups_test.cc)
+  smddp_add_test(smddp_mp_generations mp 600 LIBS smddp_core SOURCES mp/generations_test.cc)
   # Device memory on the fake device (random stream delays, 64 KiB staging segments): through
   # CUDA IPC within the host, and staged through host memory (Options::deviceIpc false).
   smddp_add_test(smddp_mp_device mp 300 LIBS smddp_core SOURCES mp/core_device_test.cc)
