@@ -29,6 +29,31 @@ std::chrono::milliseconds toMilliseconds(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000.0)));
 }
 
+// A Python listener as GroupHooks keeps it: called with the GIL, released with the GIL.
+void addListener(ProcessGroupSmddp& pg, int64_t id, py::function fn) {
+  std::shared_ptr<py::function> held(new py::function(std::move(fn)), [](py::function* f) {
+    if (!Py_IsInitialized()) return;  // the interpreter is gone: leak rather than crash
+    py::gil_scoped_acquire gil;
+    delete f;
+  });
+  pg.hooks().addListener(id, [held](const smddp::torch_shim::CompletionRecord& r) {
+    if (!Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    try {
+      py::dict record;
+      record["key"] = r.key;
+      record["op"] = r.op;
+      record["sequence"] = r.sequence;
+      record["duration_ms"] = r.durationMs ? py::cast(*r.durationMs) : py::none();
+      record["ok"] = r.ok;
+      record["error"] = r.error;
+      (*held)(record);
+    } catch (py::error_already_set& e) {
+      e.discard_as_unraisable("smddp completion listener");
+    }
+  });
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -38,17 +63,29 @@ PYBIND11_MODULE(_C, m) {
   py::class_<ProcessGroupSmddp, smddp::torch_shim::compat::BackendBase,
              c10::intrusive_ptr<ProcessGroupSmddp>>(m, "ProcessGroupSmddp")
       .def(py::init([](const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
-                       double timeoutSeconds, const std::string& name) {
+                       double timeoutSeconds, const std::string& name, bool reconfigure) {
              auto timeout = toMilliseconds(timeoutSeconds);
              py::gil_scoped_release noGil;
-             auto group = c10::make_intrusive<ProcessGroupSmddp>(store, rank, size, timeout, name);
+             auto group = c10::make_intrusive<ProcessGroupSmddp>(store, rank, size, timeout, name,
+                                                                 reconfigure);
              ProcessGroupSmddp::track(group);
              return group;
            }),
            py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout_seconds"),
-           py::arg("name") = "smddp",
+           py::arg("name") = "smddp", py::arg("reconfigure") = false,
            "Joins a group of `size` ranks through `store`; `timeout_seconds` bounds bootstrap "
-           "and every collective.")
+           "and every collective. reconfigure=True (torch's enable_reconfigure): joins nothing "
+           "until reconfigure() forms a communicator.")
+      .def_property_readonly("generation", &ProcessGroupSmddp::generation,
+                             "uuid of the current generation (0 before any reconfigure)")
+      .def("add_completion_listener", &addListener, py::arg("listener_id"), py::arg("listener"),
+           "Calls listener(record) once per finished collective of this group, successful or "
+           "not: a dict with op, sequence, duration_ms (None unless known), ok, error and key "
+           "(the Work's completion key). It runs on the group's completion thread (or a thread "
+           "inside wait()) and must not call collectives of this group.")
+      .def("remove_completion_listener",
+           [](ProcessGroupSmddp& pg, int64_t id) { pg.hooks().removeListener(id); },
+           py::arg("listener_id"))
       .def_property_readonly("provider", &ProcessGroupSmddp::provider,
                              "libfabric provider in use (e.g. 'shm', 'tcp;ofi_rxm')")
       .def_property_readonly("communicator_name", &ProcessGroupSmddp::name)

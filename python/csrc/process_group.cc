@@ -4,8 +4,6 @@
 // options, timeout, coalescing). The collectives are in process_group_collectives.cc.
 #include "process_group.h"
 
-#include <Python.h>
-
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -16,6 +14,7 @@
 #include "coalesced_work.h"
 #include "device_streams.h"
 #include "store_adapter.h"
+#include "without_gil.h"
 
 namespace smddp::torch_shim {
 
@@ -23,36 +22,39 @@ using ::c10d::OpType;
 
 ProcessGroupSmddp::ProcessGroupSmddp(const c10::intrusive_ptr<::c10d::Store>& store, int rank,
                                      int size, std::chrono::milliseconds timeout,
-                                     const std::string& name)
+                                     const std::string& name, bool reconfigure,
+                                     const std::optional<std::string>& generation)
     : compat::BackendBase(rank, size),
-      completions_(std::make_shared<CompletionQueue>()),
+      store_(store),
+      shared_(std::make_shared<WorkShared>(
+          WorkShared{std::make_shared<CompletionQueue>(), slot_.gate(),
+                     std::make_shared<GroupHooks>()})),
+      self_(MemberHandle::self(name)),
       timeoutMs_(timeout.count()),
       name_(name) {
-  smddp::Options options;
-  options.timeout = timeout;
-  options.name = name;
-  comm_ = Communicator::create(adaptStore(store), rank, size, options);
+  if (reconfigure) return;  // no communicator until reconfigure() forms one
+  auto comm = open(rank, size, timeout, generation);
+  slot_.replace(std::move(comm), std::nullopt, timeout, rank, [] {});
 }
 
 ProcessGroupSmddp::~ProcessGroupSmddp() { shutdown(); }
 
+std::shared_ptr<Communicator> ProcessGroupSmddp::open(
+    int rank, int size, std::chrono::milliseconds timeout,
+    const std::optional<std::string>& generation) const {
+  smddp::Options options;
+  options.timeout = timeout;
+  options.name = name_;
+  options.generation = generation;
+  auto comm = Communicator::create(adaptStore(store_), rank, size, options);
+  // The hooks, not the group: a communicator may outlive nothing of the group but its hooks.
+  comm->setFailureHook([hooks = shared_->hooks, rank](ErrorCode, const std::string&) {
+    hooks->runAbort(rank);
+  });
+  return comm;
+}
+
 namespace {
-
-// Releases the GIL for a blocking call when this thread holds it (torch's bindings may not have).
-class WithoutGil {
- public:
-  WithoutGil() {
-    if (Py_IsInitialized() && PyGILState_Check()) saved_ = PyEval_SaveThread();
-  }
-  ~WithoutGil() {
-    if (saved_ != nullptr) PyEval_RestoreThread(saved_);
-  }
-  WithoutGil(const WithoutGil&) = delete;
-  WithoutGil& operator=(const WithoutGil&) = delete;
-
- private:
-  PyThreadState* saved_ = nullptr;
-};
 
 std::mutex liveMutex;
 std::vector<c10::weak_intrusive_ptr<ProcessGroupSmddp>> liveGroups;  // guarded by liveMutex
@@ -84,21 +86,30 @@ void ProcessGroupSmddp::shutdown() {
   // Joining the completion thread may wait on a Future callback that needs the GIL: never hold
   // it here (the destructor can run from Python's deallocator, shutdown() from a binding).
   WithoutGil noGil;
-  comm_.reset();  // waits (bounded) for pending collectives; their completions still run
-  completions_->stop();
-}
-
-Communicator& ProcessGroupSmddp::comm() const {
-  TORCH_CHECK(comm_ != nullptr, "smddp: rank ", rank_,
-              ": this process group was shut down (destroy_process_group); create a new one");
-  return *comm_;
-}
-
-void ProcessGroupSmddp::abort() {
-  if (comm_) {
-    comm_->abort();
+  {
+    std::lock_guard<std::mutex> lock(reconfigureMutex_);
+    shutDown_ = true;
   }
+  // Waits (bounded) for pending collectives and for callers inside; their completions still run.
+  try {
+    slot_.replace(nullptr, std::nullopt, timeout() + std::chrono::seconds(5), rank_, [] {});
+  } catch (const std::exception& e) {
+    TORCH_WARN(e.what());
+  }
+  shared_->completions->stop();
 }
+
+CommUse ProcessGroupSmddp::enter() const {
+  return slot_.enter([this] {
+    TORCH_CHECK(!shutDown_, "smddp: rank ", rank_,
+                ": this process group was shut down (destroy_process_group); create a new one");
+    TORCH_CHECK(false, "smddp: rank ", rank_, " (", self_.describe(),
+                "): this group was created with enable_reconfigure=True and has no communicator "
+                "until reconfigure() forms one (see get_reconfigure_handle)");
+  });
+}
+
+void ProcessGroupSmddp::abort() { slot_.abort("abort() called on the process group"); }
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::finish(
     OpType opType, SmddpWork::Requests requests, Tensors outputs, Staging staging,
@@ -122,7 +133,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::finish(
     if (!mirrors.empty()) staging.setMirrors(Mirrors(std::move(mirrors), posted));
   }
   c10::intrusive_ptr<Work> work = SmddpWork::create(
-      rank_, opType, std::move(requests), std::move(outputs), std::move(staging), completions_,
+      rank_, opType, std::move(requests), std::move(outputs), std::move(staging), shared_,
       compat::effectiveTimeout(perOpTimeout, timeout()), timeout(), timing_, device);
   if (coalescing_) coalesced_.push_back(work);
   return work;
@@ -182,7 +193,7 @@ c10::intrusive_ptr<ProcessGroupSmddp::Options> ProcessGroupSmddp::getBackendOpti
 void ProcessGroupSmddp::setTimeout(std::chrono::milliseconds timeout) {
   TORCH_CHECK(timeout.count() > 0, "smddp: rank ", rank_,
               ": setTimeout needs a positive timeout, got ", timeout.count(), " ms");
-  comm().setTimeout(timeout);  // the engine's bound for the collectives issued from now on
+  if (!slot_.empty()) enter().comm().setTimeout(timeout);  // the engine's bound from now on
   timeoutMs_.store(timeout.count(), std::memory_order_relaxed);
 }
 

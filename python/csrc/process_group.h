@@ -9,10 +9,16 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "comm_slot.h"
 #include "completion_queue.h"
+#include "group_hooks.h"
+#include "membership.h"
 #include "smddp/communicator.h"
 #include "torch_compat.h"
 #include "work.h"
@@ -22,8 +28,13 @@ namespace smddp::torch_shim {
 class ProcessGroupSmddp : public compat::BackendBase {
  public:
   // Joins the group through `store` (bounded by `timeout`, which also bounds every collective).
+  // `reconfigure` (torch's enable_reconfigure): joins nothing; the group has no communicator
+  // until reconfigure() forms one. `generation`: the communicator's generation key (a shrink's
+  // child; Options::generation).
   ProcessGroupSmddp(const c10::intrusive_ptr<::c10d::Store>& store, int rank, int size,
-                    std::chrono::milliseconds timeout, const std::string& name);
+                    std::chrono::milliseconds timeout, const std::string& name,
+                    bool reconfigure = false,
+                    const std::optional<std::string>& generation = std::nullopt);
   ~ProcessGroupSmddp() override;
 
   // Every group the binding made, however (create_backend or by hand), is tracked weakly;
@@ -33,7 +44,7 @@ class ProcessGroupSmddp : public compat::BackendBase {
   static void shutdownLive();
 
   const std::string getBackendName() const override { return "smddp"; }
-  std::string provider() const { return comm().provider(); }
+  std::string provider() const { return enter().comm().provider(); }
   std::chrono::milliseconds timeout() const {
     return std::chrono::milliseconds(timeoutMs_.load(std::memory_order_relaxed));
   }
@@ -133,6 +144,40 @@ class ProcessGroupSmddp : public compat::BackendBase {
   void shutdown() SMDDP_OVERRIDE_2X;
   void abort() SMDDP_OVERRIDE_2X;
 
+  // ---- keeping a job alive through failures (process_group_fault.cc) ----
+  // Reconfigure (torch >= 2.15): this process's handle (membership.h), stable for the group's
+  // life; reconfigure() forms a communicator among exactly opts.handles (a list: ranks by
+  // position; a set: smddp orders them by host), aborts the current one (its pending
+  // collectives fail naming the reconfigure), swaps the new one in and changes rank()/size().
+  // Blocking; returns a completed Work. A uuid is accepted once per group.
+  bool supportsReconfigure() const SMDDP_OVERRIDE_RECONFIGURE { return true; }
+  std::string get_reconfigure_handle() const SMDDP_OVERRIDE_RECONFIGURE;
+  c10::intrusive_ptr<Work> reconfigure(const compat::ReconfigureOptions& opts)
+      SMDDP_OVERRIDE_RECONFIGURE;
+  bool isInitialized() SMDDP_OVERRIDE_RECONFIGURE { return !slot_.empty(); }
+  // A new group of the other ranks (in their order here) through this group's store, without a
+  // new rendezvous; kShrinkAbort (SHRINK_ABORT) aborts this group's pending collectives first.
+  // Only the remaining ranks call it, in the same order as their other shrinks of this group.
+  static constexpr int kShrinkAbort = 0x01;
+  bool supportsShrinking() const SMDDP_OVERRIDE_2X { return true; }
+  c10::intrusive_ptr<compat::BackendBase> shrink(const std::vector<int64_t>& ranksToExclude,
+                                                 int flags,
+                                                 const c10::intrusive_ptr<Options>& opts)
+      SMDDP_OVERRIDE_2X;
+  // SUCCESS, or the first error of the current communicator: TIMEOUT (a collective timed out),
+  // REMOTE_ERROR (a peer died or failed), COMM_ERROR (anything else, abort() included).
+  compat::ErrorType getError() SMDDP_OVERRIDE_2X;
+  // Abort and completion hooks (group_hooks.h).
+  bool supportsAbortHooks() const SMDDP_OVERRIDE_HOOKS { return true; }
+  void registerAbortHook(int64_t id, compat::AbortHook hook) SMDDP_OVERRIDE_HOOKS;
+  void unregisterAbortHook(int64_t id) SMDDP_OVERRIDE_HOOKS;
+  bool supportsCompletionHooks() const SMDDP_OVERRIDE_HOOKS { return true; }
+  void registerCompletionHook(int64_t id, compat::CompletionHook hook) SMDDP_OVERRIDE_HOOKS;
+  void unregisterCompletionHook(int64_t id) SMDDP_OVERRIDE_HOOKS;
+  GroupHooks& hooks() const { return *shared_->hooks; }
+  // The uuid of the current generation (0 before any reconfigure).
+  int64_t generation() const { return uuid_.load(std::memory_order_relaxed); }
+
  private:
   // Wraps posted requests in an SmddpWork whose Future yields `outputs`; while coalescing, the
   // Work is also kept for endCoalescing.
@@ -149,10 +194,21 @@ class ProcessGroupSmddp : public compat::BackendBase {
   c10::intrusive_ptr<Work> receive(Tensors& tensors, int srcRank, int tag, ::c10d::OpType opType,
                                    const char* what);
 
-  // The communicator; a RuntimeError (not a crash) once shutdown() released it.
-  Communicator& comm() const;
-  std::shared_ptr<Communicator> comm_;
-  std::shared_ptr<CompletionQueue> completions_;
+  // The communicator, entered (comm_slot.h); a RuntimeError (not a crash) when there is none:
+  // shut down, or reconfigure-regime and not yet reconfigured.
+  CommUse enter() const;
+  // A communicator of this group (rank, size) with its failure hook set; `generation` keyed.
+  std::shared_ptr<Communicator> open(int rank, int size, std::chrono::milliseconds timeout,
+                                     const std::optional<std::string>& generation) const;
+  c10::intrusive_ptr<::c10d::Store> store_;
+  CommSlot slot_;
+  std::shared_ptr<WorkShared> shared_;  // the completion thread, the gate, the hooks
+  MemberHandle self_;                   // this process's reconfigure handle
+  std::mutex reconfigureMutex_;         // one reconfigure or shrink at a time; guards below
+  std::set<int64_t> usedUuids_;
+  uint64_t shrinks_ = 0;
+  std::atomic<int64_t> uuid_{0};
+  bool shutDown_ = false;  // shutdown() ran: reconfigure refuses
   std::atomic<int64_t> timeoutMs_;  // the group's; setTimeout() may change it on any thread
   std::string name_;
   uint64_t issued_ = 0;

@@ -57,7 +57,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::SMDDP_SINGLE(all_to_all_sing
   TORCH_CHECK(input.scalar_type() == output.scalar_type(), "smddp: ", what,
               ": input and output dtypes differ (", input.scalar_type(), " vs ",
               output.scalar_type(), ")");
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   Staging staging;
   at::Tensor send = staging.stage(input, /*copyIn=*/true, /*copyBack=*/false);
   staging.keepAlive(input);
@@ -87,7 +88,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::alltoall(Tensors& outputs, T
   TORCH_CHECK(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
               "smddp: ", what, " expects world_size (", size_, ") input and output tensors, got ",
               inputs.size(), " and ", outputs.size());
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   Staging staging;
   std::vector<Buffer> sends, recvs;
   for (int r = 0; r < size_; ++r) {

@@ -38,7 +38,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::broadcast(
   checkRank(opts.rootRank, size_, "broadcast");
   TORCH_CHECK(opts.rootTensor == 0, "smddp: broadcast rootTensor must be 0, got ",
               opts.rootTensor);
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   Staging staging;
   bool isRoot = opts.rootRank == rank_;
   at::Tensor work = staging.stage(tensors[0], /*copyIn=*/isRoot, /*copyBack=*/!isRoot);
@@ -56,7 +57,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce(
                   op == ReduceOp::kMax,
               "smddp: allreduce on torch.bool supports only MIN and MAX");
   premultiply(tensors[0], opts.reduceOp, "allreduce");
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   Staging staging;
   at::Tensor work = staging.stage(tensors[0], /*copyIn=*/true, /*copyBack=*/true);
   Buffer buffer = toBuffer(work, "allreduce");
@@ -75,7 +77,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce_coalesced(
     sameType = sameType && t.scalar_type() == tensors[0].scalar_type();
   }
   for (const auto& t : tensors) premultiply(t, opts.reduceOp, "allreduce_coalesced");
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   Staging staging;
   SmddpWork::Requests requests;
   if (!tensors.empty() && sameType) {
@@ -129,7 +132,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allgather(
                 input.scalar_type(), ") and number of elements (", input.numel(), "), got ",
                 out.scalar_type(), " with ", out.numel());
   }
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   Staging staging;
   at::Tensor send = staging.stage(input, /*copyIn=*/true, /*copyBack=*/false);
   staging.keepAlive(input);
@@ -153,7 +157,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::SMDDP_SINGLE(all_gather_sing
   TORCH_CHECK(output.numel() == input.numel() * size_,
               "smddp: all_gather_into_tensor output must have world_size * input.numel() = ",
               input.numel() * size_, " elements, got ", output.numel());
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   Staging staging;
   at::Tensor send = staging.stage(input, /*copyIn=*/true, /*copyBack=*/false);
   staging.keepAlive(input);
@@ -180,7 +185,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::SMDDP_SINGLE(all_gather_sing
                 inputs[i].numel() * size_, " elements, got ", outputs[i].scalar_type(), " with ",
                 outputs[i].numel());
   }
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   Staging staging;
   SmddpWork::Requests requests;
   try {
@@ -219,7 +225,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allgather_coalesced(
                   out.scalar_type(), " with ", out.numel());
     }
   }
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   Staging staging;
   SmddpWork::Requests requests;
   Tensors flat;
@@ -244,7 +251,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allgather_coalesced(
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::barrier(const ::c10d::BarrierOptions& opts) {
   // device_ids name CUDA devices to synchronize; CPU-only, so there is nothing to add to them.
-  Request request = comm().barrier();
+  Request request = enter().comm().barrier();
   return finish(OpType::BARRIER, one(std::move(request)), {}, Staging(), opts.timeout);
 }
 

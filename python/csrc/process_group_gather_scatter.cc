@@ -53,7 +53,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::gather(std::vector<Tensors>&
   } else {
     TORCH_CHECK(outputs.empty(), "smddp: gather takes no output list on a non-root rank");
   }
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   Staging staging;
   at::Tensor send = staging.stage(input, /*copyIn=*/true, /*copyBack=*/false);
   staging.keepAlive(input);
@@ -90,7 +91,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::scatter(Tensors& outputs,
   } else {
     TORCH_CHECK(inputs.empty(), "smddp: scatter takes no input list on a non-root rank");
   }
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   at::Tensor recv = staging.stage(output, /*copyIn=*/false, /*copyBack=*/true);
   SmddpWork::Requests requests;
   requests.push_back(c.scatter(sends, toBuffer(recv, what), static_cast<int>(opts.rootRank)));

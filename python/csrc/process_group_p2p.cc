@@ -33,7 +33,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::send(Tensors& tensors, int d
   const char* what = "send";
   checkSingle(tensors, what);
   const uint32_t t = checkTag(tag, what);
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   Staging staging;
   at::Tensor in = staging.stage(tensors[0], /*copyIn=*/true, /*copyBack=*/false);
   staging.keepAlive(tensors[0]);
@@ -47,7 +48,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::receive(Tensors& tensors, in
                                                             OpType opType, const char* what) {
   checkSingle(tensors, what);
   const uint32_t t = checkTag(tag, what);
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   Staging staging;
   at::Tensor out = staging.stage(tensors[0], /*copyIn=*/false, /*copyBack=*/true);
   SmddpWork::Requests requests;
@@ -73,7 +75,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::recvAnysource(Tensors& tenso
 void ProcessGroupSmddp::monitoredBarrier(const ::c10d::BarrierOptions& opts, bool waitAllRanks) {
   const auto bound = compat::effectiveTimeout(opts.timeout, timeout());
   const auto deadline = std::chrono::steady_clock::now() + bound;
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   uint8_t token = 0;
   const Buffer buf(&token, 1, DataType::kUInt8);
   auto left = [&deadline] {

@@ -59,7 +59,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce(Tensors& tensors,
   const ReduceOp op = toReduceOp(opts.reduceOp, what);
   checkBoolOp(tensors[0], op, what);
   const bool isRoot = opts.rootRank == rank_;
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   Staging staging;
   at::Tensor work = staging.stage(tensors[0], /*copyIn=*/true, /*copyBack=*/isRoot);
   const Buffer buffer = toBuffer(work, what);
@@ -96,7 +97,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce_scatter(
     at::NoGradGuard noGrad;
     input = at::cat(flat);
   }
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   Staging staging;
   Request request = post(c, staging, output, input, opts.reduceOp, what);
   SmddpWork::Requests requests;
@@ -112,7 +114,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::SMDDP_SINGLE(reduce_scatter_
   checkTensor(input, what);
   checkTensor(output, what);
   checkPair(output, input, size_, what);
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   Staging staging;
   SmddpWork::Requests requests;
   requests.push_back(post(c, staging, output, input, opts.reduceOp, what));
@@ -132,7 +135,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::SMDDP_SINGLE(reduce_scatter_
     checkPair(outputs[i], inputs[i], size_, what, static_cast<int64_t>(i));
   }
   toReduceOp(opts.reduceOp, what);  // a bad op raises before anything is posted
-  Communicator& c = comm();
+  const CommUse use = enter();
+  Communicator& c = use.comm();
   Staging staging;
   SmddpWork::Requests requests;
   try {

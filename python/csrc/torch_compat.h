@@ -10,6 +10,9 @@
 //                  and abort hooks, collective timing, Work::blockCurrentStream / getDuration.
 //   torch >= 2.14: the tensor-form collectives are named all_gather_single, ... (the old names,
 //                  _allgather_base, ..., forward to them): SMDDP_SINGLE picks the name to override.
+//   torch >= 2.15: reconfigure (C10D_BACKEND_HAS_RECONFIGURE), abort and completion hooks and
+//                  Work::getCompletionKey (C10D_BACKEND_HAS_HOOKS); Backend's rank and size may
+//                  change. shrink and getError are 2.x (2.11 has them).
 // Versions in between (2.0 - 2.10) lack parts of the 2.x API used here and are refused at compile
 // time rather than half-supported.
 #pragma once
@@ -17,7 +20,14 @@
 #include <torch/version.h>
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <variant>
+#include <vector>
 
 #define SMDDP_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) ||        \
@@ -40,6 +50,22 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
+
+// Reconfigure, and the hooks: torch names them by feature macros (Backend.hpp).
+#if defined(C10D_BACKEND_HAS_RECONFIGURE)
+#define SMDDP_TORCH_RECONFIGURE 1
+#define SMDDP_OVERRIDE_RECONFIGURE override
+#else
+#define SMDDP_TORCH_RECONFIGURE 0
+#define SMDDP_OVERRIDE_RECONFIGURE
+#endif
+#if defined(C10D_BACKEND_HAS_HOOKS)
+#define SMDDP_TORCH_HOOKS 1
+#define SMDDP_OVERRIDE_HOOKS override
+#else
+#define SMDDP_TORCH_HOOKS 0
+#define SMDDP_OVERRIDE_HOOKS
+#endif
 
 #if SMDDP_TORCH_AT_LEAST(2, 14)
 #define SMDDP_SINGLE(newName, oldName) newName
@@ -71,6 +97,40 @@ struct BackendOptions : torch::CustomClassHolder {
 inline constexpr const char* kBaseClassName = "torch.distributed.ProcessGroup";
 #endif
 inline constexpr bool kBackendApi = SMDDP_TORCH_BACKEND_API != 0;
+inline constexpr bool kReconfigureApi = SMDDP_TORCH_RECONFIGURE != 0;
+
+// getError's answer (2.x); 1.13 has no such type.
+#if SMDDP_TORCH_BACKEND_API
+using ErrorType = ::c10d::ErrorType;
+#else
+enum class ErrorType { SUCCESS = 0, TIMEOUT = 1, COMM_ERROR = 2, REMOTE_ERROR = 3 };
+#endif
+
+// What reconfigure receives, and what a completion hook gets (torch >= 2.15); stand-ins of the
+// same shape elsewhere, where torch never calls those members.
+#if SMDDP_TORCH_RECONFIGURE
+using ReconfigureOptions = ::c10d::ReconfigureOptions;
+#else
+struct ReconfigureOptions {
+  int64_t uuid = 0;
+  std::variant<std::unordered_set<std::string>, std::vector<std::string>> handles;
+  std::optional<std::chrono::milliseconds> timeout;
+  std::unordered_map<std::string, std::string> hints;
+};
+#endif
+#if SMDDP_TORCH_HOOKS
+using AbortHook = ::c10d::AbortHook;
+using CompletionHook = ::c10d::CompletionHook;
+using CompletionHookArgs = ::c10d::CompletionHookArgs;
+#else
+using AbortHook = std::function<void()>;
+struct CompletionHookArgs {
+  uint64_t completionKey = 0;
+  std::optional<float> duration_ms;
+};
+using CompletionHook = std::function<void(const CompletionHookArgs&)>;
+#endif
+
 
 // Op types that older torch does not have (its Works report the nearest one, or UNKNOWN).
 #if SMDDP_TORCH_AT_LEAST(2, 14)

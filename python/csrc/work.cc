@@ -26,14 +26,19 @@ c10::intrusive_ptr<SmddpWork> SmddpWork::create(int rank, ::c10d::OpType opType,
                                                 Requests requests,
                                                 std::vector<at::Tensor> outputs,
                                                 Staging staging,
-                                                std::shared_ptr<CompletionQueue> completions,
+                                                std::shared_ptr<const WorkShared> shared,
                                                 std::chrono::milliseconds timeout,
                                                 std::chrono::milliseconds groupTimeout,
                                                 bool timed, int device) {
   auto work = c10::make_intrusive<SmddpWork>(Key(), rank, opType, std::move(requests),
                                              std::move(outputs), std::move(staging),
-                                             std::move(completions), timeout, groupTimeout);
+                                             std::move(shared), timeout, groupTimeout);
   work->device_ = device;
+  // Completion hooks: the Work finishes on its own (armed) and knows its duration (timed).
+  if (!work->completed_ && work->shared_->hooks->wantsCompletion()) {
+    work->reporting_ = true;
+    timed = true;
+  }
   if (timed) {
     work->timed_ = true;
     work->postedAt_ = std::chrono::steady_clock::now();
@@ -53,13 +58,14 @@ c10::intrusive_ptr<SmddpWork> SmddpWork::create(int rank, ::c10d::OpType opType,
 
 SmddpWork::SmddpWork(Key /*only create()*/, int rank, ::c10d::OpType opType, Requests requests,
                      std::vector<at::Tensor> outputs, Staging staging,
-                     std::shared_ptr<CompletionQueue> completions,
+                     std::shared_ptr<const WorkShared> shared,
                      std::chrono::milliseconds timeout, std::chrono::milliseconds groupTimeout)
     : ::c10d::Work(rank, opType),
       requests_(std::move(requests)),
       staging_(std::move(staging)),
       outputs_(std::move(outputs)),
-      completions_(std::move(completions)),
+      shared_(std::move(shared)),
+      completionKey_(nextCompletionKey()),
       timeout_(timeout),
       groupTimeout_(groupTimeout) {
   if (requests_.empty()) {  // nothing was posted (e.g. coalescing no tensors)
@@ -83,6 +89,7 @@ SmddpWork::~SmddpWork() {
       if (!request.completed()) request.onComplete([kept] {});
     }
   } catch (...) {  // out of memory: the tensors must not go while the engine may write them
+    std::shared_lock<CommGate> inside(*shared_->gate);
     for (auto& request : requests_) {
       try {
         request.wait();
@@ -128,7 +135,7 @@ void SmddpWork::requestCompleted() {
     if (--pending_ == 0 && timed_) doneAt_ = std::chrono::steady_clock::now();
     if (pending_ == 0 && !waiterDriving_) work = self_;
   }
-  if (work) completions_->post([work = std::move(work)] { work->finish(); });
+  if (work) shared_->completions->post([work = std::move(work)] { work->finish(); });
 }
 
 bool SmddpWork::claimFinishLocked() {
@@ -194,7 +201,30 @@ std::exception_ptr SmddpWork::finishClaimed() {
     self = std::move(self_);
   }
   cv_.notify_all();
+  // After completed_: a hook's consumer that saw the Work unfinished at issue finds its key here.
+  if (reporting_) report(failure);
   return failure;
+}
+
+void SmddpWork::report(const std::exception_ptr& failure) const {
+  CompletionRecord record;
+  record.key = completionKey_;
+  record.op = ::c10d::opTypeToString(retrieveOpType());
+  record.sequence = requests_.empty() ? 0 : requests_.back().sequence();
+  if (timed_) {
+    record.durationMs = std::chrono::duration<float, std::milli>(doneAt_ - postedAt_).count();
+  }
+  if (failure) {
+    record.ok = false;
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& e) {
+      record.error = e.what();
+    } catch (...) {
+      record.error = "unknown error";
+    }
+  }
+  shared_->hooks->runCompletion(record);
 }
 
 void SmddpWork::finish() {
@@ -259,6 +289,7 @@ void SmddpWork::synchronize() {
 bool SmddpWork::wait(std::chrono::milliseconds timeout) {
   if (device_ >= 0) {
     void* stream = currentStream(device_);
+    std::shared_lock<CommGate> inside(*shared_->gate);
     for (auto& request : requests_) request.waitOnStream(stream);
     return true;
   }
@@ -271,11 +302,15 @@ bool SmddpWork::wait(std::chrono::milliseconds timeout) {
       std::lock_guard<std::mutex> lock(mutex_);
       waiterDriving_ = !finishing_;
     }
-    for (auto& request : requests_) {
-      try {
-        request.wait();
-      } catch (const Error&) {
-        break;  // its error (timeout included) is the Work's outcome too
+    {
+      // Inside the communicator: a reconfigure or shutdown waits for this to end.
+      std::shared_lock<CommGate> inside(*shared_->gate);
+      for (auto& request : requests_) {
+        try {
+          request.wait();
+        } catch (const Error&) {
+          break;  // its error (timeout included) is the Work's outcome too
+        }
       }
     }
     bool claimed = false;

@@ -26,12 +26,21 @@
 #include <memory>
 #include <vector>
 
+#include "comm_slot.h"
 #include "completion_queue.h"
+#include "group_hooks.h"
 #include "smddp/request.h"
 #include "tensor_map.h"
 #include "torch_compat.h"
 
 namespace smddp::torch_shim {
+
+// What the Works of a group share with it, and keep alive past it.
+struct WorkShared {
+  std::shared_ptr<CompletionQueue> completions;
+  std::shared_ptr<CommGate> gate;  // held shared while a wait may drive the engine
+  std::shared_ptr<GroupHooks> hooks;
+};
 
 class SmddpWork : public ::c10d::Work {
   // Only create() can name one, so every Work comes from create(), which arms a Work that must
@@ -48,16 +57,17 @@ class SmddpWork : public ::c10d::Work {
   // the group's.
   // `timed` (the group's collective timing is on): the Work is armed at once and its last
   // request's completion stamps the end, for getDuration(). `device` >= 0: the tensors are on
-  // that CUDA device (see wait()).
+  // that CUDA device (see wait()). While the group has completion hooks, the Work is armed and
+  // timed too, and reports its completion to them once it is finished.
   static c10::intrusive_ptr<SmddpWork> create(int rank, ::c10d::OpType opType, Requests requests,
                                               std::vector<at::Tensor> outputs, Staging staging,
-                                              std::shared_ptr<CompletionQueue> completions,
+                                              std::shared_ptr<const WorkShared> shared,
                                               std::chrono::milliseconds timeout,
                                               std::chrono::milliseconds groupTimeout,
                                               bool timed = false, int device = -1);
   SmddpWork(Key, int rank, ::c10d::OpType opType, Requests requests,
             std::vector<at::Tensor> outputs, Staging staging,
-            std::shared_ptr<CompletionQueue> completions, std::chrono::milliseconds timeout,
+            std::shared_ptr<const WorkShared> shared, std::chrono::milliseconds timeout,
             std::chrono::milliseconds groupTimeout);
   // A Work dropped before its requests completed (fire and forget: torch's join does that)
   // hands its tensors to the requests, which release them when done.
@@ -85,6 +95,8 @@ class SmddpWork : public ::c10d::Work {
   // Milliseconds from the post to the engine's completion of the last request; needs the
   // group's collective timing on (enableCollectivesTiming) and a completed Work.
   float getDuration() const SMDDP_OVERRIDE_2X;
+  // Unique in the process and never reused (what completion hooks report).
+  uint64_t getCompletionKey() const SMDDP_OVERRIDE_HOOKS { return completionKey_; }
 
  private:
   bool requestsDone() const;
@@ -106,6 +118,8 @@ class SmddpWork : public ::c10d::Work {
   std::exception_ptr finishClaimed();
   void finish();  // the completion queue's: claim, then finishClaimed()
   void completeFuture(c10::ivalue::Future& future, const std::exception_ptr& failure);
+  // The group's completion hooks, once the Work is finished (reporting_ only).
+  void report(const std::exception_ptr& failure) const;
   // Waits (without driving) until finished or `deadline`; rethrows the outcome.
   bool waitFinished(std::chrono::steady_clock::time_point deadline,
                     std::chrono::milliseconds limit);
@@ -113,7 +127,9 @@ class SmddpWork : public ::c10d::Work {
   Requests requests_;
   Staging staging_;
   std::vector<at::Tensor> outputs_;  // the Future's value
-  std::shared_ptr<CompletionQueue> completions_;
+  std::shared_ptr<const WorkShared> shared_;
+  uint64_t completionKey_;
+  bool reporting_ = false;  // the group had completion hooks when the Work was made
   std::chrono::milliseconds timeout_;
   std::chrono::milliseconds groupTimeout_;
   // Guarded by mutex_; completed_ (the base's) is "finished", exception_ its outcome.

@@ -37,7 +37,10 @@ atexit.register(_C._shutdown_live_groups)
 
 
 def create_backend(dist_backend_opts, pg_options=None):
-    """Creator torch calls (extended API) for every group that uses backend "smddp"."""
+    """Creator torch calls (extended API) for every group that uses backend "smddp".
+    With init_process_group(..., enable_reconfigure=True) (torch >= 2.15) the group starts
+    without a communicator; dist._reconfigure forms one (README: "Keep training through
+    failures")."""
     opts = dist_backend_opts
     return _C.ProcessGroupSmddp(
         opts.store,
@@ -45,6 +48,7 @@ def create_backend(dist_backend_opts, pg_options=None):
         opts.group_size,
         _timeout_seconds(opts.timeout),
         _communicator_name(getattr(opts, "group_id", "")),
+        reconfigure=bool(getattr(opts, "enable_reconfigure", False)),
     )
 
 
