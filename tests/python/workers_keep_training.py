@@ -125,6 +125,8 @@ class Worker:
             self.enter(generation, failed_at)
             return
         km.apply_mean(self.model, buf[:-1], self.gen.size)
+        if self.cfg.get("step_sleep_s"):  # a slower step: time for the test to act mid-run
+            time.sleep(self.cfg["step_sleep_s"])
         if self.gen.rank == 0:
             self.store.set(f"sched/{step}", json.dumps(self.ids()))
             self.store.set("progress", str(step))
