@@ -206,7 +206,7 @@ std::exception_ptr SmddpWork::finishClaimed() {
   return failure;
 }
 
-void SmddpWork::report(const std::exception_ptr& failure) const {
+void SmddpWork::report(const std::exception_ptr& failure) {
   CompletionRecord record;
   record.key = completionKey_;
   record.op = ::c10d::opTypeToString(retrieveOpType());

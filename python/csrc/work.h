@@ -119,7 +119,7 @@ class SmddpWork : public ::c10d::Work {
   void finish();  // the completion queue's: claim, then finishClaimed()
   void completeFuture(c10::ivalue::Future& future, const std::exception_ptr& failure);
   // The group's completion hooks, once the Work is finished (reporting_ only).
-  void report(const std::exception_ptr& failure) const;
+  void report(const std::exception_ptr& failure);
   // Waits (without driving) until finished or `deadline`; rethrows the outcome.
   bool waitFinished(std::chrono::steady_clock::time_point deadline,
                     std::chrono::milliseconds limit);

@@ -6,3 +6,6 @@ smddp_add_test(transport_hmem_test unit 60
 smddp_add_test(transport_provider_test unit 60
   LIBS smddp_transport Libfabric::headers
   SOURCES unit/transport_provider_test.cc)
+smddp_add_test(transport_shm_regions_test unit 60
+  LIBS smddp_transport
+  SOURCES unit/transport_shm_regions_test.cc)

@@ -20,6 +20,7 @@
 #include "smddp/store.h"
 #include "transport/ofi/endpoint.h"
 #include "transport/ofi/ofi_transport.h"
+#include "transport/ofi/shm_regions.h"
 
 namespace smddp::transport {
 namespace {
@@ -123,6 +124,7 @@ std::unique_ptr<Transport> createOfiTransport(Store& store, const std::string& p
 
   ofi::ProviderProfile profile =
       ofi::profileFor(ofi::chooseProvider(config, providerOverride, sameHost));
+  if (profile.name == "shm") ofi::removeDeadRegionsOnce(rank);  // what SIGKILLed ranks left
   std::string bind = ofi::bindAddress(profile, config, sameHost);
   std::unique_ptr<ofi::Endpoint> ep =
       ofi::openEndpoint(profile, bind, rank, size, config.fiHmem != 0);

@@ -22,6 +22,7 @@
 //  - efa: registers host memory itself, so we do not offer FI_MR_LOCAL; an unreachable peer is
 //    reported as FI_EIO with a provider error string. (Not testable here: no EFA device.)
 #include "transport/ofi/provider_profile.h"
+#include "transport/ofi/shm_regions.h"
 
 #include <rdma/fi_errno.h>
 #include <unistd.h>
@@ -141,13 +142,9 @@ std::string bindAddress(const ProviderProfile& profile, const Config& config, bo
   if (profile.name == "shm") {
     // shm names its shared-memory region after the endpoint's source name, by default the pid.
     // A rank killed with SIGKILL leaves its region in /dev/shm, and a later process given the
-    // same pid then fails fi_enable with EBUSY: name every endpoint uniquely instead.
-    static std::atomic<uint64_t> counter{0};
-    std::random_device entropy;
-    char name[64];
-    std::snprintf(name, sizeof(name), "smddp-%d-%llu-%08x", static_cast<int>(getpid()),
-                  static_cast<unsigned long long>(counter.fetch_add(1)), entropy());
-    return name;
+    // same pid then fails fi_enable with EBUSY: name every endpoint uniquely instead, in a form
+    // that lets later processes remove what dead ones left (shm_regions.h).
+    return shmEndpointName();
   }
   if (!profile.bindsIp) return "";
   if (!config.fabricAddr.empty()) return config.fabricAddr;
