@@ -89,6 +89,9 @@ void ProcessGroupSmddp::shutdown() {
   {
     std::lock_guard<std::mutex> lock(reconfigureMutex_);
     shutDown_ = true;
+    // torch's FileStore removes its file when its last user lets go: not this group, after it
+    // is shut down, even while Python still holds the group object.
+    store_.reset();
   }
   // Waits (bounded) for pending collectives and for callers inside; their completions still run.
   try {

@@ -104,6 +104,11 @@ c10::intrusive_ptr<compat::BackendBase> ProcessGroupSmddp::shrink(
               ": this rank is excluded; only the remaining ranks call shrink");
   TORCH_CHECK(static_cast<int>(excluded.size()) < size_, "smddp: rank ", rank_, ": ", what,
               ": no rank would remain");
+  {
+    std::lock_guard<std::mutex> lock(reconfigureMutex_);
+    TORCH_CHECK(!shutDown_, "smddp: rank ", rank_, ": ", what,
+                ": this process group was shut down");
+  }
   if (flags & kShrinkAbort) slot_.abort(what + " with SHRINK_ABORT");
   // The survivors, in this group's rank order; described for the agreement by their rank here.
   std::vector<MemberHandle> members;

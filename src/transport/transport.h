@@ -56,6 +56,7 @@ struct Op {
 struct PeerInfo {
   std::string host;
   int pid = 0;
+  std::string ip;  // its endpoint's IP address, where the provider's addresses are IP (tcp, net)
 };
 
 // How many of `peers` run on `host`.

@@ -24,13 +24,17 @@ CollectiveWatch::CollectiveWatch(std::shared_ptr<Store> store, const std::string
       origin_(std::chrono::steady_clock::now()) {
   if (store == nullptr || settings.beaconPeriod.count() <= 0 || peers.size() < 2) return;
   std::vector<std::string> hosts;
-  for (const auto& p : peers) hosts.push_back(p.host);
+  std::vector<std::string> addresses;
+  for (const auto& p : peers) {
+    hosts.push_back(p.host);
+    addresses.push_back(p.ip);
+  }
   BeaconSettings bs;
   bs.period = settings.beaconPeriod;
   bs.heartbeatTimeout = settings.heartbeatTimeout;
   bs.checkMismatch = settings.checkMismatch;
   beacon_ = std::make_unique<ProgressBeacon>(std::move(store), prefix, rank, std::move(hosts),
-                                             recorder_, bs);
+                                             std::move(addresses), recorder_, bs);
 }
 
 void CollectiveWatch::posted(uint64_t seq, const Signature& call,

@@ -13,7 +13,8 @@ namespace smddp::watch {
 
 std::string PeerProgress::encode() const {
   std::string out = "hb " + std::to_string(heartbeat) + "\ncalled " + std::to_string(called) +
-                    "\ncompleted " + std::to_string(completed) + "\n";
+                    "\ncompleted " + std::to_string(completed) + "\nport " +
+                    std::to_string(port) + "\n";
   for (const auto& [seq, text] : recent) out += "sig " + std::to_string(seq) + " " + text + "\n";
   return out;
 }
@@ -35,6 +36,8 @@ PeerProgress PeerProgress::decode(const std::string& text) {
         p.called = std::stoull(rest);
       } else if (field == "completed") {
         p.completed = std::stoull(rest);
+      } else if (field == "port") {
+        p.port = std::stoi(rest);
       } else if (field == "sig") {
         const size_t cut = rest.find(' ');
         if (cut != std::string::npos) p.recent.emplace_back(std::stoull(rest), rest.substr(cut + 1));

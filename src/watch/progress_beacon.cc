@@ -11,12 +11,15 @@
 
 #include "common/logging.h"
 #include "smddp/helper_thread.h"
+#include "watch/liveness_probe.h"
 
 namespace smddp::watch {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxLaggardsNamed = 8;
+// How long a liveness probe may wait for the peer's host (it runs on the beacon thread).
+constexpr std::chrono::milliseconds kProbeBound{250};
 
 std::string ordinal(uint64_t countDone) {
   return countDone == 0 ? std::string("none yet") : "#" + std::to_string(countDone - 1);
@@ -25,19 +28,23 @@ std::string ordinal(uint64_t countDone) {
 }  // namespace
 
 ProgressBeacon::ProgressBeacon(std::shared_ptr<Store> store, std::string prefix, int rank,
-                               std::vector<std::string> hosts, const FlightRecorder& recorder,
-                               const BeaconSettings& settings)
+                               std::vector<std::string> hosts, std::vector<std::string> addresses,
+                               const FlightRecorder& recorder, const BeaconSettings& settings)
     : store_(std::move(store)),
       prefix_(std::move(prefix)),
       rank_(rank),
       size_(static_cast<int>(hosts.size())),
       hosts_(std::move(hosts)),
+      addresses_(std::move(addresses)),
+      port_(livenessPort()),
       recorder_(recorder),
       settings_(settings),
       readTimeout_(std::clamp(settings.period, std::chrono::milliseconds(50),
                               std::chrono::milliseconds(1000))),
       lastHeartbeat_(hosts_.size(), 0),
-      heartbeatChanged_(hosts_.size(), Clock::now()) {
+      heartbeatChanged_(hosts_.size(), Clock::now()),
+      probed_(hosts_.size(), Clock::now() - std::chrono::hours(1)) {  // never probed yet
+  addresses_.resize(hosts_.size());
   thread_ = startHelperThread("smddp-beacon", [this] { threadMain(); });
 }
 
@@ -67,6 +74,7 @@ void ProgressBeacon::threadMain() {
     roundsBegun_.fetch_add(1, std::memory_order_acq_rel);
     // Each step on its own: a store call that fails (or times out) must not skip the liveness
     // check of the peers, which is what notices a hung rank.
+    drainLivenessPort();  // what probed this process
     for (void (ProgressBeacon::*step)() : {&ProgressBeacon::flushAnnouncement,
                                            &ProgressBeacon::publish,
                                            &ProgressBeacon::checkRemoteFailure,
@@ -97,6 +105,7 @@ void ProgressBeacon::publish() {
   me.heartbeat = ++heartbeat_;
   me.called = called_.load(std::memory_order_acquire);
   me.completed = completed_.load(std::memory_order_acquire);
+  me.port = port_;
   const uint64_t first = me.called > kRecentSignatures ? me.called - kRecentSignatures : 0;
   for (uint64_t seq = first; seq < me.called; ++seq) {
     if (auto e = recorder_.find(seq)) me.recent.emplace_back(seq, signatureWithAlgorithm(e->sig));
@@ -139,20 +148,25 @@ void ProgressBeacon::checkPeers() {
   if (settings_.checkMismatch) {
     if (auto e = recorder_.find(seq)) mine = signatureWithAlgorithm(e->sig);
   }
+  ProbeRound round;
   for (int peer = 0; peer < size_ && !failed(); ++peer) {
     if (peer == rank_) continue;
-    checkPeer(peer, read(peer), seq, mine.empty() ? nullptr : &mine);
+    checkPeer(peer, read(peer), seq, mine.empty() ? nullptr : &mine, round);
   }
 }
 
 void ProgressBeacon::checkPeer(int peer, const PeerProgress& p, uint64_t seq,
-                               const std::string* mine) {
+                               const std::string* mine, ProbeRound& round) {
   const auto now = Clock::now();
   const auto i = static_cast<size_t>(peer);
+  const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(
+      now - std::max(heartbeatChanged_[i], stuckSince_));
   if (p.present && p.heartbeat != lastHeartbeat_[i]) {
     lastHeartbeat_[i] = p.heartbeat;
     heartbeatChanged_[i] = now;
-  } else if (now - std::max(heartbeatChanged_[i], stuckSince_) >= settings_.heartbeatTimeout) {
+  } else if (silent < settings_.heartbeatTimeout) {
+    if (probeSilentPeer(peer, p, silent, round)) return;
+  } else {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
         now - std::max(heartbeatChanged_[i], stuckSince_));
     setVerdict(ErrorCode::kPeerFailure,
@@ -169,6 +183,39 @@ void ProgressBeacon::checkPeer(int peer, const PeerProgress& p, uint64_t seq,
              "collective mismatch at #" + std::to_string(seq) + ": " +
                  mismatchText(rank_, *mine, peer, *theirs),
              true);
+}
+
+bool ProgressBeacon::probeSilentPeer(int peer, const PeerProgress& p,
+                                     std::chrono::milliseconds silent, ProbeRound& round) {
+  const auto i = static_cast<size_t>(peer);
+  const auto now = Clock::now();
+  if (silent < 2 * settings_.period || p.port <= 0 || now - probed_[i] < settings_.period ||
+      round.left <= 0) {
+    return false;
+  }
+  const std::string& ip = addresses_[i];
+  if (hosts_[i] == hosts_[static_cast<size_t>(rank_)] || !probeableAddress(ip) ||
+      std::find(round.unanswered.begin(), round.unanswered.end(), ip) != round.unanswered.end()) {
+    return false;
+  }
+  probed_[i] = now;
+  --round.left;
+  const Liveness answer = probeLiveness(ip, p.port, kProbeBound);
+  if (answer == Liveness::kUnknown) round.unanswered.push_back(ip);
+  SMDDP_INFO(rank_, who(peer) << " silent for " << silent.count() << " ms; asked its host at "
+                              << ip << ":" << p.port << ": "
+                              << (answer == Liveness::kAlive  ? "alive"
+                                  : answer == Liveness::kGone ? "gone"
+                                                              : "no answer"));
+  if (answer != Liveness::kGone) return false;
+  setVerdict(ErrorCode::kPeerFailure,
+             who(peer) + " is gone: its process no longer exists (its host refused a "
+                         "connection to its liveness port " + ip + ":" + std::to_string(p.port) +
+                 "; its progress beacon has not moved for " + std::to_string(silent.count()) +
+                 " ms); last collective completed by " + who(peer) + ": " +
+                 ordinal(p.completed),
+             true);
+  return true;
 }
 
 PeerProgress ProgressBeacon::read(int peer, std::string* storeError) const {

@@ -7,8 +7,9 @@
 // dead peer (kPeerFailure); a peer that called something else at the same sequence number is a
 // mismatch (kMismatch naming both calls). A failure found here or by a collective on this rank is
 // published once ("<prefix>/failure" + the counter), so every peer fails within about one period
-// instead of waiting out its own timeout. A timeout message asks laggards() which ranks have not
-// entered the collective.
+// instead of waiting out its own timeout. A peer on another host whose beacon stopped is asked
+// about through its host (liveness_probe.h): a process that is gone is named within seconds. A
+// timeout message asks laggards() which ranks have not entered the collective.
 // Why the store and not a control channel of messages: no extra message or posted receive on the
 // data path, no reliance on "any source" receives, and it keeps working when the fabric to a peer
 // is what broke; the price is latency (one period, 0.5 s by default), fine for failures.
@@ -46,6 +47,7 @@ struct PeerProgress {
   uint64_t heartbeat = 0;
   uint64_t called = 0;     // collectives the application called (= next sequence number)
   uint64_t completed = 0;  // collectives finished, successfully or not (in order)
+  int port = 0;            // its process's liveness port (liveness_probe.h); 0: none
   std::vector<std::pair<uint64_t, std::string>> recent;  // seq, signatureWithAlgorithm
 
   std::string encode() const;
@@ -58,9 +60,11 @@ class ProgressBeacon : public algo::ExecMonitor {
  public:
   static constexpr size_t kRecentSignatures = 8;
 
+  // addresses[r]: the IP address rank r's endpoint has, "" when the provider has none (shm,
+  // efa); a peer with one (on another host) whose beacon stops is probed (liveness_probe.h).
   ProgressBeacon(std::shared_ptr<Store> store, std::string prefix, int rank,
-                 std::vector<std::string> hosts, const FlightRecorder& recorder,
-                 const BeaconSettings& settings);
+                 std::vector<std::string> hosts, std::vector<std::string> addresses,
+                 const FlightRecorder& recorder, const BeaconSettings& settings);
   ~ProgressBeacon() override;  // stops and joins the thread
 
   void noteCalled(uint64_t seq) { called_.store(seq + 1, std::memory_order_release); }
@@ -82,7 +86,18 @@ class ProgressBeacon : public algo::ExecMonitor {
   void publish();
   void checkRemoteFailure();
   void checkPeers();
-  void checkPeer(int peer, const PeerProgress& p, uint64_t seq, const std::string* mine);
+  // One round's liveness probes (they run on this thread): a few at most, and none more to an
+  // address that did not answer (a host cut off answers nothing, for all of its ranks).
+  struct ProbeRound {
+    int left = 4;
+    std::vector<std::string> unanswered;
+  };
+  void checkPeer(int peer, const PeerProgress& p, uint64_t seq, const std::string* mine,
+                 ProbeRound& round);
+  // A peer silent for two periods, with an address on another host: asks its host (at most
+  // once a period). True when it set the verdict (the process is gone).
+  bool probeSilentPeer(int peer, const PeerProgress& p, std::chrono::milliseconds silent,
+                       ProbeRound& round);
   void setVerdict(ErrorCode code, const std::string& message, bool announce);
   void announce(ErrorCode code, const std::string& message);  // store writes, at most once
   void flushAnnouncement();  // monitor thread: performs a pending publishFailure()
@@ -95,6 +110,8 @@ class ProgressBeacon : public algo::ExecMonitor {
   int rank_;
   int size_;
   std::vector<std::string> hosts_;
+  std::vector<std::string> addresses_;
+  int port_ = 0;  // this process's liveness port, published in the beacon
   const FlightRecorder& recorder_;
   BeaconSettings settings_;
   std::chrono::milliseconds readTimeout_;
@@ -120,6 +137,7 @@ class ProgressBeacon : public algo::ExecMonitor {
   std::chrono::steady_clock::time_point stuckSince_;
   std::vector<uint64_t> lastHeartbeat_;
   std::vector<std::chrono::steady_clock::time_point> heartbeatChanged_;
+  std::vector<std::chrono::steady_clock::time_point> probed_;
 
   mutable std::mutex wakeMutex_;
   mutable std::condition_variable wake_;

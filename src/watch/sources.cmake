@@ -4,6 +4,7 @@
 smddp_layer(smddp_watch
   watch/collective_watch.cc
   watch/flight_recorder.cc
+  watch/liveness_probe.cc
   watch/peer_progress.cc
   watch/progress_beacon.cc
   watch/signature.cc)

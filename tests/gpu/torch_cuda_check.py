@@ -190,10 +190,10 @@ def worker(rank, world, init, dry, out_queue):
         out_queue.put((rank, [], [], f"{e!r}\n{traceback.format_exc()}"))
 
 
-def run_world(world, dry, timeout):
+def run_world(world, label, dry, timeout):
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    init = f"file:///tmp/smddp-torch-cuda-{os.getpid()}-{world}"
+    init = f"file:///tmp/smddp-torch-cuda-{os.getpid()}-{label}"  # a fresh store for each world
     procs = [ctx.Process(target=worker, args=(r, world, init, dry, queue)) for r in range(world)]
     for p in procs:
         p.start()
@@ -236,7 +236,7 @@ def main():
     for label in worlds:
         world = int(label.removesuffix("ipc"))
         os.environ["SMDDP_DEVICE_IPC"] = "1" if label.endswith("ipc") else "0"
-        results = run_world(world, args.dry_run, args.timeout)
+        results = run_world(world, label, args.dry_run, args.timeout)
         entry = {"checks": {}, "busbw": [], "errors": {}}
         for rank in range(world):
             if rank not in results:

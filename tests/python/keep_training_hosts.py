@@ -43,7 +43,11 @@ def main():
     cfg = {"backend": "smddp", "plan": [], "steps": args.steps, "initial": 6, "host": ADDR_A,
            "port": store.port, "out": args.out, "timeout_s": 20.0, "settle_s": 1.0,
            "max_workers": 1024, "survivors": 4, "step_sleep_s": 0.05}
-    env = dict(os.environ, SMDDP_HEARTBEAT_TIMEOUT_MS="3000")
+    # A killed host's processes are named through their hosts' answer (liveness probe) with the
+    # default heartbeat timeout; a cut-off host answers nothing: its heartbeat decides, 3 s here.
+    env = dict(os.environ)
+    if args.fault == "cut":
+        env["SMDDP_HEARTBEAT_TIMEOUT_MS"] = "3000"
     code = ("import sys, json; sys.path.insert(0, sys.argv[1]); import keep_training_cluster as c;"
             " c._child(int(sys.argv[2]), json.loads(sys.argv[3]), False, float(sys.argv[4]))")
     procs = {w: subprocess.Popen([HOSTS_SH, "exec", args.tag, HOST_OF[w], sys.executable, "-c",

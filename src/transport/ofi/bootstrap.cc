@@ -7,11 +7,14 @@
 // Invariant: the whole bootstrap is bounded by the caller's timeout (the communicator's resolved
 // bound, not SMDDP_TIMEOUT_MS alone): each store wait gets what is left of it; a failure names this
 // rank, the peer and the key.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <rdma/fi_errno.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <sstream>
 
@@ -79,9 +82,30 @@ void logLayout(int rank, const std::vector<PeerInfo>& peers) {
                               << " host(s), ranks per host:" << os.str());
 }
 
+// The IP address in a provider address of format `format` (sockaddr_in / _in6); "" otherwise.
+std::string ipOf(uint32_t format, const std::string& addr) {
+  char text[INET6_ADDRSTRLEN] = {0};
+  if ((format == FI_SOCKADDR_IN || format == FI_SOCKADDR) && addr.size() >= sizeof(sockaddr_in)) {
+    sockaddr_in a{};
+    std::memcpy(&a, addr.data(), sizeof(a));
+    if (a.sin_family == AF_INET && inet_ntop(AF_INET, &a.sin_addr, text, sizeof(text))) {
+      return text;
+    }
+  }
+  if ((format == FI_SOCKADDR_IN6 || format == FI_SOCKADDR) && addr.size() >= sizeof(sockaddr_in6)) {
+    sockaddr_in6 a{};
+    std::memcpy(&a, addr.data(), sizeof(a));
+    if (a.sin6_family == AF_INET6 && inet_ntop(AF_INET6, &a.sin6_addr, text, sizeof(text))) {
+      return text;
+    }
+  }
+  return "";
+}
+
+// Also fills peers[r].ip where the provider's addresses are IP socket addresses.
 std::vector<fi_addr_t> exchangeAddresses(Store& store, const std::string& prefix, int rank,
                                          int size, ofi::Endpoint& ep, const std::string& provider,
-                                         const Deadline& deadline) {
+                                         const Deadline& deadline, std::vector<PeerInfo>& peers) {
   std::string mine = provider;
   mine += '\0';
   mine += ep.address();
@@ -99,6 +123,7 @@ std::vector<fi_addr_t> exchangeAddresses(Store& store, const std::string& prefix
                                              "': set SMDDP_PROVIDER the same on every rank");
     }
     std::string addr = value.substr(sep + 1);
+    peers[static_cast<size_t>(r)].ip = ipOf(ep.info->addr_format, addr);
     int rc = fi_av_insert(ep.av.get(), addr.c_str(), 1, &addrs[r], 0, nullptr);
     if (rc != 1) {
       ofi::throwFi(rank, provider, "fi_av_insert(address of rank " + std::to_string(r) + ")",
@@ -138,7 +163,10 @@ std::unique_ptr<Transport> createOfiTransport(Store& store, const std::string& p
                                 << (ep->hmem ? ", FI_HMEM: CUDA memory direct" : ""));
   logLayout(rank, peers);
   std::vector<fi_addr_t> addrs =
-      exchangeAddresses(store, prefix, rank, size, *ep, profile.name, deadline);
+      exchangeAddresses(store, prefix, rank, size, *ep, profile.name, deadline, peers);
+  if (!peers[static_cast<size_t>(rank)].ip.empty()) {
+    SMDDP_INFO(rank, "this endpoint's address: " << peers[static_cast<size_t>(rank)].ip);
+  }
   return std::make_unique<ofi::OfiTransport>(std::move(ep), std::move(profile), rank, size,
                                              std::move(peers), std::move(addrs));
 }
