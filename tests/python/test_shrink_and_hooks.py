@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """dist.shrink_group, get_error, abort hooks and completion listeners on smddp (torch >= 2.11;
 hooks: torch >= 2.15):
-- SHRINK_DEFAULT without a loss: the others shrink the default group (it stays the default) and
-  then a subgroup of theirs; every result exact;
+- SHRINK_DEFAULT without a loss: the others shrink the default group (it stays the default), a
+  DeviceMesh over the shrunk world carries a sharded DTensor, and they shrink a subgroup of
+  theirs; every result exact;
 - a rank killed (os._exit): get_error REMOTE_ERROR, the abort hook runs exactly once however many
   collectives fail, SHRINK_ABORT gives a group of the others that reduces right; and the same
   with an all_reduce still in flight on the broken group when the shrink starts (no hang);

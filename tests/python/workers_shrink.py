@@ -55,6 +55,14 @@ def shrink_without_loss(rank, world, init_method):
     assert (dist.get_rank(), dist.get_world_size()) == (survivors.index(rank), world - 1)
     _check_sum(rank, survivors, "after the shrink")
     assert _error_of() == ErrorType.SUCCESS
+    # a DeviceMesh over the shrunk world, and a DTensor sharded on it
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    full = torch.arange(4.0 * (world - 1))
+    dt = distribute_tensor(full, mesh, [Shard(0)])
+    assert torch.equal(dt.full_tensor(), full), (rank, dt.full_tensor())
     # a subgroup of the survivors, shrunk in turn (its own ranks)
     sub = dist.new_group(list(range(world - 1)))
     t = torch.ones(5)
