@@ -86,9 +86,9 @@ void ProcessGroupSmddp::shutdown() {
   // Joining the completion thread may wait on a Future callback that needs the GIL: never hold
   // it here (the destructor can run from Python's deallocator, shutdown() from a binding).
   WithoutGil noGil;
+  shutDown_ = true;  // a reconfigure under way finishes first (bounded by its timeout)
   {
     std::lock_guard<std::mutex> lock(reconfigureMutex_);
-    shutDown_ = true;
     // torch's FileStore removes its file when its last user lets go: not this group, after it
     // is shut down, even while Python still holds the group object.
     store_.reset();

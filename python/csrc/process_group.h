@@ -208,7 +208,7 @@ class ProcessGroupSmddp : public compat::BackendBase {
   std::set<int64_t> usedUuids_;
   uint64_t shrinks_ = 0;
   std::atomic<int64_t> uuid_{0};
-  bool shutDown_ = false;  // shutdown() ran: reconfigure refuses
+  std::atomic<bool> shutDown_{false};  // shutdown() began: reconfigure and shrink refuse
   std::atomic<int64_t> timeoutMs_;  // the group's; setTimeout() may change it on any thread
   std::string name_;
   uint64_t issued_ = 0;
