@@ -37,6 +37,7 @@ c10::intrusive_ptr<SmddpWork> SmddpWork::create(int rank, ::c10d::OpType opType,
   // Completion hooks: the Work finishes on its own (armed) and knows its duration (timed).
   if (!work->completed_ && work->shared_->hooks->wantsCompletion()) {
     work->reporting_ = true;
+    work->completionKey_ = nextCompletionKey();
     timed = true;
   }
   if (timed) {
@@ -65,7 +66,6 @@ SmddpWork::SmddpWork(Key /*only create()*/, int rank, ::c10d::OpType opType, Req
       staging_(std::move(staging)),
       outputs_(std::move(outputs)),
       shared_(std::move(shared)),
-      completionKey_(nextCompletionKey()),
       timeout_(timeout),
       groupTimeout_(groupTimeout) {
   if (requests_.empty()) {  // nothing was posted (e.g. coalescing no tensors)
@@ -205,6 +205,14 @@ std::exception_ptr SmddpWork::finishClaimed() {
   if (reporting_) report(failure);
   return failure;
 }
+
+#if SMDDP_TORCH_HOOKS
+uint64_t SmddpWork::getCompletionKey() const {
+  return completionKey_ != 0 ? completionKey_ : ::c10d::Work::getCompletionKey();
+}
+#else
+uint64_t SmddpWork::getCompletionKey() const { return completionKey_; }
+#endif
 
 void SmddpWork::report(const std::exception_ptr& failure) {
   CompletionRecord record;

@@ -95,8 +95,9 @@ class SmddpWork : public ::c10d::Work {
   // Milliseconds from the post to the engine's completion of the last request; needs the
   // group's collective timing on (enableCollectivesTiming) and a completed Work.
   float getDuration() const SMDDP_OVERRIDE_2X;
-  // Unique in the process and never reused (what completion hooks report).
-  uint64_t getCompletionKey() const SMDDP_OVERRIDE_HOOKS { return completionKey_; }
+  // Unique in the process and never reused (what completion hooks report); drawn only for the
+  // Works made while the group has completion hooks, the base's key otherwise.
+  uint64_t getCompletionKey() const SMDDP_OVERRIDE_HOOKS;
 
  private:
   bool requestsDone() const;
@@ -128,7 +129,7 @@ class SmddpWork : public ::c10d::Work {
   Staging staging_;
   std::vector<at::Tensor> outputs_;  // the Future's value
   std::shared_ptr<const WorkShared> shared_;
-  uint64_t completionKey_;
+  uint64_t completionKey_ = 0;  // 0: none drawn (see getCompletionKey)
   bool reporting_ = false;  // the group had completion hooks when the Work was made
   std::chrono::milliseconds timeout_;
   std::chrono::milliseconds groupTimeout_;

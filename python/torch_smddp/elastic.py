@@ -149,7 +149,7 @@ class StoreQuorum:
         entries += [dict(newcomers[i], slot=["j", i]) for i in range(joiners)]
         self._set(f"e{epoch}/final", {"uuid": secrets.randbits(62), "entries": entries,
                                       "newcomers": joiners})
-        self._store.add(self._key("epoch"), epoch + 1 - (self._current_epoch() + 1))
+        self._store.add(self._key("epoch"), epoch - self._current_epoch())  # now epoch + 1
         if joiners:
             self._store.add(self._key("admitted"), joiners)
             self._store.add(self._key("waiting"), -joiners)

@@ -178,8 +178,10 @@ void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idle
     throwTimeout(wordWhat == nullptr ? std::string()
                                      : where(wordPeer) + " to " + wordWhat + " (shared memory)");
   }
-  if (settings_.abortFlag != nullptr && settings_.abortFlag->load(std::memory_order_relaxed)) {
-    throw Error(ErrorCode::kAborted, "smddp: " + where(-1) + ": aborted");
+  if (settings_.abortFlag != nullptr && settings_.abortFlag->load(std::memory_order_acquire)) {
+    throw Error(ErrorCode::kAborted,
+                "smddp: " + where(-1) + ": aborted" +
+                    (settings_.abortReason != nullptr ? ": " + *settings_.abortReason : ""));
   }
   if (settings_.monitor != nullptr && settings_.monitor->failed()) {
     settings_.monitor->raise(desc_);

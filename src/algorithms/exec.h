@@ -50,6 +50,8 @@ struct ExecSettings {
   size_t segmentBytes = 1048576;
   int64_t spinUs = 20;
   const std::atomic<bool>* abortFlag = nullptr;
+  // Why the communicator was aborted: written once, before *abortFlag is set, read after it.
+  const std::string* abortReason = nullptr;
   const ExecMonitor* monitor = nullptr;     // peers' progress and failures; may be null
   arena::Arena* arena = nullptr;            // this rank's arena (intra-host); null when unavailable
   const HostGroups* hosts = nullptr;  // a communicator over several hosts with host arenas

@@ -105,6 +105,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
                                           arena_ ? &arena_->segment() : nullptr);
   }
   exec_.abortFlag = &aborted_;
+  exec_.abortReason = &abortReason_;
   exec_.monitor = watch_->monitor();
   exec_.arena = arena_.get();
   if (hostArena_) {
@@ -235,19 +236,13 @@ std::exception_ptr CommunicatorImpl::execute(const algo::CollectiveArgs& args,
     }
     watch_->finished(desc, nullptr);
   } catch (const Error& e) {
-    // A running collective that met abort() (Exec: "...: aborted") says why it was aborted.
-    static const std::string kSuffix = ": aborted";
-    const std::string what = e.what();
-    const bool named = e.code() == ErrorCode::kAborted && what.size() > kSuffix.size() &&
-                       what.compare(what.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0;
-    const Error failure = named ? abortedError(what.substr(0, what.size() - kSuffix.size())) : e;
-    watch_->finished(desc, &failure);
+    watch_->finished(desc, &e);
     // Only the error that breaks the communicator is logged: the requests queued behind it fail
     // with kBroken/kAborted too, and a non-blocking loop can queue thousands of them.
     const bool first = !broken_.load(std::memory_order_acquire);
-    if (first) SMDDP_WARN(rank_, failure.what());
-    if (failure.code() != ErrorCode::kBroken) markBroken(failure.code(), failure.what());
-    error = named ? std::make_exception_ptr(failure) : std::current_exception();
+    if (first) SMDDP_WARN(rank_, e.what());
+    if (e.code() != ErrorCode::kBroken) markBroken(e.code(), e.what());
+    error = std::current_exception();
   } catch (const std::exception& e) {
     const Error internal(ErrorCode::kInternal, "smddp: rank " + std::to_string(rank_) + ": " +
                                                    desc.describe() +
@@ -369,9 +364,9 @@ Request CommunicatorImpl::postPointToPoint(const algo::CollectiveArgs& args, int
 void CommunicatorImpl::abort(const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(stateMutex_);
-    if (abortReason_.empty()) abortReason_ = reason;  // set before the flag that reveals it
+    if (abortReason_.empty()) abortReason_ = reason;  // set once, before the flag reveals it
   }
-  aborted_.store(true);
+  aborted_.store(true, std::memory_order_release);
   if (p2p_) p2p_->abort();
   markBroken(ErrorCode::kAborted,
              "smddp: rank " + std::to_string(rank_) + ": communicator aborted: " + reason);

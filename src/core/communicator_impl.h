@@ -152,7 +152,7 @@ class CommunicatorImpl {
   mutable std::mutex stateMutex_;  // guards brokenReason_, brokenCode_, abortReason_, failureHook_
   std::string brokenReason_;
   ErrorCode brokenCode_ = ErrorCode::kInternal;
-  std::string abortReason_;
+  std::string abortReason_;  // set once, before aborted_; Execs read it once they see aborted_
   Communicator::FailureHook failureHook_;
   std::atomic<bool> broken_{false};  // brokenReason_ is set (read without the mutex per run)
   std::set<const algo::Algorithm*> loggedChoices_;  // guarded by the engine's lock

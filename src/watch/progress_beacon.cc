@@ -167,11 +167,9 @@ void ProgressBeacon::checkPeer(int peer, const PeerProgress& p, uint64_t seq,
   } else if (silent < settings_.heartbeatTimeout) {
     if (probeSilentPeer(peer, p, silent, round)) return;
   } else {
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-        now - std::max(heartbeatChanged_[i], stuckSince_));
     setVerdict(ErrorCode::kPeerFailure,
                who(peer) + " is gone: its progress beacon has not moved for " +
-                   std::to_string(ms.count()) + " ms (process died or hung, or host lost); " +
+                   std::to_string(silent.count()) + " ms (process died or hung, or host lost); " +
                    "last collective completed by " + who(peer) + ": " + ordinal(p.completed),
                true);
     return;

@@ -27,11 +27,8 @@
 #include <rdma/fi_errno.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <random>
 
 #include "smddp/error.h"
 #include "transport/ofi/libfabric_api.h"
