@@ -106,6 +106,8 @@ double loadElement(DataType dtype, const void* buffer, size_t index) {
       return load<int32_t>(buffer, index);
     case DataType::kInt64:
       return static_cast<double>(load<int64_t>(buffer, index));
+    default:
+      break;  // parseDataTypes offers the eight dtypes above only
   }
   return 0;
 }
@@ -128,6 +130,8 @@ void storeElement(DataType dtype, void* buffer, size_t index, double value) {
       return store(buffer, index, toInteger<int32_t>(value));
     case DataType::kInt64:
       return store(buffer, index, static_cast<int64_t>(value));
+    default:
+      break;  // parseDataTypes offers the eight dtypes above only
   }
 }
 

@@ -6,11 +6,6 @@
 
 namespace smddp {
 
-bool isFloatingPoint(DataType dtype) {
-  return dtype == DataType::kFloat32 || dtype == DataType::kFloat64 ||
-         dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
-}
-
 const char* toString(DataType dtype) {
   switch (dtype) {
     case DataType::kFloat32: return "float32";
@@ -21,6 +16,18 @@ const char* toString(DataType dtype) {
     case DataType::kUInt8: return "uint8";
     case DataType::kInt32: return "int32";
     case DataType::kInt64: return "int64";
+    case DataType::kInt16: return "int16";
+    case DataType::kUInt16: return "uint16";
+    case DataType::kUInt32: return "uint32";
+    case DataType::kUInt64: return "uint64";
+    case DataType::kBool: return "bool";
+    case DataType::kFloat8E4M3FN: return "float8_e4m3fn";
+    case DataType::kFloat8E4M3FNUZ: return "float8_e4m3fnuz";
+    case DataType::kFloat8E5M2: return "float8_e5m2";
+    case DataType::kFloat8E5M2FNUZ: return "float8_e5m2fnuz";
+    case DataType::kFloat8E8M0FNU: return "float8_e8m0fnu";
+    case DataType::kComplex64: return "complex64";
+    case DataType::kComplex128: return "complex128";
   }
   return "invalid-dtype";
 }
@@ -32,8 +39,23 @@ const char* toString(ReduceOp op) {
     case ReduceOp::kMin: return "min";
     case ReduceOp::kMax: return "max";
     case ReduceOp::kAvg: return "avg";
+    case ReduceOp::kBand: return "band";
+    case ReduceOp::kBor: return "bor";
+    case ReduceOp::kBxor: return "bxor";
   }
   return "invalid-op";
+}
+
+const char* reductionRefusal(DataType dtype, ReduceOp op) {
+  if (reductionDefined(dtype, op)) return "";
+  if (static_cast<int>(dtype) >= kNumDataTypes) return "the dtype is not a valid value";
+  if (static_cast<int>(op) >= kNumReduceOps) return "the op is not a valid value";
+  if (isComplex(dtype)) {
+    return "complex tensors reduce with sum, prod and avg only (complex numbers have no order "
+           "and no bits to combine)";
+  }
+  if (dtype == DataType::kBool) return "bool tensors do not average (sum is or, prod is and)";
+  return "bitwise ops (band, bor, bxor) need an integer or bool dtype";
 }
 
 const char* toString(MemoryType mem) { return mem == MemoryType::kHost ? "host" : "cuda"; }

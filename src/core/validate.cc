@@ -161,8 +161,8 @@ void checkOp(const CallSite& at, CollectiveKind kind, DataType dtype, ReduceOp o
   }
   if (!reduce::supported(dtype, op)) {
     fail(at, kind, ErrorCode::kUnsupported,
-         std::string("op ") + toString(op) + " is not supported for " + toString(dtype) +
-             (op == ReduceOp::kAvg ? " (avg needs a floating-point type)" : ""));
+         std::string("op ") + toString(op) + " is not supported for " + toString(dtype) + " (" +
+             reductionRefusal(dtype, op) + ")");
   }
 }
 

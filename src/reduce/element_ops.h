@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The four element-wise reduce ops, shared by the CPU kernels (kernels.h, compiled once per ISA)
+// The element-wise reduce ops, shared by the CPU kernels (kernels.h, compiled once per ISA)
 // and the CUDA kernels (cuda/ops_cuda.cuh): one set of expressions is what makes the GPU's results
 // equal the CPU reducer's bit for bit.
 // Invariants: integer SUM/PROD wrap through the unsigned type (no UB); MIN/MAX return NaN when
@@ -10,10 +10,14 @@
 
 #include <type_traits>
 
+#include "smddp/types.h"
+
+#ifndef SMDDP_HD
 #ifdef __CUDACC__
 #define SMDDP_HD __host__ __device__
 #else
 #define SMDDP_HD
+#endif
 #endif
 
 namespace smddp::reduce {
@@ -59,6 +63,68 @@ struct MaxOp {
     return (a > b || a != a) ? a : b;
   }
 };
+
+// Bitwise ops: integer types only.
+struct BandOp {
+  template <class C>
+  SMDDP_HD static C apply(C a, C b) {
+    return C(a & b);
+  }
+};
+
+struct BorOp {
+  template <class C>
+  SMDDP_HD static C apply(C a, C b) {
+    return C(a | b);
+  }
+};
+
+struct BxorOp {
+  template <class C>
+  SMDDP_HD static C apply(C a, C b) {
+    return C(a ^ b);
+  }
+};
+
+// bool, stored as one byte: any non-zero byte is true, and every result is 0 or 1.
+struct LogicalOrOp {
+  template <class C>
+  SMDDP_HD static C apply(C a, C b) {
+    return C((a | b) != 0);
+  }
+};
+
+struct LogicalAndOp {
+  template <class C>
+  SMDDP_HD static C apply(C a, C b) {
+    return C((a != 0) & (b != 0));
+  }
+};
+
+struct LogicalXorOp {
+  template <class C>
+  SMDDP_HD static C apply(C a, C b) {
+    return C((a != 0) != (b != 0));
+  }
+};
+
+// The element op that implements `op` on dtype D: bool maps the arithmetic ops onto logic.
+template <DataType D, ReduceOp kOp>
+struct OpFor;
+#define SMDDP_OP_FOR(OP, NUMERIC, BOOLEAN)                                              \
+  template <DataType D>                                                                 \
+  struct OpFor<D, ReduceOp::OP> {                                                       \
+    using type = std::conditional_t<D == DataType::kBool, BOOLEAN, NUMERIC>;            \
+  };
+SMDDP_OP_FOR(kSum, SumOp, LogicalOrOp)
+SMDDP_OP_FOR(kProd, ProdOp, LogicalAndOp)
+SMDDP_OP_FOR(kMin, MinOp, LogicalAndOp)
+SMDDP_OP_FOR(kMax, MaxOp, LogicalOrOp)
+SMDDP_OP_FOR(kAvg, SumOp, SumOp)  // AVG = SUM, then finishAverage()
+SMDDP_OP_FOR(kBand, BandOp, LogicalAndOp)
+SMDDP_OP_FOR(kBor, BorOp, LogicalOrOp)
+SMDDP_OP_FOR(kBxor, BxorOp, LogicalXorOp)
+#undef SMDDP_OP_FOR
 
 }  // namespace
 }  // namespace smddp::reduce

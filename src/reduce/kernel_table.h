@@ -2,8 +2,8 @@
 // The per-ISA table of reduction kernels and the dispatch that picks one. Each ISA's table is built
 // by its own translation unit (kernels_<isa>.cc, compiled with that ISA's flags); reducer.cc picks
 // the best one the CPU supports, once, on first use.
-// Invariant: a table entry is null exactly when supported(dtype, op) is false (average: when the
-// dtype is not floating point); a table is only returned if this CPU can run its code.
+// Invariant: a table entry is null exactly when reductionDefined(dtype, op) is false (average:
+// when the dtype has no AVG); a table is only returned if this CPU can run its code.
 #pragma once
 
 #include <cstddef>

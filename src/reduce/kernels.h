@@ -10,7 +10,7 @@
 //   For the same reason no std:: function templates are called here, only type traits.
 // - dst may alias a or b exactly: each element is read before it is written, and vectors hold
 //   whole elements, so `ivdep` (no loop-carried dependence) is true for exact aliasing.
-// - float16/bfloat16 compute in float32 and round once (nearest even) when stored. Two fp16/bf16
+// - float16/bfloat16/float8 compute in float32 and round once (nearest even) when stored. Two fp16/bf16
 //   operands give an fp32 sum/product that rounds to the same result as exact arithmetic would,
 //   since 24 >= 2*11+2 (double rounding is innocuous).
 // - Integer SUM/PROD wrap (two's complement), computed in the unsigned type to avoid UB.
@@ -25,8 +25,10 @@
 #include <immintrin.h>
 #endif
 
+#include "reduce/complex.h"
 #include "reduce/convert.h"
 #include "reduce/element_ops.h"
+#include "reduce/float8.h"
 #include "reduce/kernel_table.h"
 
 #if defined(__clang__)
@@ -55,6 +57,23 @@ void reduceNative(void* dst, const void* a, const void* b, size_t count) {
   const T* y = static_cast<const T*>(b);
   SMDDP_IVDEP
   for (size_t i = 0; i < count; ++i) d[i] = Op::apply(x[i], y[i]);
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#define SMDDP_NO_VECTORIZE __attribute__((optimize("no-tree-vectorize")))
+#else
+#define SMDDP_NO_VECTORIZE
+#endif
+
+// Complex PROD, kept scalar: GCC 12's vectorizer recognizes the complex product and emits
+// vfmaddsub even under -ffp-contract=off, which would make the FMA builds round differently
+// from the baseline and the GPU.
+template <class R>
+SMDDP_NO_VECTORIZE void reduceComplexProd(void* dst, const void* a, const void* b, size_t count) {
+  Complex<R>* d = static_cast<Complex<R>*>(dst);
+  const Complex<R>* x = static_cast<const Complex<R>*>(a);
+  const Complex<R>* y = static_cast<const Complex<R>*>(b);
+  for (size_t i = 0; i < count; ++i) d[i] = x[i] * y[i];
 }
 
 // Block width for the 16-bit float types: a multiple of every vector width (16 lanes for
@@ -173,6 +192,17 @@ inline void narrowBlock(const float* in, BFloat16* out) {
 }
 #endif
 
+// float8: scalar conversions (float8.h) the compiler may vectorize; computed in float32 too.
+template <class Fmt>
+inline void widenBlock(const Float8<Fmt>* in, float* out) {
+  for (size_t j = 0; j < kBlock; ++j) out[j] = Fmt::widen(in[j].bits);
+}
+
+template <class Fmt>
+inline void narrowBlock(const float* in, Float8<Fmt>* out) {
+  for (size_t j = 0; j < kBlock; ++j) out[j].bits = Fmt::narrow(in[j]);
+}
+
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 // Op on 16 float lanes, with the scalar ops' exact semantics (element_ops.h): MIN/MAX pick a when
 // it compares less/greater or is NaN, else b.
@@ -260,6 +290,22 @@ void averageNative(void* buf, size_t count, int divisor) {
   for (size_t i = 0; i < count; ++i) p[i] = p[i] / div;
 }
 
+// Integers: the wrapped sum divided in 64 bits, truncated toward zero (C division), as NCCL does.
+template <class T>
+void averageIntegral(void* buf, size_t count, int divisor) {
+  using W = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
+  T* p = static_cast<T*>(buf);
+  const W div = W(divisor);
+  for (size_t i = 0; i < count; ++i) p[i] = T(W(p[i]) / div);
+}
+
+template <class R>
+void averageComplex(void* buf, size_t count, int divisor) {
+  Complex<R>* p = static_cast<Complex<R>*>(buf);
+  const R div = R(divisor);
+  for (size_t i = 0; i < count; ++i) p[i] = divideBy(p[i], div);
+}
+
 template <class T>
 void averageWidened(void* buf, size_t count, int divisor) {
   T* p = static_cast<T*>(buf);
@@ -274,45 +320,6 @@ void averageWidened(void* buf, size_t count, int divisor) {
     narrowBlock(f, tp);
     for (size_t j = 0; j < n; ++j) p[i + j] = tp[j];
   }
-}
-
-template <class T, bool kWidened>
-constexpr void fillRow(KernelTable& t, DataType dtype) {
-  int d = int(dtype);
-  auto pick = [](auto op) -> ReduceFn {
-    using Op = decltype(op);
-    if constexpr (kWidened)
-      return &reduceWidened<T, Op>;
-    else
-      return &reduceNative<T, Op>;
-  };
-  t.reduce[d][int(ReduceOp::kSum)] = pick(SumOp{});
-  t.reduce[d][int(ReduceOp::kProd)] = pick(ProdOp{});
-  t.reduce[d][int(ReduceOp::kMin)] = pick(MinOp{});
-  t.reduce[d][int(ReduceOp::kMax)] = pick(MaxOp{});
-  if constexpr (kWidened || std::is_floating_point_v<T>) {
-    t.reduce[d][int(ReduceOp::kAvg)] = pick(SumOp{});  // AVG = SUM, then finishAverage()
-    if constexpr (kWidened)
-      t.average[d] = &averageWidened<T>;
-    else
-      t.average[d] = &averageNative<T>;
-  }
-}
-
-// The one table of supported (dtype, op) pairs; every ISA builds it the same way. constexpr, so
-// each ISA's table is constant data: merely naming it runs no ISA-specific code.
-constexpr KernelTable makeTable(const char* name) {
-  KernelTable t = {};
-  t.name = name;
-  fillRow<float, false>(t, DataType::kFloat32);
-  fillRow<double, false>(t, DataType::kFloat64);
-  fillRow<Half, true>(t, DataType::kFloat16);
-  fillRow<BFloat16, true>(t, DataType::kBFloat16);
-  fillRow<int8_t, false>(t, DataType::kInt8);
-  fillRow<uint8_t, false>(t, DataType::kUInt8);
-  fillRow<int32_t, false>(t, DataType::kInt32);
-  fillRow<int64_t, false>(t, DataType::kInt64);
-  return t;
 }
 
 }  // namespace

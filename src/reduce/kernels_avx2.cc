@@ -3,7 +3,7 @@
 // F16C conversion instructions.
 // Invariant: no kernel in this file runs unless dispatch saw avx2, f16c and fma on this CPU; the
 // table itself is constant data, so avx2Kernels() is safe to call on any CPU.
-#include "reduce/kernels.h"
+#include "reduce/kernel_rows.h"
 
 namespace smddp::reduce {
 

@@ -4,7 +4,7 @@
 // Invariant: no kernel in this file runs unless dispatch saw avx512f/bw/vl, avx2, f16c and fma on
 // this CPU (and the OS saving zmm state, which __builtin_cpu_supports checks); the table itself is
 // constant data, so avx512Kernels() is safe to call on any CPU.
-#include "reduce/kernels.h"
+#include "reduce/kernel_rows.h"
 
 namespace smddp::reduce {
 

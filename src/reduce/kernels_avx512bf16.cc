@@ -3,7 +3,7 @@
 // "avx512"), compiled with the AVX-512 flags plus -mavx512bf16 -mavx512dq (see sources.cmake).
 // Invariant: no kernel in this file runs unless dispatch saw everything "avx512" needs plus
 // avx512bf16 and avx512dq on this CPU; the table itself is constant data.
-#include "reduce/kernels.h"
+#include "reduce/kernel_rows.h"
 
 namespace smddp::reduce {
 

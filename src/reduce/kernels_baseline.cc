@@ -2,7 +2,7 @@
 // The baseline kernel table: plain x86-64 (SSE2) or whatever the target's default ISA is, built
 // with the library's ordinary flags plus auto-vectorization. Runs on every CPU this build targets.
 // Invariant: this file gets no ISA flags, so nothing here can fault on an older CPU.
-#include "reduce/kernels.h"
+#include "reduce/kernel_rows.h"
 
 namespace smddp::reduce {
 

@@ -53,13 +53,10 @@ bool cpuRunsAvx512Bf16() { return false; }
 
 std::atomic<const KernelTable*> gForced{nullptr};
 
-bool validDtype(DataType dtype) { return int(dtype) < kNumDataTypes; }  // enums are unsigned
-bool validOp(ReduceOp op) { return int(op) < kNumReduceOps; }
-
 [[noreturn]] void throwUnsupported(const char* what, DataType dtype, ReduceOp op) {
   std::string msg = std::string("reduce: ") + what + ": op " + toString(op) +
-                    " is not supported for dtype " + toString(dtype);
-  if (op == ReduceOp::kAvg) msg += " (avg is defined for floating-point dtypes only)";
+                    " is not supported for dtype " + toString(dtype) + " (" +
+                    reductionRefusal(dtype, op) + ")";
   throw Error(ErrorCode::kUnsupported, msg);
 }
 
@@ -98,10 +95,7 @@ void forceIsa(const char* name) {
                                            "by this CPU");
 }
 
-bool supported(DataType dtype, ReduceOp op) {
-  if (!validDtype(dtype) || !validOp(op)) return false;
-  return op != ReduceOp::kAvg || isFloatingPoint(dtype);
-}
+bool supported(DataType dtype, ReduceOp op) { return reductionDefined(dtype, op); }
 
 void reduce(DataType dtype, ReduceOp op, void* dst, const void* a, const void* b, size_t count) {
   if (!supported(dtype, op)) throwUnsupported("reduce", dtype, op);
@@ -110,7 +104,7 @@ void reduce(DataType dtype, ReduceOp op, void* dst, const void* a, const void* b
 }
 
 void finishAverage(DataType dtype, void* buf, size_t count, int divisor) {
-  if (!validDtype(dtype) || !isFloatingPoint(dtype)) {
+  if (!reductionDefined(dtype, ReduceOp::kAvg)) {
     throwUnsupported("finishAverage", dtype, ReduceOp::kAvg);
   }
   if (divisor <= 0) {

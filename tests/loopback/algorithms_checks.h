@@ -35,6 +35,8 @@ inline double allReduceInput(ReduceOp op, DataType dt, int n, int r, size_t i) {
       const int pairSign = (n % 2 == 1 && r == n - 1) ? 0 : (r % 2 == 0 ? 1 : -1);
       return ii % 5 + pairSign * (ii % 3);
     }
+    default:  // bitwise ops: core_dtypes_test
+      ADD_FAILURE() << "the algorithm checks do not cover " << toString(op);
   }
   return 0;
 }

@@ -91,6 +91,8 @@ void setValue(DataType dtype, void* b, size_t i, double v) {
       return put<int32_t>(b, i, static_cast<int32_t>(v));
     case DataType::kInt64:
       return put<int64_t>(b, i, static_cast<int64_t>(v));
+    default:  // the other dtypes: core_dtypes_test
+      ADD_FAILURE() << "the algorithm harness does not cover " << toString(dtype);
   }
 }
 
@@ -116,6 +118,8 @@ double getValue(DataType dtype, const void* b, size_t i) {
       return take<int32_t>(b, i);
     case DataType::kInt64:
       return static_cast<double>(take<int64_t>(b, i));
+    default:
+      ADD_FAILURE() << "the algorithm harness does not cover " << toString(dtype);
   }
   return NAN;
 }

@@ -41,6 +41,7 @@ double reduced(ReduceOp op, int n, size_t i) {
       case ReduceOp::kProd: acc *= x; break;
       case ReduceOp::kMin: acc = std::min(acc, x); break;
       case ReduceOp::kMax: acc = std::max(acc, x); break;
+      default: ADD_FAILURE() << "not covered here: " << toString(op); break;
     }
   }
   return op == ReduceOp::kAvg ? acc / n : acc;

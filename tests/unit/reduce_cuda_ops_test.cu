@@ -2,8 +2,8 @@
 // The CUDA kernels' element operations (src/reduce/cuda/ops_cuda.cuh), run on the host: they are
 // __host__ __device__, and cuda_fp16/cuda_bf16 ship host versions of the conversions, so the very
 // expressions the kernels apply are checked here, without a GPU, bit for bit against the CPU
-// reducer and the float64 reference, for every (dtype, op) and every 16-bit input bit pattern
-// against random partners. (The device's cvt instructions themselves are covered in tests/gpu/.)
+// reducer and the float64 reference, for every (dtype, op) and every 16- and 8-bit float input bit
+// pattern against random partners. (The device's cvt instructions themselves are covered in tests/gpu/.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -28,42 +28,59 @@ void applyAll(void* d, const void* a, const void* b, size_t n) {
   }
 }
 
-template <class T>
-void applyOp(ReduceOp op, void* d, const void* a, const void* b, size_t n) {
-  switch (op) {
-    case ReduceOp::kProd:
-      return applyAll<T, cudak::ProdOp>(d, a, b, n);
-    case ReduceOp::kMin:
-      return applyAll<T, cudak::MinOp>(d, a, b, n);
-    case ReduceOp::kMax:
-      return applyAll<T, cudak::MaxOp>(d, a, b, n);
-    default:
-      return applyAll<T, cudak::SumOp>(d, a, b, n);  // SUM, and AVG before its division
+template <class T, DataType D, ReduceOp kOp>
+bool applyIf(ReduceOp op, void* d, const void* a, const void* b, size_t n) {
+  if constexpr (reductionDefined(D, kOp)) {
+    if (op == kOp) {
+      applyAll<T, typename OpFor<D, kOp>::type>(d, a, b, n);
+      return true;
+    }
   }
+  return false;
+}
+
+// The kernel's element op for (D, op), as the CUDA table picks it (AVG: SUM before division).
+template <class T, DataType D>
+void applyOp(ReduceOp op, void* d, const void* a, const void* b, size_t n) {
+  using R = ReduceOp;
+  const bool done = applyIf<T, D, R::kSum>(op, d, a, b, n) || applyIf<T, D, R::kProd>(op, d, a, b, n) ||
+                    applyIf<T, D, R::kMin>(op, d, a, b, n) || applyIf<T, D, R::kMax>(op, d, a, b, n) ||
+                    applyIf<T, D, R::kAvg>(op, d, a, b, n) || applyIf<T, D, R::kBand>(op, d, a, b, n) ||
+                    applyIf<T, D, R::kBor>(op, d, a, b, n) || applyIf<T, D, R::kBxor>(op, d, a, b, n);
+  ASSERT_TRUE(done) << toString(D) << " " << toString(op);
 }
 
 void hostApply(DataType t, ReduceOp op, void* d, const void* a, const void* b, size_t n) {
+  using D = DataType;
   switch (t) {
-    case DataType::kFloat32:
-      return applyOp<float>(op, d, a, b, n);
-    case DataType::kFloat64:
-      return applyOp<double>(op, d, a, b, n);
-    case DataType::kFloat16:
-      return applyOp<cudak::Half>(op, d, a, b, n);
-    case DataType::kBFloat16:
-      return applyOp<cudak::BFloat16>(op, d, a, b, n);
-    case DataType::kInt8:
-      return applyOp<int8_t>(op, d, a, b, n);
-    case DataType::kUInt8:
-      return applyOp<uint8_t>(op, d, a, b, n);
-    case DataType::kInt32:
-      return applyOp<int32_t>(op, d, a, b, n);
-    case DataType::kInt64:
-      return applyOp<int64_t>(op, d, a, b, n);
+    case D::kFloat32: return applyOp<float, D::kFloat32>(op, d, a, b, n);
+    case D::kFloat64: return applyOp<double, D::kFloat64>(op, d, a, b, n);
+    case D::kFloat16: return applyOp<cudak::Half, D::kFloat16>(op, d, a, b, n);
+    case D::kBFloat16: return applyOp<cudak::BFloat16, D::kBFloat16>(op, d, a, b, n);
+    case D::kInt8: return applyOp<int8_t, D::kInt8>(op, d, a, b, n);
+    case D::kUInt8: return applyOp<uint8_t, D::kUInt8>(op, d, a, b, n);
+    case D::kInt32: return applyOp<int32_t, D::kInt32>(op, d, a, b, n);
+    case D::kInt64: return applyOp<int64_t, D::kInt64>(op, d, a, b, n);
+    case D::kInt16: return applyOp<int16_t, D::kInt16>(op, d, a, b, n);
+    case D::kUInt16: return applyOp<uint16_t, D::kUInt16>(op, d, a, b, n);
+    case D::kUInt32: return applyOp<uint32_t, D::kUInt32>(op, d, a, b, n);
+    case D::kUInt64: return applyOp<uint64_t, D::kUInt64>(op, d, a, b, n);
+    case D::kBool: return applyOp<uint8_t, D::kBool>(op, d, a, b, n);
+    case D::kFloat8E4M3FN: return applyOp<Float8<F8E4M3FN>, D::kFloat8E4M3FN>(op, d, a, b, n);
+    case D::kFloat8E4M3FNUZ:
+      return applyOp<Float8<F8E4M3FNUZ>, D::kFloat8E4M3FNUZ>(op, d, a, b, n);
+    case D::kFloat8E5M2: return applyOp<Float8<F8E5M2>, D::kFloat8E5M2>(op, d, a, b, n);
+    case D::kFloat8E5M2FNUZ:
+      return applyOp<Float8<F8E5M2FNUZ>, D::kFloat8E5M2FNUZ>(op, d, a, b, n);
+    case D::kFloat8E8M0FNU:
+      return applyOp<Float8<F8E8M0Format>, D::kFloat8E8M0FNU>(op, d, a, b, n);
+    case D::kComplex64: return applyOp<Complex<float>, D::kComplex64>(op, d, a, b, n);
+    case D::kComplex128: return applyOp<Complex<double>, D::kComplex128>(op, d, a, b, n);
   }
 }
 
-// a: every 16-bit pattern for the 16-bit types (all of NaN, inf, subnormals, -0 included),
+// a: every 16-bit (8-bit) pattern for the 16-bit (8-bit) float types, NaN, inf, subnormals and -0
+// included,
 // random data elsewhere; b: random data with NaN and inf sprinkled in.
 void makeInputs(DataType t, size_t n, std::vector<uint8_t>& a, std::vector<uint8_t>& b) {
   std::mt19937_64 rng(12345);
@@ -76,6 +93,9 @@ void makeInputs(DataType t, size_t n, std::vector<uint8_t>& a, std::vector<uint8
       uint16_t bits = uint16_t(i);
       std::memcpy(&a[i * 2], &bits, 2);
     }
+  }
+  if (dataTypeSize(t) == 1 && isFloatingPoint(t)) {
+    for (size_t i = 0; i < n; ++i) a[i] = uint8_t(i);
   }
   if (!isFloatingPoint(t)) return;
   for (size_t i = 0; i < n; i += 89) testing::storeFloat(t, b.data(), i, i % 2 ? NAN : INFINITY);
@@ -126,6 +146,18 @@ TEST(ReduceCudaOps, DivisionMatchesCpuFinishAverage) {
   checkDivide<double>(DataType::kFloat64);
   checkDivide<cudak::Half>(DataType::kFloat16);
   checkDivide<cudak::BFloat16>(DataType::kBFloat16);
+  checkDivide<Float8<F8E4M3FN>>(DataType::kFloat8E4M3FN);
+  checkDivide<Float8<F8E4M3FNUZ>>(DataType::kFloat8E4M3FNUZ);
+  checkDivide<Float8<F8E5M2>>(DataType::kFloat8E5M2);
+  checkDivide<Float8<F8E5M2FNUZ>>(DataType::kFloat8E5M2FNUZ);
+  checkDivide<Float8<F8E8M0Format>>(DataType::kFloat8E8M0FNU);
+  checkDivide<int8_t>(DataType::kInt8);
+  checkDivide<int16_t>(DataType::kInt16);
+  checkDivide<uint32_t>(DataType::kUInt32);
+  checkDivide<int64_t>(DataType::kInt64);
+  checkDivide<uint64_t>(DataType::kUInt64);
+  checkDivide<Complex<float>>(DataType::kComplex64);
+  checkDivide<Complex<double>>(DataType::kComplex128);
 }
 
 }  // namespace

@@ -47,8 +47,19 @@ struct Operand {
 };
 
 std::string showElement(DataType d, const void* p, size_t i) {
-  return testing::isInteger(d) ? std::to_string(testing::loadInt(d, p, i))
-                               : std::to_string(testing::loadFloat(d, p, i));
+  if (testing::isInteger(d)) {
+    const __int128 v = testing::loadInt(d, p, i);
+    return v < 0 ? std::to_string(static_cast<long long>(v))
+                 : std::to_string(static_cast<unsigned long long>(v));
+  }
+  if (isComplex(d)) {
+    const bool dbl = d == DataType::kComplex128;
+    const double re = dbl ? static_cast<const double*>(p)[2 * i] : static_cast<const float*>(p)[2 * i];
+    const double im =
+        dbl ? static_cast<const double*>(p)[2 * i + 1] : static_cast<const float*>(p)[2 * i + 1];
+    return std::to_string(re) + "+" + std::to_string(im) + "i";
+  }
+  return std::to_string(testing::loadFloat(d, p, i));
 }
 
 std::string describe(const KernelTable& t, DataType d, ReduceOp op, size_t count, size_t offset,
@@ -139,7 +150,7 @@ TEST(ReduceKernels, TablesMatchSupported) {
         EXPECT_EQ(t->reduce[int(d)][int(op)] != nullptr, supported(d, op))
             << "isa=" << t->name << " dtype=" << toString(d) << " op=" << toString(op);
       }
-      EXPECT_EQ(t->average[int(d)] != nullptr, isFloatingPoint(d))
+      EXPECT_EQ(t->average[int(d)] != nullptr, reductionDefined(d, ReduceOp::kAvg))
           << "isa=" << t->name << " dtype=" << toString(d);
     }
   }

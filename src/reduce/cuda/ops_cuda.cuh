@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Device-side element operations for the CUDA reduction kernels: the CPU reducer's four reduce
-// ops (shared, reduce/element_ops.h) and the storage <-> compute conversions, which mirror
+// Device-side element operations for the CUDA reduction kernels: the CPU reducer's reduce ops
+// (shared, reduce/element_ops.h; complex.h and float8.h for those types) and the storage <-> compute conversions, which mirror
 // src/reduce/convert.h, so the GPU results equal the CPU reducer's.
 // Invariants: float16/bfloat16 compute in float32 and round to nearest even (the cvt.rn
 // conversions; exact for widening); integer SUM/PROD wrap through the unsigned type (no UB);
@@ -16,7 +16,9 @@
 
 // SMDDP_HD (reduce/element_ops.h) is host and device here: the host copies let a CPU test
 // (tests/unit/reduce_cuda_ops_test.cu) check these very expressions against the CPU reducer.
+#include "reduce/complex.h"
 #include "reduce/element_ops.h"
+#include "reduce/float8.h"
 
 namespace smddp::reduce::cudak {
 
@@ -25,6 +27,8 @@ using ::smddp::reduce::MaxOp;
 using ::smddp::reduce::MinOp;
 using ::smddp::reduce::ProdOp;
 using ::smddp::reduce::SumOp;
+using ::smddp::reduce::Complex;
+using ::smddp::reduce::Float8;
 
 // 16-bit float storage: raw bits, so the kernels never depend on __half's operators.
 struct Half {
@@ -58,19 +62,38 @@ struct Compute<BFloat16> {
   }
 };
 
+// float8: the shared conversions of reduce/float8.h.
+template <class Fmt>
+struct Compute<Float8<Fmt>> {
+  using type = float;
+  SMDDP_HD static float widen(Float8<Fmt> v) { return Fmt::widen(v.bits); }
+  SMDDP_HD static Float8<Fmt> narrow(float f) { return Float8<Fmt>{Fmt::narrow(f)}; }
+};
+
 template <class T, class Op>
 SMDDP_HD inline T applyElement(T x, T y) {
   using C = Compute<T>;
   return C::narrow(Op::apply(C::widen(x), C::widen(y)));
 }
 
-// Division for finishAverage: by a float32 divisor for the 32-bit-and-narrower floats, float64
-// for float64, as the CPU does. '/' is IEEE division (this code is never built with fast math).
+// Division for finishAverage, as the CPU does: by a float32 divisor for the 32-bit-and-narrower
+// floats, float64 for float64, each part for complex, and in 64-bit integers (truncated toward
+// zero) for integers. '/' is IEEE division (this code is never built with fast math).
 template <class T>
 SMDDP_HD inline T divideElement(T x, int divisor) {
-  using C = Compute<T>;
-  using D = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  return C::narrow(typename C::type(D(C::widen(x)) / D(divisor)));
+  if constexpr (std::is_integral_v<T>) {
+    using W = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
+    return T(W(x) / W(divisor));
+  } else {
+    using C = Compute<T>;
+    using D = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    return C::narrow(typename C::type(D(C::widen(x)) / D(divisor)));
+  }
+}
+
+template <class R>
+SMDDP_HD inline Complex<R> divideElement(Complex<R> x, int divisor) {
+  return ::smddp::reduce::divideBy(x, R(divisor));
 }
 
 }  // namespace smddp::reduce::cudak

@@ -20,6 +20,8 @@ namespace {
 
 using cudak::BFloat16;
 using cudak::Half;
+using cudak::Complex;
+using cudak::Float8;
 
 using LaunchFn = void (*)(void* dst, const void* a, const void* b, const LaunchPlan& plan,
                           cudaStream_t stream);
@@ -60,52 +62,71 @@ struct CudaTable {
   size_t elemSize[kNumDataTypes];
 };
 
-template <class T, bool kFloating>
-constexpr void fillRow(CudaTable& t, DataType dtype) {
-  int d = int(dtype);
-  t.elemSize[d] = sizeof(T);
-  t.reduce[d][int(ReduceOp::kSum)] = &launchReduce<T, cudak::SumOp>;
-  t.reduce[d][int(ReduceOp::kProd)] = &launchReduce<T, cudak::ProdOp>;
-  t.reduce[d][int(ReduceOp::kMin)] = &launchReduce<T, cudak::MinOp>;
-  t.reduce[d][int(ReduceOp::kMax)] = &launchReduce<T, cudak::MaxOp>;
-  t.load[d][int(ReduceOp::kSum)] = &loadReduce<T, cudak::SumOp>;
-  t.load[d][int(ReduceOp::kProd)] = &loadReduce<T, cudak::ProdOp>;
-  t.load[d][int(ReduceOp::kMin)] = &loadReduce<T, cudak::MinOp>;
-  t.load[d][int(ReduceOp::kMax)] = &loadReduce<T, cudak::MaxOp>;
-  if constexpr (kFloating) {
-    t.reduce[d][int(ReduceOp::kAvg)] = &launchReduce<T, cudak::SumOp>;  // then finishAverage
-    t.average[d] = &launchAverage<T>;
-    t.loadAverage[d] = &loadAverage<T>;
+template <class T, DataType D, ReduceOp kOp>
+constexpr void fillOp(CudaTable& t) {
+  if constexpr (reductionDefined(D, kOp)) {
+    using Op = typename OpFor<D, kOp>::type;
+    t.reduce[int(D)][int(kOp)] = &launchReduce<T, Op>;
+    // AVG launches the SUM kernel: loading SUM covers it.
+    if constexpr (kOp != ReduceOp::kAvg) t.load[int(D)][int(kOp)] = &loadReduce<T, Op>;
   }
 }
 
-// The one table of what is instantiated: 8 dtypes x {SUM, PROD, MIN, MAX}, AVG for floats.
+template <class T, DataType D>
+constexpr void fillRow(CudaTable& t) {
+  t.elemSize[int(D)] = sizeof(T);
+  fillOp<T, D, ReduceOp::kSum>(t);
+  fillOp<T, D, ReduceOp::kProd>(t);
+  fillOp<T, D, ReduceOp::kMin>(t);
+  fillOp<T, D, ReduceOp::kMax>(t);
+  fillOp<T, D, ReduceOp::kAvg>(t);
+  fillOp<T, D, ReduceOp::kBand>(t);
+  fillOp<T, D, ReduceOp::kBor>(t);
+  fillOp<T, D, ReduceOp::kBxor>(t);
+  if constexpr (reductionDefined(D, ReduceOp::kAvg)) {
+    t.average[int(D)] = &launchAverage<T>;
+    t.loadAverage[int(D)] = &loadAverage<T>;
+  }
+}
+
+// The one table of what is instantiated: every pair reductionDefined() names, as on the CPU.
 constexpr CudaTable makeTable() {
   CudaTable t = {};
-  fillRow<float, true>(t, DataType::kFloat32);
-  fillRow<double, true>(t, DataType::kFloat64);
-  fillRow<Half, true>(t, DataType::kFloat16);
-  fillRow<BFloat16, true>(t, DataType::kBFloat16);
-  fillRow<int8_t, false>(t, DataType::kInt8);
-  fillRow<uint8_t, false>(t, DataType::kUInt8);
-  fillRow<int32_t, false>(t, DataType::kInt32);
-  fillRow<int64_t, false>(t, DataType::kInt64);
+  fillRow<float, DataType::kFloat32>(t);
+  fillRow<double, DataType::kFloat64>(t);
+  fillRow<Half, DataType::kFloat16>(t);
+  fillRow<BFloat16, DataType::kBFloat16>(t);
+  fillRow<int8_t, DataType::kInt8>(t);
+  fillRow<uint8_t, DataType::kUInt8>(t);
+  fillRow<int32_t, DataType::kInt32>(t);
+  fillRow<int64_t, DataType::kInt64>(t);
+  fillRow<int16_t, DataType::kInt16>(t);
+  fillRow<uint16_t, DataType::kUInt16>(t);
+  fillRow<uint32_t, DataType::kUInt32>(t);
+  fillRow<uint64_t, DataType::kUInt64>(t);
+  fillRow<uint8_t, DataType::kBool>(t);
+  fillRow<Float8<F8E4M3FN>, DataType::kFloat8E4M3FN>(t);
+  fillRow<Float8<F8E4M3FNUZ>, DataType::kFloat8E4M3FNUZ>(t);
+  fillRow<Float8<F8E5M2>, DataType::kFloat8E5M2>(t);
+  fillRow<Float8<F8E5M2FNUZ>, DataType::kFloat8E5M2FNUZ>(t);
+  fillRow<Float8<F8E8M0Format>, DataType::kFloat8E8M0FNU>(t);
+  fillRow<Complex<float>, DataType::kComplex64>(t);
+  fillRow<Complex<double>, DataType::kComplex128>(t);
   return t;
 }
 constexpr CudaTable kTable = makeTable();
 
-// The same pairs as the CPU reducer: every op for every dtype, AVG only for the floating ones.
+// The same pairs as the CPU reducer (reductionDefined), each with a size and a loader.
 constexpr bool tableMatchesCpuPairs() {
   for (int d = 0; d < kNumDataTypes; ++d) {
-    bool floating = d <= int(DataType::kBFloat16);  // kFloat32, kFloat64, kFloat16, kBFloat16
+    const bool avg = reductionDefined(DataType(d), ReduceOp::kAvg);
     for (int op = 0; op < kNumReduceOps; ++op) {
-      bool expected = op != int(ReduceOp::kAvg) || floating;
+      const bool expected = reductionDefined(DataType(d), ReduceOp(op));
       if ((kTable.reduce[d][op] != nullptr) != expected) return false;
-      // AVG launches the SUM kernel: loading SUM covers it
-      if ((kTable.load[d][op] != nullptr) != (op != int(ReduceOp::kAvg))) return false;
+      if ((kTable.load[d][op] != nullptr) != (expected && op != int(ReduceOp::kAvg))) return false;
     }
-    if ((kTable.average[d] != nullptr) != floating || kTable.elemSize[d] == 0) return false;
-    if ((kTable.loadAverage[d] != nullptr) != floating) return false;
+    if ((kTable.average[d] != nullptr) != avg || kTable.elemSize[d] == 0) return false;
+    if ((kTable.loadAverage[d] != nullptr) != avg) return false;
   }
   return true;
 }
@@ -122,8 +143,7 @@ std::string callName(const char* fn, DataType dtype, ReduceOp op, size_t count) 
 
 [[noreturn]] void throwUnsupported(const char* fn, DataType dtype, ReduceOp op) {
   std::string msg = std::string(fn) + ": op " + toString(op) + " is not supported for dtype " +
-                    toString(dtype) + " on CUDA";
-  if (op == ReduceOp::kAvg) msg += " (avg is defined for floating-point dtypes only)";
+                    toString(dtype) + " on CUDA (" + reductionRefusal(dtype, op) + ")";
   throw Error(ErrorCode::kUnsupported, msg);
 }
 

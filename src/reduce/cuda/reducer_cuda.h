@@ -3,7 +3,8 @@
 // No CUDA header here (streams are void*, i.e. a cudaStream_t; nullptr is the legacy default
 // stream), so non-CUDA code can include it.
 // Invariants: results equal the CPU reducer (reduce/reducer.h) bit for bit for every non-NaN
-// result: fp16/bf16 widen to fp32, compute, and round once to nearest even; integer SUM/PROD wrap;
+// result: fp16/bf16/fp8 widen to fp32, compute, and round once to nearest even; integer SUM/PROD
+// wrap; bool ops are logical; complex products round each multiply and add on its own;
 // floating MIN/MAX return NaN when either input is NaN (same select as the CPU). NaN results are
 // NaN, but their sign and payload may differ from the CPU's (the GPU makes canonical NaNs).
 // Every check below happens before any CUDA call, so bad arguments never touch the device.
@@ -15,8 +16,8 @@
 
 namespace smddp::reduce {
 
-// True when this build instantiated a kernel for (dtype, op): all 8 dtypes with SUM, PROD, MIN,
-// MAX, and AVG for the floating dtypes (the same pairs as the CPU reducer).
+// True when this build instantiated a kernel for (dtype, op): every pair reductionDefined()
+// names (smddp/types.h), the same pairs as the CPU reducer.
 bool supportedCuda(DataType dtype, ReduceOp op);
 
 // dst[i] = a[i] op b[i] for i < count, enqueued on `stream` of the current CUDA device; returns
@@ -30,7 +31,8 @@ void reduceCuda(DataType dtype, ReduceOp op, void* dst, const void* a, const voi
                 void* stream);
 
 // buf[i] = buf[i] / divisor on `stream`, computed in float32 (float16/bfloat16/float32) or
-// float64, exactly as reduce::finishAverage does on the host. Floating dtypes only; divisor > 0.
+// float64 (integers in 64 bits, complex per part), exactly as reduce::finishAverage does on the
+// host. Dtypes that have AVG only; divisor > 0.
 void finishAverageCuda(DataType dtype, void* buf, size_t count, int divisor, void* stream);
 
 // Loads every kernel above into the current device's context now. CUDA loads a kernel lazily, at
