@@ -7,6 +7,8 @@ if(TARGET smddp_core)
   smddp_add_test(smddp_loopback_core_p2p loopback 120 LIBS smddp_core SOURCES loopback/core_p2p_test.cc)
   smddp_add_test(smddp_loopback_core_blocking loopback 120 LIBS smddp_core
                  SOURCES loopback/core_blocking_test.cc)
+  smddp_add_test(smddp_loopback_core_dtypes loopback 300 LIBS smddp_core
+                 SOURCES loopback/core_dtypes_test.cc)
   # Collectives on (fake) device memory: staging, stream order, errors.
   smddp_add_test(smddp_loopback_core_device loopback 300 LIBS smddp_core
                  SOURCES loopback/core_device_test.cc)
