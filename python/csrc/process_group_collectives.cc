@@ -52,10 +52,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::broadcast(
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce(
     Tensors& tensors, const ::c10d::AllreduceOptions& opts) {
   checkSingle(tensors, "allreduce");
-  ReduceOp op = toReduceOp(opts.reduceOp, "allreduce");
-  TORCH_CHECK(tensors[0].scalar_type() != at::kBool || op == ReduceOp::kMin ||
-                  op == ReduceOp::kMax,
-              "smddp: allreduce on torch.bool supports only MIN and MAX");
+  ReduceOp op = checkedReduceOp(tensors[0], opts.reduceOp, "allreduce");
   premultiply(tensors[0], opts.reduceOp, "allreduce");
   const CommUse use = enter();
   Communicator& c = use.comm();
@@ -73,7 +70,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce_coalesced(
   bool sameType = true;
   for (const auto& t : tensors) {
     checkTensor(t, "allreduce_coalesced");
-    TORCH_CHECK(t.scalar_type() != at::kBool, "smddp: allreduce_coalesced does not take bool");
+    checkedReduceOp(t, opts.reduceOp, "allreduce_coalesced");
     sameType = sameType && t.scalar_type() == tensors[0].scalar_type();
   }
   for (const auto& t : tensors) premultiply(t, opts.reduceOp, "allreduce_coalesced");

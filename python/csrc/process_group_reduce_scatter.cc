@@ -28,18 +28,11 @@ void checkPair(const at::Tensor& output, const at::Tensor& input, int size, cons
               input.scalar_type(), " with ", input.numel());
 }
 
-// bool reduces as uint8: only MIN and MAX give bool results (as allreduce).
-void checkBoolOp(const at::Tensor& t, ReduceOp op, const char* what) {
-  TORCH_CHECK(t.scalar_type() != at::kBool || op == ReduceOp::kMin || op == ReduceOp::kMax,
-              "smddp: ", what, " on torch.bool supports only MIN and MAX");
-}
-
 // Posts one engine reduce_scatter from `input` (premultiplied for PREMUL_SUM, staged in) into
 // `output` (staged back).
 Request post(Communicator& c, Staging& staging, const at::Tensor& output, const at::Tensor& input,
              const ::c10d::ReduceOp& rop, const char* what) {
-  const ReduceOp op = toReduceOp(rop, what);
-  checkBoolOp(input, op, what);
+  const ReduceOp op = checkedReduceOp(input, rop, what);
   const at::Tensor in = premultiplied(input, rop, what);
   at::Tensor send = staging.stage(in, /*copyIn=*/true, /*copyBack=*/false);
   staging.keepAlive(in);
@@ -56,8 +49,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce(Tensors& tensors,
   TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "smddp: reduce root rank ",
               opts.rootRank, " is out of range for a group of size ", size_);
   TORCH_CHECK(opts.rootTensor == 0, "smddp: reduce rootTensor must be 0, got ", opts.rootTensor);
-  const ReduceOp op = toReduceOp(opts.reduceOp, what);
-  checkBoolOp(tensors[0], op, what);
+  const ReduceOp op = checkedReduceOp(tensors[0], opts.reduceOp, what);
   const bool isRoot = opts.rootRank == rank_;
   const CommUse use = enter();
   Communicator& c = use.comm();

@@ -1,32 +1,65 @@
 // SPDX-License-Identifier: Apache-2.0
 // torch -> engine value mapping and staging (see tensor_map.h).
-// Invariant: bool tensors travel as uint8 (one byte, 0/1), so MIN/MAX are AND/OR; other
-// reductions on bool are rejected rather than silently producing values other than 0/1.
+// Invariant: every scalar type of the running torch that the engine has is mapped (the scalar
+// types newer than 1.13 behind torch_compat.h's version macros); a (dtype, op) pair the engine
+// does not define is refused here, before any tensor is touched, with the engine's reason.
 #include "tensor_map.h"
 
 #include <c10/util/Exception.h>
 #include <torch/csrc/autograd/grad_mode.h>
 
+#include <cmath>
+
 #include "device_streams.h"
 
 namespace smddp::torch_shim {
 
-DataType toDataType(const at::Tensor& tensor, const char* what) {
-  switch (tensor.scalar_type()) {
-    case at::kFloat: return DataType::kFloat32;
-    case at::kDouble: return DataType::kFloat64;
-    case at::kHalf: return DataType::kFloat16;
-    case at::kBFloat16: return DataType::kBFloat16;
-    case at::kChar: return DataType::kInt8;
-    case at::kByte: return DataType::kUInt8;
-    case at::kBool: return DataType::kUInt8;
-    case at::kInt: return DataType::kInt32;
-    case at::kLong: return DataType::kInt64;
-    default:
-      TORCH_CHECK(false, "smddp: ", what, " does not support dtype ", tensor.scalar_type(),
-                  " (supported: float32, float64, float16, bfloat16, int8, uint8, int32, int64,"
-                  " bool)");
+namespace {
+
+// The engine dtype of a torch scalar type; false when the engine has none.
+bool mapScalarType(at::ScalarType type, DataType* out) {
+  switch (type) {
+    case at::kFloat: *out = DataType::kFloat32; return true;
+    case at::kDouble: *out = DataType::kFloat64; return true;
+    case at::kHalf: *out = DataType::kFloat16; return true;
+    case at::kBFloat16: *out = DataType::kBFloat16; return true;
+    case at::kChar: *out = DataType::kInt8; return true;
+    case at::kByte: *out = DataType::kUInt8; return true;
+    case at::kShort: *out = DataType::kInt16; return true;
+    case at::kInt: *out = DataType::kInt32; return true;
+    case at::kLong: *out = DataType::kInt64; return true;
+    case at::kBool: *out = DataType::kBool; return true;
+    case at::kComplexFloat: *out = DataType::kComplex64; return true;
+    case at::kComplexDouble: *out = DataType::kComplex128; return true;
+#if SMDDP_TORCH_WIDE_UINTS
+    case at::kUInt16: *out = DataType::kUInt16; return true;
+    case at::kUInt32: *out = DataType::kUInt32; return true;
+    case at::kUInt64: *out = DataType::kUInt64; return true;
+#endif
+#if SMDDP_TORCH_FLOAT8
+    case at::kFloat8_e4m3fn: *out = DataType::kFloat8E4M3FN; return true;
+    case at::kFloat8_e5m2: *out = DataType::kFloat8E5M2; return true;
+#endif
+#if SMDDP_TORCH_FLOAT8_FNUZ
+    case at::kFloat8_e4m3fnuz: *out = DataType::kFloat8E4M3FNUZ; return true;
+    case at::kFloat8_e5m2fnuz: *out = DataType::kFloat8E5M2FNUZ; return true;
+#endif
+#if SMDDP_TORCH_FLOAT8_E8M0
+    case at::kFloat8_e8m0fnu: *out = DataType::kFloat8E8M0FNU; return true;
+#endif
+    default: return false;
   }
+}
+
+}  // namespace
+
+DataType toDataType(const at::Tensor& tensor, const char* what) {
+  DataType dtype = DataType::kFloat32;
+  TORCH_CHECK(mapScalarType(tensor.scalar_type(), &dtype), "smddp: ", what,
+              " does not support dtype ", tensor.scalar_type(),
+              " (supported: the floating types incl. float8, the signed and unsigned integers, "
+              "bool and complex)");
+  return dtype;
 }
 
 ReduceOp toReduceOp(const ::c10d::ReduceOp& op, const char* what) {
@@ -36,20 +69,33 @@ ReduceOp toReduceOp(const ::c10d::ReduceOp& op, const char* what) {
     case ::c10d::ReduceOp::MIN: return ReduceOp::kMin;
     case ::c10d::ReduceOp::MAX: return ReduceOp::kMax;
     case ::c10d::ReduceOp::AVG: return ReduceOp::kAvg;
+    case ::c10d::ReduceOp::BAND: return ReduceOp::kBand;
+    case ::c10d::ReduceOp::BOR: return ReduceOp::kBor;
+    case ::c10d::ReduceOp::BXOR: return ReduceOp::kBxor;
     case compat::kPremulSum:  // the callers premultiply (premultiplied / premultiply)
       return ReduceOp::kSum;
     default:
       TORCH_CHECK(false, "smddp: ", what, " with ReduceOp ", static_cast<int>(op.op_),
-                  " (BAND/BOR/BXOR) is not supported by the smddp backend; "
-                  "supported: SUM, PRODUCT, MIN, MAX, AVG");
+                  " is not supported by the smddp backend; supported: SUM, PRODUCT, MIN, MAX, "
+                  "AVG, PREMUL_SUM, BAND, BOR, BXOR");
   }
+}
+
+ReduceOp checkedReduceOp(const at::Tensor& tensor, const ::c10d::ReduceOp& op, const char* what) {
+  const ReduceOp engineOp = toReduceOp(op, what);
+  const DataType dtype = toDataType(tensor, what);
+  const bool premul = op.op_ == compat::kPremulSum;
+  TORCH_CHECK(!premul || dtype != DataType::kBool, "smddp: ", what,
+              ": ReduceOp.PREMUL_SUM is not defined for bool tensors");
+  TORCH_CHECK(reductionDefined(dtype, engineOp), "smddp: ", what, ": ReduceOp.",
+              premul ? "PREMUL_SUM" : toString(engineOp), " is not supported for dtype ",
+              tensor.scalar_type(), " (", reductionRefusal(dtype, engineOp), ")");
+  return engineOp;
 }
 
 namespace {
 
 at::Tensor premulFactorOf(const at::Tensor& input, const ::c10d::ReduceOp& op, const char* what) {
-  TORCH_CHECK(at::isFloatingType(input.scalar_type()), "smddp: ", what,
-              " with ReduceOp.PREMUL_SUM needs a floating-point tensor, got ", input.scalar_type());
   at::Tensor factor = compat::premulFactor(op);
   TORCH_CHECK(factor.defined(), "smddp: ", what, ": ReduceOp.PREMUL_SUM without a factor");
   TORCH_CHECK(factor.device().is_cpu(), "smddp: ", what,
@@ -59,18 +105,34 @@ at::Tensor premulFactorOf(const at::Tensor& input, const ::c10d::ReduceOp& op, c
 
 }  // namespace
 
+// input x factor in input's dtype: float8 multiplies in float32 and rounds once (torch has no
+// float8 arithmetic on the CPU); integers multiply in 64 bits and wrap, with an integral factor.
 at::Tensor premultiplied(const at::Tensor& input, const ::c10d::ReduceOp& op, const char* what) {
   if (op.op_ != compat::kPremulSum) return input;
+  checkedReduceOp(input, op, what);
   const at::Tensor factor = premulFactorOf(input, op, what);
+  const DataType dtype = toDataType(input, what);
+  const at::ScalarType type = input.scalar_type();
   at::NoGradGuard noGrad;
-  return at::mul(input, factor).to(input.scalar_type()).contiguous();
+  if (isIntegral(dtype)) {
+    TORCH_CHECK(!factor.is_complex(), "smddp: ", what,
+                ": a complex PREMUL_SUM factor cannot scale a ", type, " tensor");
+    const double value = factor.to(at::kDouble).item<double>();
+    TORCH_CHECK(value == std::trunc(value), "smddp: ", what, ": the PREMUL_SUM factor ", value,
+                " is not an integer, so it cannot scale a ", type, " tensor");
+    return at::mul(input.to(at::kLong), factor.to(at::kLong)).to(type).contiguous();
+  }
+  if (dataTypeSize(dtype) == 1) {  // float8
+    return at::mul(input.to(at::kFloat), factor.to(at::kFloat)).to(type).contiguous();
+  }
+  return at::mul(input, factor).to(type).contiguous();
 }
 
 void premultiply(const at::Tensor& tensor, const ::c10d::ReduceOp& op, const char* what) {
   if (op.op_ != compat::kPremulSum) return;
-  const at::Tensor factor = premulFactorOf(tensor, op, what);
+  const at::Tensor scaled = premultiplied(tensor, op, what);
   at::NoGradGuard noGrad;
-  tensor.mul_(factor);
+  tensor.copy_(scaled);
 }
 
 void checkTensor(const at::Tensor& tensor, const char* what) {

@@ -19,12 +19,15 @@ namespace smddp::torch_shim {
 
 // Engine dtype of a tensor; `what` names the collective in the error.
 DataType toDataType(const at::Tensor& tensor, const char* what);
-// Engine reduce op for a c10d ReduceOp; BAND/BOR/BXOR raise "not supported". PREMUL_SUM maps to
-// SUM: the caller multiplies the input by its factor first (premultiplied / premultiply).
+// Engine reduce op for a c10d ReduceOp. PREMUL_SUM maps to SUM: the caller multiplies the input
+// by its factor first (premultiplied / premultiply).
 ReduceOp toReduceOp(const ::c10d::ReduceOp& op, const char* what);
+// toReduceOp, after checking that the engine defines the op for the tensor's dtype (a torch
+// error naming the collective, the op, the dtype and why, before anything is touched).
+ReduceOp checkedReduceOp(const at::Tensor& tensor, const ::c10d::ReduceOp& op, const char* what);
 
 // For ReduceOp.PREMUL_SUM: input x the op's factor, a new contiguous tensor of input's dtype
-// (floating types only); input itself for every other op.
+// (not bool; an integer tensor needs an integral factor); input itself for every other op.
 at::Tensor premultiplied(const at::Tensor& input, const ::c10d::ReduceOp& op, const char* what);
 // The same in place, for a tensor the collective overwrites anyway (all_reduce).
 void premultiply(const at::Tensor& tensor, const ::c10d::ReduceOp& op, const char* what);

@@ -75,6 +75,13 @@
 #define SMDDP_TORCH_SINGLE_NAMES 0
 #endif
 
+// Scalar types by the torch release that introduced them: float8 e4m3fn/e5m2 (2.1), their fnuz
+// forms (2.2), uint16/32/64 (2.3), float8 e8m0fnu (2.7).
+#define SMDDP_TORCH_FLOAT8 SMDDP_TORCH_AT_LEAST(2, 1)
+#define SMDDP_TORCH_FLOAT8_FNUZ SMDDP_TORCH_AT_LEAST(2, 2)
+#define SMDDP_TORCH_WIDE_UINTS SMDDP_TORCH_AT_LEAST(2, 3)
+#define SMDDP_TORCH_FLOAT8_E8M0 SMDDP_TORCH_AT_LEAST(2, 7)
+
 namespace smddp::torch_shim::compat {
 
 #if SMDDP_TORCH_BACKEND_API
