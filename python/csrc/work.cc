@@ -364,7 +364,7 @@ bool SmddpWork::waitFinished(std::chrono::steady_clock::time_point deadline,
   std::unique_lock<std::mutex> lock(mutex_);
   if (!cv_.wait_until(lock, deadline, [this] { return completed_; })) {
     throw Error(ErrorCode::kTimeout,
-                "smddp: wait on " + ::c10d::opTypeToString(retrieveOpType()) + " timed out after " +
+                "smddp: wait on " + ::c10d::opTypeToString(retrieveOpType()) + ": Timed out after " +
                     std::to_string(limit.count()) + " ms (rank " + std::to_string(rank_) +
                     "); the collective itself continues until the group's timeout");
   }

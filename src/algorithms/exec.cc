@@ -307,7 +307,7 @@ void Exec::throwTimeout(const std::string& waitingFor) const {
     list += (list.empty() ? "" : ", ") + whereRank(op.peer);
   }
   const auto bound = desc_.timeout.count() > 0 ? desc_.timeout : settings_.timeout;
-  std::string msg = "smddp: " + where(-1) + " timed out after " + std::to_string(bound.count()) +
+  std::string msg = "smddp: " + where(-1) + ": Timed out after " + std::to_string(bound.count()) +
                     " ms";
   if (!recvFrom.empty()) msg += "; waiting for data from " + recvFrom;
   if (!sendTo.empty()) msg += "; sends not yet taken by " + sendTo;

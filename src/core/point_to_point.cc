@@ -217,7 +217,7 @@ std::exception_ptr PointToPoint::failure(const Pending& p, Why why) const {
     what = "peer " + peer + " is gone (process exited or connection lost)";
   } else if (why == Why::kExpired) {
     code = ErrorCode::kTimeout;
-    what = "timed out after " + std::to_string(p.timeout.count()) + " ms: " +
+    what = "Timed out after " + std::to_string(p.timeout.count()) + " ms: " +
            (p.path == Path::kLetterOut
                 ? peer + " took none of this rank's last messages (its mailbox is full): it " +
                       "posted no matching recv"

@@ -44,7 +44,7 @@ def sh(cmd, timeout, check=True, **kw):
                            timeout=timeout, cwd=kw.pop("cwd", ROOT), **kw)
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else e.stdout or ""
-        pytest.fail(f"timed out after {timeout}s: {' '.join(cmd)}\n{tail(out)}", pytrace=False)
+        pytest.fail(f"Timed out after {timeout}s: {' '.join(cmd)}\n{tail(out)}", pytrace=False)
     if check and p.returncode != 0:
         pytest.fail(f"exit {p.returncode}: {' '.join(cmd)}\n{tail(p.stdout)}", pytrace=False)
     return p

@@ -282,13 +282,13 @@ TEST(CoreBlockingErrors, MissingRankTimesOutNamingItThenBrokenThenAborted) {
         ErrorCode::kTimeout);
     EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
     EXPECT_NE(msg.find("all_reduce #0"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("timed out after 300 ms"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Timed out after 300 ms"), std::string::npos) << msg;
     if (rank == 1) {
       EXPECT_NE(msg.find("rank 2"), std::string::npos) << msg;
     }
     msg = expectError([&] { c.barrierBlocking(); }, ErrorCode::kBroken);
     EXPECT_NE(msg.find("barrier #1"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("timed out"), std::string::npos) << "names the first error: " << msg;
+    EXPECT_NE(msg.find("Timed out"), std::string::npos) << "names the first error: " << msg;
     c.abort();
     expectError([&] { c.barrierBlocking(); }, ErrorCode::kAborted);
   });

@@ -322,7 +322,7 @@ TEST_P(CoreP2pPath, AnUnmatchedReceiveTimesOutNamingPeerAndTag) {
     EXPECT_NE(msg.find("recv #0 (float32 x 1 = 4 B) from rank 1 (loopback), tag 5"),
               std::string::npos)
         << msg;
-    EXPECT_NE(msg.find("timed out after 300 ms"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Timed out after 300 ms"), std::string::npos) << msg;
     // The communicator still works for what follows.
     EXPECT_TRUE(c.brokenReason().empty());
   });

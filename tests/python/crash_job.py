@@ -36,8 +36,9 @@ def main(rank, store_dir, scenario):
         raise AssertionError("rank 1: all_reduce completed without its peer")
     if scenario == "bad_input":
         if rank == 1:
-            dist.all_reduce(torch.ones(3, dtype=torch.int16))  # raises inside the call
-            raise AssertionError("rank 1: int16 all_reduce did not raise")
+            quantized = torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.quint8)
+            dist.all_reduce(quantized)  # raises inside the call
+            raise AssertionError("rank 1: quint8 all_reduce did not raise")
         dist.all_reduce(t)  # must fail: rank 1 is gone
         raise AssertionError("rank 0: all_reduce completed without its peer")
     if scenario == "callback":

@@ -224,7 +224,7 @@ def test_link_cut_fails_every_rank_in_bounded_time(hosts, tmp_path):
         errors = [l for l in out[r].splitlines() if "error:" in l]
         assert errors, f"rank {r}: no error line:\n{out[r][-2000:]}"
         last_error[r] = errors[-1]
-        assert f"timed out after {timeout_ms} ms" in errors[-1] and re.search(
+        assert f"Timed out after {timeout_ms} ms" in errors[-1] and re.search(
             r"rank \d+ \(node[ab]\)", errors[-1]), f"rank {r}: unexpected error: {errors[-1]}"
     assert "all_reduce uses algorithm hier_split" in out[0], out[0][-3000:]  # the hierarchy
     # A rank blocked on a same-host peer that is itself stuck names that (healthy) peer: only the

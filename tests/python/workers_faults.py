@@ -39,18 +39,22 @@ def check_usable(rank, world, tag):
     assert t.tolist() == [want] * 5, f"rank {rank}: all_reduce after {tag}: {t.tolist()} != {want}"
 
 
+def _quantized():
+    """A tensor of a dtype no backend reduces: quantized uint8."""
+    return torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.quint8)
+
+
 def bad_input(rank, world, init_method):
     dist.init_process_group("smddp", init_method=init_method, rank=rank, world_size=world,
                             timeout=timedelta(seconds=30))
     # unsupported op / dtype: rejected on the calling thread, nothing sent
-    expect_raise(rank, "AVG on int32", lambda: dist.all_reduce(
-        torch.ones(3, dtype=torch.int32), op=dist.ReduceOp.AVG), "smddp", "avg", "int32")
-    check_usable(rank, world, "AVG on int32")
-    expect_raise(rank, "int16", lambda: dist.all_reduce(torch.ones(3, dtype=torch.int16)),
-                 "smddp", "dtype")
-    expect_raise(rank, "BXOR", lambda: dist.all_reduce(
-        torch.ones(3, dtype=torch.int32), op=dist.ReduceOp.BXOR), "smddp")
-    check_usable(rank, world, "int16 / BXOR")
+    expect_raise(rank, "AVG on bool", lambda: dist.all_reduce(
+        torch.ones(3, dtype=torch.bool), op=dist.ReduceOp.AVG), "smddp", "AVG", "Bool")
+    check_usable(rank, world, "AVG on bool")
+    expect_raise(rank, "quint8", lambda: dist.all_reduce(_quantized()), "smddp", "dtype")
+    expect_raise(rank, "BXOR on float32", lambda: dist.all_reduce(
+        torch.ones(3), op=dist.ReduceOp.BXOR), "smddp", "BXOR", "integer or bool")
+    check_usable(rank, world, "quint8 / BXOR")
     # all_gather_into_tensor whose input overlaps its output anywhere but this rank's block
     out = torch.zeros(4 * world)
     expect_raise(rank, "overlapping all_gather_into_tensor",

@@ -153,14 +153,14 @@ def timeout_error(rank, world, init_method):
     store.wait([f"synced/{r}" for r in range(world)], timedelta(seconds=30))
     if rank == 0:  # rank 1 never joins this one
         _expect(rank, "an all_reduce nobody joins", lambda: dist.all_reduce(torch.ones(3)),
-                "timed out")
+                "Timed out")
         assert _error_of() == ErrorType.TIMEOUT, _error_of()
         assert hook.calls == 1
         deadline = time.monotonic() + 10
         while len(records) < 6 and time.monotonic() < deadline:
             time.sleep(0.01)
         last = records[-1]
-        assert last["op"] == "ALLREDUCE" and not last["ok"] and "timed out" in last["error"], last
+        assert last["op"] == "ALLREDUCE" and not last["ok"] and "Timed out" in last["error"], last
     else:
         assert _error_of() == ErrorType.SUCCESS and hook.calls == 0
     backend.remove_completion_listener(1)

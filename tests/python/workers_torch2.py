@@ -197,7 +197,7 @@ def timeout_and_timing(rank, world, init_method):
             took = time.monotonic() - start
             assert took < 5, f"rank {rank}: raised after {took:.1f} s: {e}"
             if rank == 0:
-                assert "timed out after 1000 ms" in str(e), str(e)
+                assert "Timed out after 1000 ms" in str(e), str(e)
     reduce_on(rank, None, list(range(world)), "world group after a subgroup timed out")
     dist.destroy_process_group()
 
