@@ -61,6 +61,11 @@ class ProcessGroupSmddp : public compat::BackendBase {
                                      const ::c10d::AllreduceOptions& opts) override;
   c10::intrusive_ptr<Work> allreduce_coalesced(
       Tensors& tensors, const ::c10d::AllreduceCoalescedOptions& opts) override;
+#if SMDDP_TORCH_SPARSE_ALLREDUCE
+  // Sparse CUDA tensors arrive here (CPU ones through allreduce): refused with a clear error.
+  c10::intrusive_ptr<Work> allreduce_sparse(Tensors& tensors,
+                                            const ::c10d::AllreduceOptions& opts) override;
+#endif
   c10::intrusive_ptr<Work> allgather(std::vector<Tensors>& outputs, Tensors& inputs,
                                      const ::c10d::AllgatherOptions& opts) override;
   // all_gather_into_tensor: all_gather_single on torch >= 2.14, _allgather_base before.
@@ -189,6 +194,10 @@ class ProcessGroupSmddp : public compat::BackendBase {
   // finish (the caller then rethrows).
   void keepPosted(::c10d::OpType opType, SmddpWork::Requests requests, Tensors outputs,
                   Staging staging);
+
+  // all_reduce of a sparse COO CPU tensor (process_group_sparse.cc).
+  c10::intrusive_ptr<Work> allreduceSparse(at::Tensor& tensor,
+                                           const ::c10d::AllreduceOptions& opts);
 
   // recv and recvAnysource: one engine recv into tensors[0] (process_group_p2p.cc).
   c10::intrusive_ptr<Work> receive(Tensors& tensors, int srcRank, int tag, ::c10d::OpType opType,

@@ -51,6 +51,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::broadcast(
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce(
     Tensors& tensors, const ::c10d::AllreduceOptions& opts) {
+  if (tensors.size() == 1 && tensors[0].defined() && tensors[0].is_sparse()) {
+    return allreduceSparse(tensors[0], opts);
+  }
   checkSingle(tensors, "allreduce");
   ReduceOp op = checkedReduceOp(tensors[0], opts.reduceOp, "allreduce");
   premultiply(tensors[0], opts.reduceOp, "allreduce");
@@ -63,6 +66,15 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce(
   return finish(OpType::ALLREDUCE, one(std::move(request)), tensors, std::move(staging),
                 opts.timeout);
 }
+
+#if SMDDP_TORCH_SPARSE_ALLREDUCE
+c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce_sparse(
+    Tensors& tensors, const ::c10d::AllreduceOptions& opts) {
+  TORCH_CHECK(tensors.size() == 1 && tensors[0].defined(), "smddp: allreduce_sparse expects "
+              "exactly one tensor per process, got ", tensors.size());
+  return allreduceSparse(tensors[0], opts);  // checks layout and device
+}
+#endif
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce_coalesced(
     Tensors& tensors, const ::c10d::AllreduceCoalescedOptions& opts) {

@@ -81,6 +81,8 @@
 #define SMDDP_TORCH_FLOAT8_FNUZ SMDDP_TORCH_AT_LEAST(2, 2)
 #define SMDDP_TORCH_WIDE_UINTS SMDDP_TORCH_AT_LEAST(2, 3)
 #define SMDDP_TORCH_FLOAT8_E8M0 SMDDP_TORCH_AT_LEAST(2, 7)
+// Backend::allreduce_sparse (2.1): where sparse CUDA tensors arrive.
+#define SMDDP_TORCH_SPARSE_ALLREDUCE SMDDP_TORCH_AT_LEAST(2, 1)
 
 namespace smddp::torch_shim::compat {
 

@@ -39,7 +39,8 @@ def errors(rank, world, init_method):
         z = torch.full((3,), complex(rank, -rank), dtype=torch.cfloat)
         dist.broadcast(z, 0)
         assert z.tolist() == [0j] * 3, f"rank {rank}: complex broadcast: {z.tolist()}"
-    expect_error(rank, "sparse", lambda: dist.all_reduce(torch.ones(3).to_sparse()), "smddp")
+    expect_error(rank, "sparse MAX", lambda: dist.all_reduce(torch.ones(3).to_sparse(),
+                                                             op=dist.ReduceOp.MAX), "smddp")
     expect_error(rank, "allgather sizes",
                  lambda: dist.all_gather([torch.zeros(5) for _ in range(world)], torch.ones(4)),
                  "smddp", "allgather")
