@@ -81,6 +81,25 @@ ReduceOp toReduceOp(const ::c10d::ReduceOp& op, const char* what) {
   }
 }
 
+namespace {
+
+// torch's spelling of an engine op, for messages.
+const char* torchName(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "SUM";
+    case ReduceOp::kProd: return "PRODUCT";
+    case ReduceOp::kMin: return "MIN";
+    case ReduceOp::kMax: return "MAX";
+    case ReduceOp::kAvg: return "AVG";
+    case ReduceOp::kBand: return "BAND";
+    case ReduceOp::kBor: return "BOR";
+    case ReduceOp::kBxor: return "BXOR";
+  }
+  return "?";
+}
+
+}  // namespace
+
 ReduceOp checkedReduceOp(const at::Tensor& tensor, const ::c10d::ReduceOp& op, const char* what) {
   const ReduceOp engineOp = toReduceOp(op, what);
   const DataType dtype = toDataType(tensor, what);
@@ -88,7 +107,7 @@ ReduceOp checkedReduceOp(const at::Tensor& tensor, const ::c10d::ReduceOp& op, c
   TORCH_CHECK(!premul || dtype != DataType::kBool, "smddp: ", what,
               ": ReduceOp.PREMUL_SUM is not defined for bool tensors");
   TORCH_CHECK(reductionDefined(dtype, engineOp), "smddp: ", what, ": ReduceOp.",
-              premul ? "PREMUL_SUM" : toString(engineOp), " is not supported for dtype ",
+              premul ? "PREMUL_SUM" : torchName(engineOp), " is not supported for dtype ",
               tensor.scalar_type(), " (", reductionRefusal(dtype, engineOp), ")");
   return engineOp;
 }

@@ -36,9 +36,9 @@ def main(rank, store_dir, scenario):
         raise AssertionError("rank 1: all_reduce completed without its peer")
     if scenario == "bad_input":
         if rank == 1:
-            quantized = torch.quantize_per_tensor(torch.ones(3), 0.1, 0, torch.quint8)
-            dist.all_reduce(quantized)  # raises inside the call
-            raise AssertionError("rank 1: quint8 all_reduce did not raise")
+            odd = torch.empty(3, dtype=getattr(torch, "bits8", torch.complex32))
+            dist.broadcast(odd, 0)  # raises inside the call
+            raise AssertionError("rank 1: a broadcast of an unsupported dtype did not raise")
         dist.all_reduce(t)  # must fail: rank 1 is gone
         raise AssertionError("rank 0: all_reduce completed without its peer")
     if scenario == "callback":

@@ -26,7 +26,7 @@ RUNS = int(os.environ.get("SMDDP_CRASH_RUNS", "20"))
 SCENARIOS = {
     "after": ["planned error after collectives"] * 2,
     "inside": ["planned error while rank 1 is inside", "rank 0"],
-    "bad_input": ["rank 1", "QUInt8"],
+    "bad_input": ["rank 1", "dtype"],
     "callback": ["ZeroDivisionError"] * 2,
 }
 PARALLEL = 2  # jobs at a time

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Faults through torch.distributed over smddp (2-3 spawned ranks, time-bounded by harness.run):
 
-- bad input (AVG on bool, quint8, BXOR on float32, overlapping all_gather buffers, roots outside
+- bad input (AVG on bool, bits8, BXOR on float32, overlapping all_gather buffers, roots outside
   the group, a meta tensor) raises at once, and the group still gives right answers afterwards;
   non-contiguous tensors (transposed, strided) work in all_reduce, broadcast and all_gather;
 - ranks that disagree on a collective (size, dtype, kind, root) all raise within a few PG timeouts;
