@@ -2,7 +2,8 @@
 // The float8 formats torch offers, as storage types with their float32 conversions. One copy of
 // the arithmetic serves the CPU kernels (kernels.h, once per ISA) and the CUDA kernels
 // (cuda/ops_cuda.cuh), so a GPU reduction equals the CPU's bit for bit.
-// Invariants (torch's own conversions, which these equal for all 2^32 float inputs):
+// Invariants (torch's own conversions; tests/unit checks every 8-bit pattern against an
+// independent reference, tests/python/test_dtypes.py random sums and products against torch):
 // - widening is exact; narrowing rounds to nearest, ties to even;
 // - e4m3fn saturates: a finite overflow and +-inf give +-448; NaN gives 0x7F with the sign;
 // - e5m2 is IEEE-like: overflow gives +-inf, NaN gives 0x7F with the sign;
