@@ -55,8 +55,8 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce(
     return allreduceSparse(tensors[0], opts);
   }
   checkSingle(tensors, "allreduce");
-  ReduceOp op = checkedReduceOp(tensors[0], opts.reduceOp, "allreduce");
-  premultiply(tensors[0], opts.reduceOp, "allreduce");
+  ReduceOp op = checkedReduceOp(tensors[0], opts.reduceOp, "allreduce", rank_);
+  premultiply(tensors[0], opts.reduceOp, "allreduce", rank_);
   const CommUse use = enter();
   Communicator& c = use.comm();
   Staging staging;
@@ -82,10 +82,10 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduce_coalesced(
   bool sameType = true;
   for (const auto& t : tensors) {
     checkTensor(t, "allreduce_coalesced");
-    checkedReduceOp(t, opts.reduceOp, "allreduce_coalesced");
+    checkedReduceOp(t, opts.reduceOp, "allreduce_coalesced", rank_);
     sameType = sameType && t.scalar_type() == tensors[0].scalar_type();
   }
-  for (const auto& t : tensors) premultiply(t, opts.reduceOp, "allreduce_coalesced");
+  for (const auto& t : tensors) premultiply(t, opts.reduceOp, "allreduce_coalesced", rank_);
   const CommUse use = enter();
   Communicator& c = use.comm();
   Staging staging;

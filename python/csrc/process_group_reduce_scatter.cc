@@ -32,8 +32,8 @@ void checkPair(const at::Tensor& output, const at::Tensor& input, int size, cons
 // `output` (staged back).
 Request post(Communicator& c, Staging& staging, const at::Tensor& output, const at::Tensor& input,
              const ::c10d::ReduceOp& rop, const char* what) {
-  const ReduceOp op = checkedReduceOp(input, rop, what);
-  const at::Tensor in = premultiplied(input, rop, what);
+  const ReduceOp op = checkedReduceOp(input, rop, what, c.rank());
+  const at::Tensor in = premultiplied(input, rop, what, c.rank());
   at::Tensor send = staging.stage(in, /*copyIn=*/true, /*copyBack=*/false);
   staging.keepAlive(in);
   at::Tensor recv = staging.stage(output, /*copyIn=*/false, /*copyBack=*/true);
@@ -49,7 +49,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce(Tensors& tensors,
   TORCH_CHECK(opts.rootRank >= 0 && opts.rootRank < size_, "smddp: reduce root rank ",
               opts.rootRank, " is out of range for a group of size ", size_);
   TORCH_CHECK(opts.rootTensor == 0, "smddp: reduce rootTensor must be 0, got ", opts.rootTensor);
-  const ReduceOp op = checkedReduceOp(tensors[0], opts.reduceOp, what);
+  const ReduceOp op = checkedReduceOp(tensors[0], opts.reduceOp, what, rank_);
   const bool isRoot = opts.rootRank == rank_;
   const CommUse use = enter();
   Communicator& c = use.comm();
@@ -57,7 +57,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reduce(Tensors& tensors,
   at::Tensor work = staging.stage(tensors[0], /*copyIn=*/true, /*copyBack=*/isRoot);
   const Buffer buffer = toBuffer(work, what);
   // PREMUL_SUM sends a scaled copy: a non-root's tensor stays as it was.
-  const at::Tensor scaled = premultiplied(work, opts.reduceOp, what);
+  const at::Tensor scaled = premultiplied(work, opts.reduceOp, what, rank_);
   staging.keepAlive(scaled);
   SmddpWork::Requests requests;
   requests.push_back(c.reduce(toBuffer(scaled, what), buffer, op, static_cast<int>(opts.rootRank)));

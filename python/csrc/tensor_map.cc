@@ -100,13 +100,14 @@ const char* torchName(ReduceOp op) {
 
 }  // namespace
 
-ReduceOp checkedReduceOp(const at::Tensor& tensor, const ::c10d::ReduceOp& op, const char* what) {
+ReduceOp checkedReduceOp(const at::Tensor& tensor, const ::c10d::ReduceOp& op, const char* what,
+                         int rank) {
   const ReduceOp engineOp = toReduceOp(op, what);
   const DataType dtype = toDataType(tensor, what);
   const bool premul = op.op_ == compat::kPremulSum;
-  TORCH_CHECK(!premul || dtype != DataType::kBool, "smddp: ", what,
+  TORCH_CHECK(!premul || dtype != DataType::kBool, "smddp: rank ", rank, ": ", what,
               ": ReduceOp.PREMUL_SUM is not defined for bool tensors");
-  TORCH_CHECK(reductionDefined(dtype, engineOp), "smddp: ", what, ": ReduceOp.",
+  TORCH_CHECK(reductionDefined(dtype, engineOp), "smddp: rank ", rank, ": ", what, ": ReduceOp.",
               premul ? "PREMUL_SUM" : torchName(engineOp), " is not supported for dtype ",
               tensor.scalar_type(), " (", reductionRefusal(dtype, engineOp), ")");
   return engineOp;
@@ -126,18 +127,20 @@ at::Tensor premulFactorOf(const at::Tensor& input, const ::c10d::ReduceOp& op, c
 
 // input x factor in input's dtype: float8 multiplies in float32 and rounds once (torch has no
 // float8 arithmetic on the CPU); integers multiply in 64 bits and wrap, with an integral factor.
-at::Tensor premultiplied(const at::Tensor& input, const ::c10d::ReduceOp& op, const char* what) {
+at::Tensor premultiplied(const at::Tensor& input, const ::c10d::ReduceOp& op, const char* what,
+                         int rank) {
   if (op.op_ != compat::kPremulSum) return input;
-  checkedReduceOp(input, op, what);
+  checkedReduceOp(input, op, what, rank);
   const at::Tensor factor = premulFactorOf(input, op, what);
   const DataType dtype = toDataType(input, what);
   const at::ScalarType type = input.scalar_type();
   at::NoGradGuard noGrad;
   if (isIntegral(dtype)) {
-    TORCH_CHECK(!factor.is_complex(), "smddp: ", what,
+    TORCH_CHECK(!factor.is_complex(), "smddp: rank ", rank, ": ", what,
                 ": a complex PREMUL_SUM factor cannot scale a ", type, " tensor");
     const double value = factor.to(at::kDouble).item<double>();
-    TORCH_CHECK(value == std::trunc(value), "smddp: ", what, ": the PREMUL_SUM factor ", value,
+    TORCH_CHECK(value == std::trunc(value), "smddp: rank ", rank, ": ", what,
+                ": the PREMUL_SUM factor ", value,
                 " is not an integer, so it cannot scale a ", type, " tensor");
     return at::mul(input.to(at::kLong), factor.to(at::kLong)).to(type).contiguous();
   }
@@ -147,9 +150,10 @@ at::Tensor premultiplied(const at::Tensor& input, const ::c10d::ReduceOp& op, co
   return at::mul(input, factor).to(type).contiguous();
 }
 
-void premultiply(const at::Tensor& tensor, const ::c10d::ReduceOp& op, const char* what) {
+void premultiply(const at::Tensor& tensor, const ::c10d::ReduceOp& op, const char* what,
+                 int rank) {
   if (op.op_ != compat::kPremulSum) return;
-  const at::Tensor scaled = premultiplied(tensor, op, what);
+  const at::Tensor scaled = premultiplied(tensor, op, what, rank);
   at::NoGradGuard noGrad;
   tensor.copy_(scaled);
 }

@@ -23,14 +23,16 @@ DataType toDataType(const at::Tensor& tensor, const char* what);
 // by its factor first (premultiplied / premultiply).
 ReduceOp toReduceOp(const ::c10d::ReduceOp& op, const char* what);
 // toReduceOp, after checking that the engine defines the op for the tensor's dtype (a torch
-// error naming the collective, the op, the dtype and why, before anything is touched).
-ReduceOp checkedReduceOp(const at::Tensor& tensor, const ::c10d::ReduceOp& op, const char* what);
+// error naming the rank, the collective, the op, the dtype and why, before anything is touched).
+ReduceOp checkedReduceOp(const at::Tensor& tensor, const ::c10d::ReduceOp& op, const char* what,
+                         int rank);
 
 // For ReduceOp.PREMUL_SUM: input x the op's factor, a new contiguous tensor of input's dtype
 // (not bool; an integer tensor needs an integral factor); input itself for every other op.
-at::Tensor premultiplied(const at::Tensor& input, const ::c10d::ReduceOp& op, const char* what);
+at::Tensor premultiplied(const at::Tensor& input, const ::c10d::ReduceOp& op, const char* what,
+                         int rank);
 // The same in place, for a tensor the collective overwrites anyway (all_reduce).
-void premultiply(const at::Tensor& tensor, const ::c10d::ReduceOp& op, const char* what);
+void premultiply(const at::Tensor& tensor, const ::c10d::ReduceOp& op, const char* what, int rank);
 
 // Checks that the tensor lives in CPU or CUDA memory, is dense and has a supported dtype.
 void checkTensor(const at::Tensor& tensor, const char* what);
