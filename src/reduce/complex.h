@@ -6,13 +6,7 @@
 // every ISA and the GPU agree bit for bit; the average divides each part by the divisor.
 #pragma once
 
-#ifndef SMDDP_HD
-#ifdef __CUDACC__
-#define SMDDP_HD __host__ __device__
-#else
-#define SMDDP_HD
-#endif
-#endif
+#include "reduce/host_device.h"
 
 namespace smddp::reduce {
 namespace {

@@ -12,13 +12,7 @@
 
 #include "smddp/types.h"
 
-#ifndef SMDDP_HD
-#ifdef __CUDACC__
-#define SMDDP_HD __host__ __device__
-#else
-#define SMDDP_HD
-#endif
-#endif
+#include "reduce/host_device.h"
 
 namespace smddp::reduce {
 namespace {

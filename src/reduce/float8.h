@@ -16,13 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
-#ifndef SMDDP_HD
-#ifdef __CUDACC__
-#define SMDDP_HD __host__ __device__
-#else
-#define SMDDP_HD
-#endif
-#endif
+#include "reduce/host_device.h"
 
 namespace smddp::reduce {
 namespace {

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "reduce/kernels.h"
+#include "reduce/storage_types.h"
 
 namespace smddp::reduce {
 namespace {
@@ -68,26 +69,9 @@ constexpr void fillRow(KernelTable& t) {
 constexpr KernelTable makeTable(const char* name) {
   KernelTable t = {};
   t.name = name;
-  fillRow<float, DataType::kFloat32>(t);
-  fillRow<double, DataType::kFloat64>(t);
-  fillRow<Half, DataType::kFloat16>(t);
-  fillRow<BFloat16, DataType::kBFloat16>(t);
-  fillRow<int8_t, DataType::kInt8>(t);
-  fillRow<uint8_t, DataType::kUInt8>(t);
-  fillRow<int32_t, DataType::kInt32>(t);
-  fillRow<int64_t, DataType::kInt64>(t);
-  fillRow<int16_t, DataType::kInt16>(t);
-  fillRow<uint16_t, DataType::kUInt16>(t);
-  fillRow<uint32_t, DataType::kUInt32>(t);
-  fillRow<uint64_t, DataType::kUInt64>(t);
-  fillRow<uint8_t, DataType::kBool>(t);
-  fillRow<Float8<F8E4M3FN>, DataType::kFloat8E4M3FN>(t);
-  fillRow<Float8<F8E4M3FNUZ>, DataType::kFloat8E4M3FNUZ>(t);
-  fillRow<Float8<F8E5M2>, DataType::kFloat8E5M2>(t);
-  fillRow<Float8<F8E5M2FNUZ>, DataType::kFloat8E5M2FNUZ>(t);
-  fillRow<Float8<F8E8M0Format>, DataType::kFloat8E8M0FNU>(t);
-  fillRow<Complex<float>, DataType::kComplex64>(t);
-  fillRow<Complex<double>, DataType::kComplex128>(t);
+#define SMDDP_FILL_ROW(T, D) fillRow<T, DataType::D>(t);
+  SMDDP_REDUCE_STORAGE_TYPES(SMDDP_FILL_ROW)
+#undef SMDDP_FILL_ROW
   return t;
 }
 

@@ -13,6 +13,7 @@
 
 #include "reduce/cuda/kernels_cuda.cuh"
 #include "reduce/cuda/reducer_cuda.h"
+#include "reduce/storage_types.h"
 #include "smddp/error.h"
 
 namespace smddp::reduce {
@@ -92,26 +93,9 @@ constexpr void fillRow(CudaTable& t) {
 // The one table of what is instantiated: every pair reductionDefined() names, as on the CPU.
 constexpr CudaTable makeTable() {
   CudaTable t = {};
-  fillRow<float, DataType::kFloat32>(t);
-  fillRow<double, DataType::kFloat64>(t);
-  fillRow<Half, DataType::kFloat16>(t);
-  fillRow<BFloat16, DataType::kBFloat16>(t);
-  fillRow<int8_t, DataType::kInt8>(t);
-  fillRow<uint8_t, DataType::kUInt8>(t);
-  fillRow<int32_t, DataType::kInt32>(t);
-  fillRow<int64_t, DataType::kInt64>(t);
-  fillRow<int16_t, DataType::kInt16>(t);
-  fillRow<uint16_t, DataType::kUInt16>(t);
-  fillRow<uint32_t, DataType::kUInt32>(t);
-  fillRow<uint64_t, DataType::kUInt64>(t);
-  fillRow<uint8_t, DataType::kBool>(t);
-  fillRow<Float8<F8E4M3FN>, DataType::kFloat8E4M3FN>(t);
-  fillRow<Float8<F8E4M3FNUZ>, DataType::kFloat8E4M3FNUZ>(t);
-  fillRow<Float8<F8E5M2>, DataType::kFloat8E5M2>(t);
-  fillRow<Float8<F8E5M2FNUZ>, DataType::kFloat8E5M2FNUZ>(t);
-  fillRow<Float8<F8E8M0Format>, DataType::kFloat8E8M0FNU>(t);
-  fillRow<Complex<float>, DataType::kComplex64>(t);
-  fillRow<Complex<double>, DataType::kComplex128>(t);
+#define SMDDP_FILL_ROW(T, D) fillRow<T, DataType::D>(t);
+  SMDDP_REDUCE_STORAGE_TYPES(SMDDP_FILL_ROW)
+#undef SMDDP_FILL_ROW
   return t;
 }
 constexpr CudaTable kTable = makeTable();
