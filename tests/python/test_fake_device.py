@@ -6,7 +6,7 @@ through CUDA IPC, SMDDP_DEVICE_IPC=1), started after the
 work queued on the rank's stream, the results waited for on that stream — with random delays on
 every stream (SMDDP_FAKE_DEVICE_DELAY_US), so a missing stream wait gives wrong data. The checks
 are the host tests' own: the collectives suite (closed-form results, every collective, dtype and
-op, in place and strided, async and dropped Works), send/recv (ring exchanges, any source,
+op, in place and strided, async and dropped Works), every dtype torch carries (test_dtypes.py), send/recv (ring exchanges, any source,
 batches, objects), DDP trained exactly as over gloo, FSDP2 equal to gloo and the unsharded model,
 a 1F1B pipeline equal to the unsplit model, tensor parallelism and compiled functional
 collectives."""
@@ -15,6 +15,7 @@ import pytest
 import harness
 import workers_collectives
 import workers_ddp
+import workers_dtypes
 import workers_fsdp
 import workers_p2p
 import workers_parallel
@@ -34,6 +35,12 @@ def fake_device(monkeypatch):
 def test_collectives_on_the_fake_device(world, init, ipc, monkeypatch):
     monkeypatch.setenv("SMDDP_DEVICE_IPC", ipc)  # 1: all_reduce through CUDA IPC in the host
     harness.run(workers_collectives.suite, world, init=init, timeout=240)
+
+
+def test_every_dtype_and_op_on_the_fake_device(monkeypatch, tmp_path):
+    """test_dtypes.py's checks, every tensor on the fake device (all_reduce through CUDA IPC)."""
+    monkeypatch.setenv("SMDDP_DEVICE_IPC", "1")
+    harness.run(workers_dtypes.every_dtype, 3, timeout=240, args=(str(tmp_path),))
 
 
 @pytest.mark.parametrize("ipc", ["0", "1"])
