@@ -48,6 +48,16 @@ std::string describe(const at::Tensor& row) {
   return s + "]";
 }
 
+// torch coalesces neither float8 nor uint16/32/64 tensors on the CPU: those sum in float32 and
+// int64 (the same bits modulo 2^n for the unsigned types) and are converted back once.
+at::ScalarType computeType(at::ScalarType type, DataType dtype) {
+  if (isFloatingPoint(dtype) && dataTypeSize(dtype) == 1) return at::kFloat;
+  if (dtype == DataType::kUInt16 || dtype == DataType::kUInt32 || dtype == DataType::kUInt64) {
+    return at::kLong;
+  }
+  return type;
+}
+
 }  // namespace
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduceSparse(
@@ -65,7 +75,9 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduceSparse(
   TORCH_CHECK(reductionDefined(dtype, ReduceOp::kSum), "smddp: ", what, ": dtype ",
               tensor.scalar_type(), " has no SUM");
   at::NoGradGuard noGrad;
-  const at::Tensor input = tensor.coalesce();
+  const at::ScalarType wide = computeType(tensor.scalar_type(), dtype);
+  const at::Tensor input = tensor.to(wide).coalesce();
+  const DataType wireType = toDataType(input, what);
   const CommUse use = enter();
   Communicator& c = use.comm();
 
@@ -98,7 +110,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduceSparse(
   allValShape.insert(allValShape.begin(), size_);
   at::Tensor allVal = at::empty(allValShape, values.options());
   c.allGatherBlocking(hostBuffer(paddedIdx, DataType::kInt64), hostBuffer(allIdx, DataType::kInt64));
-  c.allGatherBlocking(hostBuffer(paddedVal, dtype), hostBuffer(allVal, dtype));
+  c.allGatherBlocking(hostBuffer(paddedVal, wireType), hostBuffer(allVal, wireType));
 
   std::vector<at::Tensor> idxParts, valParts;
   for (int r = 0; r < size_; ++r) {
@@ -110,7 +122,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduceSparse(
       at::sparse_coo_tensor(at::cat(idxParts, 1), at::cat(valParts, 0), input.sizes(),
                             input.options())
           .coalesce();
-  tensor.copy_(sum);
+  tensor.copy_(sum.to(tensor.scalar_type()));
   return finish(::c10d::OpType::ALLREDUCE, {}, {tensor}, Staging(), opts.timeout);
 }
 

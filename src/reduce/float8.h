@@ -70,7 +70,9 @@ struct F8Format {
                           : inf ? 0x7F800000u
                           : exp == 0 ? f8FloatBits(sub)
                                      : normal;
-    return f8BitsFloat(bits | (nan ? 0u : sign));
+    // A NaN keeps its sign (torch's widening does), except the fnuz NaN, whose sign bit is the
+    // NaN itself.
+    return f8BitsFloat(bits | (nan && kSpecial == F8Special::kFnuz ? 0u : sign));
   }
 
   SMDDP_HD static uint8_t narrow(float f) {

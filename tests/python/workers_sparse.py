@@ -10,7 +10,7 @@ import torch.nn as nn
 def _sparse(rank, dtype):
     # rank r holds rows r, r + 1 and 7 (shared by all ranks), some duplicated before coalescing
     idx = torch.tensor([[rank, rank + 1, 7, rank]])
-    val = torch.tensor([[1, 2], [3, 4], [5, 6], [10, 20]], dtype=torch.float64).to(dtype) * (rank + 1)
+    val = (torch.tensor([[1, 2], [3, 4], [5, 6], [10, 20]], dtype=torch.float64) * (rank + 1)).to(dtype)
     return torch.sparse_coo_tensor(idx, val, (10, 2))
 
 
@@ -25,7 +25,7 @@ def sparse_all_reduce(rank, world, init_method):
     dist.init_process_group("smddp", init_method=init_method, rank=rank, world_size=world,
                             timeout=timedelta(seconds=60))
     gloo = dist.new_group(backend="gloo")
-    for dtype in (torch.float32, torch.float64, torch.int64, torch.int32):
+    for dtype in (torch.float32, torch.float64, torch.int64, torch.int32):  # gloo has these
         t = _sparse(rank, dtype)
         dist.all_reduce(t)
         assert t.is_sparse and t.is_coalesced(), f"rank {rank}: {dtype}: not a coalesced result"
@@ -37,6 +37,18 @@ def sparse_all_reduce(rank, world, init_method):
         work = dist.all_reduce(_sparse(rank, dtype), async_op=True)
         work.wait()
         assert torch.equal(work.result()[0].to_dense(), want), f"rank {rank}: Work.result()"
+    # dtypes torch cannot coalesce on the CPU (smddp sums them wider and converts back once)
+    for name in ("float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64"):
+        dtype = getattr(torch, name, None)
+        if dtype is None:
+            continue
+        t = _sparse(rank, dtype)
+        dist.all_reduce(t)
+        got = t.to(torch.float64).to_dense()  # torch has no to_dense for these dtypes
+        # the inputs as the dtype holds them, summed exactly, rounded once to the dtype
+        exact = sum(_sparse(r, dtype).to(torch.float64).to_dense() for r in range(world))
+        want = exact.to(dtype).to(torch.float64)
+        assert torch.equal(got, want), f"rank {rank}: {name}: {got} != {want}"
     # an empty sparse tensor on one rank, a 2-D sparse index with a dense trailing dim elsewhere
     t = torch.sparse_coo_tensor(torch.zeros(1, 0, dtype=torch.long), torch.zeros(0, 2), (10, 2))
     if rank == 0:

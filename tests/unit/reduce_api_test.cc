@@ -147,6 +147,16 @@ TEST(ReduceApi, NewDtypesClosedForms) {
     uint8_t fz[1] = {0x7F};
     reduce(DataType::kFloat8E4M3FNUZ, ReduceOp::kSum, o8, fz, fz, 1);
     EXPECT_EQ(o8[0], 0x80) << t->name;
+    // a NaN keeps its sign through the float32 arithmetic, as torch's widening keeps it:
+    // e4m3fn -NaN (0xFF) + 1 is 0xFF, e5m2 -NaN (0xFF) x 1 is 0xFF; the fnuz NaN stays 0x80
+    uint8_t nan8[1] = {0xFF}, one8[1] = {0x38}, e5one[1] = {0x3C};
+    reduce(DataType::kFloat8E4M3FN, ReduceOp::kSum, o8, nan8, one8, 1);
+    EXPECT_EQ(o8[0], 0xFF) << t->name;
+    reduce(DataType::kFloat8E5M2, ReduceOp::kProd, o8, nan8, e5one, 1);
+    EXPECT_EQ(o8[0], 0xFF) << t->name;
+    uint8_t fnuzNan[1] = {0x80}, fnuzOne[1] = {0x40};
+    reduce(DataType::kFloat8E4M3FNUZ, ReduceOp::kSum, o8, fnuzNan, fnuzOne, 1);
+    EXPECT_EQ(o8[0], 0x80) << t->name;
     uint8_t e8[1] = {127 + 3};
     reduce(DataType::kFloat8E8M0FNU, ReduceOp::kSum, o8, e8, e8, 1);
     EXPECT_EQ(o8[0], 127 + 4) << t->name;
