@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Every engine dtype with its storage type, as an X-macro: X(storage type, DataType enumerator).
+// Every engine op, X(ReduceOp enumerator), and every engine dtype with its storage type,
+// X(storage type, DataType enumerator), as X-macros.
 // The CPU table (kernel_rows.h) and the CUDA table (cuda/reducer_cuda.cu) both expand it, each
 // with its own Half and BFloat16; Float8 and Complex come from float8.h and complex.h.
 #pragma once
@@ -25,3 +26,5 @@
   X(Float8<F8E8M0Format>, kFloat8E8M0FNU)                                                \
   X(Complex<float>, kComplex64)                                                          \
   X(Complex<double>, kComplex128)
+
+#define SMDDP_REDUCE_OPS(X) X(kSum) X(kProd) X(kMin) X(kMax) X(kAvg) X(kBand) X(kBor) X(kBxor)

@@ -76,14 +76,9 @@ constexpr void fillOp(CudaTable& t) {
 template <class T, DataType D>
 constexpr void fillRow(CudaTable& t) {
   t.elemSize[int(D)] = sizeof(T);
-  fillOp<T, D, ReduceOp::kSum>(t);
-  fillOp<T, D, ReduceOp::kProd>(t);
-  fillOp<T, D, ReduceOp::kMin>(t);
-  fillOp<T, D, ReduceOp::kMax>(t);
-  fillOp<T, D, ReduceOp::kAvg>(t);
-  fillOp<T, D, ReduceOp::kBand>(t);
-  fillOp<T, D, ReduceOp::kBor>(t);
-  fillOp<T, D, ReduceOp::kBxor>(t);
+#define SMDDP_FILL_OP(OP) fillOp<T, D, ReduceOp::OP>(t);
+  SMDDP_REDUCE_OPS(SMDDP_FILL_OP)
+#undef SMDDP_FILL_OP
   if constexpr (reductionDefined(D, ReduceOp::kAvg)) {
     t.average[int(D)] = &launchAverage<T>;
     t.loadAverage[int(D)] = &loadAverage<T>;
