@@ -60,6 +60,9 @@ class Communicator {
   int size() const;
   // The libfabric provider in use ("shm", "tcp;ofi_rxm", "efa"), or "loopback".
   std::string provider() const;
+  // How long a waiting rank busy-polls before it yields its CPU, in microseconds: SMDDP_SPIN_US
+  // or Options, or (automatic) 0 when this host's ranks outnumber the CPUs they may use.
+  int64_t spinUs() const;
 
   // recv = op over all ranks' send. In place when send.data == recv.data.
   Request allReduce(const Buffer& send, const Buffer& recv, ReduceOp op);

@@ -89,6 +89,9 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("provider", &ProcessGroupSmddp::provider,
                              "libfabric provider in use (e.g. 'shm', 'tcp;ofi_rxm')")
       .def_property_readonly("communicator_name", &ProcessGroupSmddp::name)
+      .def_property_readonly("spin_us", &ProcessGroupSmddp::spinUs,
+                             "how long a waiting rank busy-polls before yielding its CPU (us): "
+                             "SMDDP_SPIN_US, or chosen from the CPUs this host's ranks may use")
       .def_property_readonly(
           "timeout_seconds",
           [](const ProcessGroupSmddp& pg) { return pg.timeout().count() / 1000.0; })

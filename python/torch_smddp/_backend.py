@@ -54,8 +54,8 @@ def create_backend(dist_backend_opts, pg_options=None):
 
 def backend_of(group=None):
     """The ProcessGroupSmddp behind `group` (default: the world group), for its smddp-specific
-    properties (provider, communicator_name, timeout_seconds). torch 2.x groups dispatch to a
-    backend per device; torch 1.13's group is the backend itself."""
+    properties (provider, communicator_name, timeout_seconds, spin_us). torch 2.x groups
+    dispatch to a backend per device; torch 1.13's group is the backend itself."""
     pg = group if group is not None else dist.distributed_c10d._get_default_group()
     if isinstance(pg, _C.ProcessGroupSmddp):
         return pg

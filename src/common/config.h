@@ -55,7 +55,8 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
     "large groups get smaller letters); larger ones through libfabric. 0: all through libfabric.") \
   X(spinUs, "SMDDP_SPIN_US", Int, -1,                                                              \
     "How long a waiting rank busy-polls before it starts yielding the core, in microseconds. "     \
-    "-1 (auto): 20, or 0 when this host runs more ranks than it has cores.")                       \
+    "-1 (auto): 20, or 0 when this host runs more ranks than the CPUs they may use (the union of " \
+    "their affinity masks, capped by their cgroup's CPU quota).")                                  \
   X(debug, "SMDDP_DEBUG", Level, "WARN",                                                           \
     "Log level: NONE, WARN, INFO (version, provider, layout, algorithm choices) or TRACE.")        \
   X(store, "SMDDP_STORE", String, "",                                                              \

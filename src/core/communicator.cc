@@ -129,6 +129,7 @@ Communicator::~Communicator() = default;
 int Communicator::rank() const { return impl_->rank(); }
 int Communicator::size() const { return impl_->size(); }
 std::string Communicator::provider() const { return impl_->provider(); }
+int64_t Communicator::spinUs() const { return impl_->settings().spinUs; }
 
 Request Communicator::allReduce(const Buffer& send, const Buffer& recv, ReduceOp op) {
   return impl_->post(core::checkAllReduce({rank(), size()}, send, recv, op));

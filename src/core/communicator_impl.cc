@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/cpus.h"
 #include "common/logging.h"
 #include "core/recycling_allocator.h"
 #include "reduce/reducer.h"
@@ -81,10 +82,16 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
     const auto& peers = transport_->peers();
     const std::string& me = static_cast<size_t>(rank_) < peers.size() ? peers[rank_].host : "";
     const int local = transport::ranksOnHost(peers, me);
-    const unsigned cores = std::thread::hardware_concurrency();
+    std::vector<std::string> masks;
+    for (const auto& p : peers) {
+      if (p.host == me) masks.push_back(p.cpus);
+    }
+    const unsigned usable = common::usableCpusOf(masks);
+    const unsigned cores = usable > 0 ? usable : std::thread::hardware_concurrency();
     settings_.spinUs = spinForHost(local, cores);
-    SMDDP_INFO(rank_, local << " rank(s) on this host with " << cores << " core(s): waiters spin "
-                            << settings_.spinUs << " us");
+    SMDDP_INFO(rank_, local << " rank(s) on this host with " << cores << " usable CPU(s)"
+                            << (usable > 0 ? "" : " (the machine's count: masks unknown)")
+                            << ": waiters spin " << settings_.spinUs << " us");
   }
   if (rank_ == 0) {
     SMDDP_INFO(rank_, "smddp " << versionString() << ": " << size_ << " ranks on "

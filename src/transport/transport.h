@@ -57,6 +57,7 @@ struct PeerInfo {
   std::string host;
   int pid = 0;
   std::string ip;  // its endpoint's IP address, where the provider's addresses are IP (tcp, net)
+  std::string cpus;  // the CPUs it may use, common::describeUsableCpus() ("" unknown)
 };
 
 // How many of `peers` run on `host`.

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Rank bodies for test_errors.py and test_groups.py: clear RuntimeErrors for everything smddp
-does not do, bounded waits, and several (overlapping) groups in one job.
+"""Rank bodies for test_errors.py, test_groups.py and test_spin.py: clear RuntimeErrors for
+everything smddp does not do, bounded waits, several (overlapping) groups in one job, and the
+automatic spin under affinity masks.
 Invariant: every rank issues the same collectives in the same order on each group it belongs to.
 """
+import os
 import time
 from datetime import timedelta
 
@@ -116,4 +118,20 @@ def groups(rank, world, init_method):
             dist.all_reduce(t, group=whole)
             assert t.tolist() == [float(world)] * 2
     dist.barrier()
+    dist.destroy_process_group()
+
+
+def spin_under_affinity(rank, world, init_method, masks, expected):
+    """Pins this rank to masks[rank] (None: as started), then checks the spin the group chose."""
+    if masks is not None:
+        os.sched_setaffinity(0, masks[rank])
+    dist.init_process_group("smddp", init_method=init_method, rank=rank, world_size=world)
+    import torch_smddp
+
+    spin = torch_smddp.backend_of().spin_us
+    assert spin == expected, (f"rank {rank} of {world}, CPUs {sorted(os.sched_getaffinity(0))}: "
+                              f"spin {spin} us, expected {expected}")
+    t = torch.full((5,), float(rank + 1))
+    dist.all_reduce(t)
+    assert t.tolist() == [world * (world + 1) / 2] * 5, f"rank {rank}: {t.tolist()}"
     dist.destroy_process_group()

@@ -7,6 +7,8 @@
 #include <new>
 #include <string>
 
+#include "common/cpus.h"
+
 namespace smddp::transport {
 namespace {
 
@@ -19,7 +21,11 @@ class LoopbackTransport final : public Transport {
  public:
   LoopbackTransport(std::shared_ptr<LoopbackFabric> fabric, int rank)
       : fabric_(std::move(fabric)), rank_(rank), peers_(static_cast<size_t>(fabric_->size())) {
-    for (auto& p : peers_) p.host = "loopback";
+    const std::string cpus = common::describeUsableCpus();  // one process: one mask
+    for (auto& p : peers_) {
+      p.host = "loopback";
+      p.cpus = cpus;
+    }
   }
   ~LoopbackTransport() override {
     for (Op* op : sends_) cancel(*op);

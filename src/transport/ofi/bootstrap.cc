@@ -18,6 +18,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/cpus.h"
 #include "common/logging.h"
 #include "smddp/error.h"
 #include "smddp/store.h"
@@ -56,7 +57,7 @@ std::string awaitPeer(Store& store, const std::string& key, int rank, int peer, 
 std::vector<PeerInfo> exchangeHosts(Store& store, const std::string& prefix, int rank, int size,
                                     const Deadline& deadline) {
   store.set(prefix + "/host/" + std::to_string(rank),
-            hostName() + "\n" + std::to_string(::getpid()));
+            hostName() + "\n" + std::to_string(::getpid()) + "\n" + common::describeUsableCpus());
   std::vector<PeerInfo> peers(size);
   for (int r = 0; r < size; ++r) {
     std::string value =
@@ -69,6 +70,8 @@ std::vector<PeerInfo> exchangeHosts(Store& store, const std::string& prefix, int
     }
     peers[r].host = value.substr(0, nl);
     peers[r].pid = std::atoi(value.c_str() + nl + 1);
+    const size_t cpus = value.find('\n', nl + 1);
+    if (cpus != std::string::npos) peers[r].cpus = value.substr(cpus + 1);
   }
   return peers;
 }
