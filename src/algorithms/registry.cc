@@ -204,6 +204,13 @@ const std::vector<Algorithm>& registry() {
       {K::kAllToAllV, "arena",
        "as all_to_all's arena, after one use that checks and agrees on the piece sizes",
        arena::allToAll, kSlots},
+      {K::kAllToAll, "hier",
+       "several hosts: each rank gathers through the arena its host's pieces for its "
+       "counterparts, then one message per counterpart host; H-1 network messages per rank",
+       allToAllHier, arena::Use::kNone, true},
+      {K::kAllToAllV, "hier",
+       "as all_to_all's hier, after the host's ranks share their piece sizes in the arena",
+       allToAllHier, arena::Use::kNone, true},
   };
   return algorithms;
 }

@@ -39,7 +39,11 @@
 // hier above; barrier, reduce, gather and scatter hier (hierarchical_leader.cc,
 // hierarchical_collectives.cc, hierarchical_rooted.cc: the flat algorithms would run their
 // intra-host steps over the network provider, and their network steps among n ranks where these
-// run among the hosts). all_to_all uses the message algorithms.
+// run among the hosts). all_to_all: hier for blocks up to 16 KiB (H-1 network messages per rank
+// instead of (H-1) L, where message count rules; PROVISIONAL: the testbed's all_to_all
+// measurement is to set it), pairwise above (no copies); all_to_allv pairwise (its sizes differ
+// per rank, so no size can choose alike on every rank; SMDDP_ALGO=all_to_all:hier selects hier
+// for both forms).
 #include "algorithms/patterns/recursive_doubling.h"
 #include "algorithms/registry.h"
 #include "smddp/error.h"
@@ -54,6 +58,7 @@ constexpr size_t kArenaDirectBytes = 16 * 1024;
 constexpr size_t kAllToAllArenaBlockBytes = 64 * 1024;
 constexpr size_t kCrossRingBytes = 64 * 1024;  // crossRingMinBytes with 2 hosts
 constexpr size_t kHierLeaderBytes = 16 * 1024;
+constexpr size_t kAllToAllHierBlockBytes = 16 * 1024;
 
 // The default algorithm's name.
 const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topology) {
@@ -88,6 +93,7 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
       if (topology.hostArenas) return "hier";
       return topology.arena ? "arena" : "linear";
     case K::kAllToAll:
+      if (topology.hostArenas) return bytes <= kAllToAllHierBlockBytes ? "hier" : "pairwise";
       return topology.arena && bytes < kAllToAllArenaBlockBytes ? "arena" : "pairwise";
     case K::kAllToAllV:  // its sizes are per rank: no size to choose by
       return topology.arena ? "arena" : "pairwise";

@@ -12,6 +12,7 @@ smddp_layer(smddp_algorithms
   algorithms/hierarchical_all_reduce.cc
   algorithms/hierarchical_collectives.cc
   algorithms/hierarchical_leader.cc
+  algorithms/hierarchical_all_to_all.cc
   algorithms/hierarchical_rooted.cc
   algorithms/broadcast_binomial.cc
   algorithms/broadcast_chain.cc

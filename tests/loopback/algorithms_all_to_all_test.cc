@@ -5,7 +5,8 @@
 // among them, small and multi-use, laid out in the input in reverse rank order with gaps (so a
 // piece's place is not its rank's block). Values pieceValue(source, destination, index) are exact
 // in every dtype; outputs are checked element by element, inputs unmodified, gaps and guards
-// untouched. Mismatched uneven counts fail with kMismatch on every rank.
+// untouched. Mismatched uneven counts fail with kMismatch on every rank. hier runs the same checks
+// over 2 and 3 hosts of 2 and 3 ranks, interleaved and consecutive.
 #include <cstring>
 
 #include "algorithms_checks.h"
@@ -160,6 +161,45 @@ TEST_P(AllToAll, MismatchedCountsFailOnEveryRank) {
 INSTANTIATE_TEST_SUITE_P(Ranks, AllToAll,
                          ::testing::Combine(::testing::Values("pairwise", "arena"),
                                             ::testing::Values(2, 3, 4, 5, 7, 8, 16)));
+
+// hier over thread-ranks laid out as hosts: interleaved (rank r on host r % hosts: the pieces of
+// a host's ranks are not adjacent in the output, they land through scratch) and consecutive
+// (equal blocks then land straight in place).
+class HierAllToAll : public ::testing::TestWithParam<std::tuple<int, int, bool>> {};
+
+TEST_P(HierAllToAll, EqualBlocks) {
+  const auto [hosts, perHost, consecutive] = GetParam();
+  const Algorithm& a = algorithm(CollectiveKind::kAllToAll, "hier");
+  const size_t counts[] = {1, 13, 5 * static_cast<size_t>(hosts * perHost) + 1, 1037};
+  runRanksOnHosts(hosts, perHost, [&](RankContext& ctx) {
+    for (size_t count : counts) {
+      for (DataType dt : kAllDataTypes) checkEqual(ctx, a, count, dt, kTinySegment);
+    }
+  }, 4096, consecutive);
+}
+
+TEST_P(HierAllToAll, UnevenPieces) {
+  const auto [hosts, perHost, consecutive] = GetParam();
+  const Algorithm& a = algorithm(CollectiveKind::kAllToAllV, "hier");
+  runRanksOnHosts(hosts, perHost, [&](RankContext& ctx) {
+    for (DataType dt : {DataType::kFloat32, DataType::kInt8, DataType::kFloat64}) {
+      checkUneven(ctx, a, dt, false);
+      checkUneven(ctx, a, dt, true);
+    }
+  }, 4096, consecutive);
+}
+
+TEST_P(HierAllToAll, MismatchedCountsFailOnEveryRank) {
+  const auto [hosts, perHost, consecutive] = GetParam();
+  const Algorithm& a = algorithm(CollectiveKind::kAllToAllV, "hier");
+  runRanksOnHosts(hosts, perHost, [&](RankContext& ctx) {
+    checkUneven(ctx, a, DataType::kInt32, false, 1);
+  }, 4096, consecutive);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, HierAllToAll,
+                         ::testing::Combine(::testing::Values(2, 3), ::testing::Values(2, 3),
+                                            ::testing::Bool()));
 
 }  // namespace
 }  // namespace smddp::algo::testing

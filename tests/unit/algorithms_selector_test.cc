@@ -156,8 +156,8 @@ TEST(Selector, HierarchicalAcrossHostsWithArenas) {
     EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024, t, none).name, "hier_leader");
     EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 16 * 1024 + 4, t, none).name, "hier_split");
     EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 64 << 20, t, none).name, "hier_split");
-    // every collective but all_to_all is hierarchical; the flat algorithms stay available by
-    // name; all_to_all stays flat.
+    // every collective is hierarchical (all_to_all for small blocks; all_to_allv by name only);
+    // the flat algorithms stay available by name.
     for (size_t bytes : {size_t{1} << 20, size_t{64} << 20}) {
       EXPECT_STREQ(selectAlgorithm(K::kReduceScatter, bytes, t, none).name, "hier");
     }
@@ -183,7 +183,13 @@ TEST(Selector, HierarchicalAcrossHostsWithArenas) {
       EXPECT_STREQ(selectAlgorithm(kind, 64 << 20, t, none).name, "hier");
     }
     EXPECT_STREQ(selectAlgorithm(K::kBarrier, 0, t, none).name, "hier");
-    EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 8, t, none).name, "pairwise");
+    EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 8, t, none).name, "hier");
+    EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 16 * 1024, t, none).name, "hier");
+    EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 16 * 1024 + 4, t, none).name, "pairwise");
+    EXPECT_STREQ(selectAlgorithm(K::kAllToAllV, 8, t, none).name, "pairwise");
+    const AlgorithmOverrides hier = parseAlgorithmOverrides("all_to_all:hier");
+    EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 64 << 20, t, hier).name, "hier");
+    EXPECT_STREQ(selectAlgorithm(K::kAllToAllV, 8, t, hier).name, "hier");
   }
   for (K kind : {K::kBroadcast, K::kAllGather, K::kReduceScatter}) {
     EXPECT_STREQ(selectAlgorithm(kind, 8, Topology{6, 2}, none).name,
