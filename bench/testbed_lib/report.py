@@ -14,7 +14,7 @@ COLORS = {"smddp": "tab:blue", "smddp-rxm": "tab:purple", "smddp-flat": "tab:cya
 
 
 BUSBW_TEXT = {"all_reduce": "2(n-1)/n", "broadcast": "1", "all_gather": "(n-1)/n",
-              "reduce_scatter": "(n-1)/n"}
+              "reduce_scatter": "(n-1)/n", "all_to_all": "(n-1)/n"}
 
 
 def enrich(results, world, cap_gbps, collective="all_reduce"):
@@ -30,10 +30,15 @@ def limits(meta):
     all_reduce sends 2(H-1)/H x size per host and direction, an all_gather or reduce_scatter
     receives or sends (H-1)/H x size: busbw up to H/(H-1) x (n-1)/n of the cap; a flat ring whose
     order crosses each host boundary once puts its whole per-rank traffic on a link: 1x. A
-    broadcast must bring the size into every host: 1x either way."""
+    broadcast must bring the size into every host: 1x either way. An all_to_all's blocks are all
+    distinct: each host sends L x (H-1)/H x size whatever the algorithm, so busbw reaches
+    (n-1)/n x H/(H-1) / L of the cap."""
     if meta.get("collective", "all_reduce") == "broadcast":
         return 1.0, 1.0
     world, hosts = meta["world"], meta["hosts"]
+    if meta.get("collective") == "all_to_all":
+        bound = (world - 1) / world * hosts / (hosts - 1) / meta["per_host"]
+        return bound, bound
     return (world - 1) / world * hosts / (hosts - 1), 1.0
 
 

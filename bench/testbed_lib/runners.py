@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """The backends bench/testbed runs across namespace hosts (tests/netns/hosts.sh), one collective
-(all_reduce, broadcast, all_gather or reduce_scatter; the call shapes of bench/compare), each
+(all_reduce, broadcast, all_gather, reduce_scatter or all_to_all; bench/compare's shapes), each
 returning rows {size, time_us, wrong} for the sizes asked:
 
 - smddp's engine (build/bench/<collective>_perf, one process per rank started inside its host,
