@@ -79,15 +79,15 @@ class EngineRunner:
         try:
             for rank in range(world):
                 h = host_of(rank, self.per_host)
-                # SMDDP_SPIN_US=0: what smddp picks itself on a host with more ranks than
-                # cores; it counts the machine's CPUs, not the one CPU a host's 2 ranks share
-                # here (nor, with --cores free, that the 2 CPUs carry every host's ranks).
-                # Open MPI yields when idle too.
+                # --cores host: smddp sees its host's one CPU (the affinity mask) and picks
+                # SMDDP_SPIN_US=0 itself. --cores free: the machine's CPUs carry every host's
+                # ranks, which no host can see, so 0 is set. Open MPI yields when idle too.
                 env = dict(os.environ, SMDDP_RANK=str(rank), SMDDP_WORLD_SIZE=str(world),
                            SMDDP_STORE=f"tcp:{addr_of('a')}:{self.port}",
                            SMDDP_FABRIC_ADDR=addr_of(h), SMDDP_DEBUG="WARN",
                            SMDDP_TIMEOUT_MS=str(int(self.timeout * 1000)))
-                env.setdefault("SMDDP_SPIN_US", "0")
+                if self.cores == "free":
+                    env.setdefault("SMDDP_SPIN_US", "0")
                 if self.flat:
                     env["SMDDP_ARENA"] = "0"
                 if self.provider:
