@@ -41,6 +41,7 @@ void gatherHier(Exec& exec, const CollectiveArgs& args);
 void scatterHier(Exec& exec, const CollectiveArgs& args);
 // all_to_all and all_to_allv across hosts (hierarchical_all_to_all.cc; HostGroups)
 void allToAllHier(Exec& exec, const CollectiveArgs& args);
+void allToAllHierLeader(Exec& exec, const CollectiveArgs& args);  // equal blocks
 
 // all_gather
 void allGatherBruck(Exec& exec, const CollectiveArgs& args);  // small messages

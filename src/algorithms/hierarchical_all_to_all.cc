@@ -13,6 +13,11 @@
 // as the flat exchange (no all_to_all's bytes can shrink), in fewer, larger messages. The cost:
 // every byte is copied into a pack, through the arena (in and out) and into the cross pack
 // before it leaves; data never changes, so the result equals the flat one bit for bit.
+// hier_leader (all_to_all of equal blocks B): the host's leader (local index 0) gathers its
+// host's L send buffers through the arena, exchanges with every other host's leader one message
+// of the L x L blocks that cross between the two hosts (pairwise among the leaders), and hands
+// each rank its whole output back through the arena: H-1 network messages per host instead of
+// (H-1) L, at the price of the leader's copies and two arena passes of every byte.
 // all_to_allv counts that disagree: within a host every rank of the host fails in step 0 naming
 // the pair; across hosts the receiver fails the cross step's size check (kMismatch, naming the
 // counterpart that forwards the pieces).
@@ -195,6 +200,53 @@ void allToAllHier(Exec& exec, const CollectiveArgs& args) {
       from += len;
     }
   }
+}
+
+void allToAllHierLeader(Exec& exec, const CollectiveArgs& args) {
+  const HostGroups& groups = hier::requireHosts(exec);
+  const patterns::HostLayout& layout = groups.layout;
+  const auto n = static_cast<size_t>(exec.size());
+  const auto hosts = static_cast<size_t>(layout.hosts());
+  const size_t ranksHere = groups.local.size();
+  const size_t block = args.bytes();
+  const size_t row = n * block;  // one rank's send (or receive) buffer
+  const size_t es = args.elementSize();
+  const auto rankAt = [&](size_t h, size_t i) {
+    return static_cast<size_t>(layout.ranksOf[h][i]);
+  };
+  Exec local(exec, groups.local, groups.localSettings, 0);
+  const bool leader = local.rank() == 0;
+  // The leader's: the host's send buffers in local order, later its ranks' outputs.
+  auto* rows = leader ? static_cast<unsigned char*>(exec.scratch(ranksHere * row, 0)) : nullptr;
+  hier::hostGather(local, 0, static_cast<const unsigned char*>(args.send), row, es, rows);
+  if (leader) {
+    // [g][j][k]: block (h, j) -> (g, k) to send; (g, j) -> (h, k) received.
+    auto* out = static_cast<unsigned char*>(exec.scratch(ranksHere * row, 1));
+    auto* in = static_cast<unsigned char*>(exec.scratch(ranksHere * row, 2));
+    const size_t perHost = ranksHere * ranksHere * block;
+    for (size_t g = 0; g < hosts; ++g) {
+      for (size_t j = 0; j < ranksHere; ++j) {
+        for (size_t k = 0; k < ranksHere; ++k) {
+          std::memcpy(out + g * perHost + (j * ranksHere + k) * block,
+                      rows + j * row + rankAt(g, k) * block, block);
+        }
+      }
+    }
+    {
+      Exec cross(exec, groups.cross, groups.crossSettings, 0);
+      const Call packed = Call::of(CollectiveKind::kAllToAll, DataType::kUInt8, perHost);
+      allToAllPairwise(cross, CollectiveArgs(packed, out, in));
+    }
+    for (size_t g = 0; g < hosts; ++g) {
+      for (size_t j = 0; j < ranksHere; ++j) {
+        for (size_t k = 0; k < ranksHere; ++k) {
+          std::memcpy(rows + k * row + rankAt(g, j) * block,
+                      in + g * perHost + (j * ranksHere + k) * block, block);
+        }
+      }
+    }
+  }
+  hier::hostScatter(local, 0, rows, row, es, static_cast<unsigned char*>(args.recv));
 }
 
 }  // namespace smddp::algo

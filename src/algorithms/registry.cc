@@ -208,6 +208,10 @@ const std::vector<Algorithm>& registry() {
        "several hosts: each rank gathers through the arena its host's pieces for its "
        "counterparts, then one message per counterpart host; H-1 network messages per rank",
        allToAllHier, arena::Use::kNone, true},
+      {K::kAllToAll, "hier_leader",
+       "several hosts: one rank per host gathers its host's inputs through the arena, sends each "
+       "other host's leader one message and hands the outputs back; H-1 messages per host",
+       allToAllHierLeader, arena::Use::kNone, true},
       {K::kAllToAllV, "hier",
        "as all_to_all's hier, after the host's ranks share their piece sizes in the arena",
        allToAllHier, arena::Use::kNone, true},

@@ -39,11 +39,13 @@
 // hier above; barrier, reduce, gather and scatter hier (hierarchical_leader.cc,
 // hierarchical_collectives.cc, hierarchical_rooted.cc: the flat algorithms would run their
 // intra-host steps over the network provider, and their network steps among n ranks where these
-// run among the hosts). all_to_all: hier for blocks up to 16 KiB (H-1 network messages per rank
-// instead of (H-1) L, where message count rules; PROVISIONAL: the testbed's all_to_all
-// measurement is to set it), pairwise above (no copies); all_to_allv pairwise (its sizes differ
-// per rank, so no size can choose alike on every rank; SMDDP_ALGO=all_to_all:hier selects hier
-// for both forms).
+// run among the hosts). all_to_all: hier_leader while a rank's whole buffer (n blocks) is at
+// most 16 KiB (one sender per host: on the testbed 17-24 us against hier's 32-38 for buffers to
+// 512 B, 33-35 against 51 at 4 KiB, equal at 16 KiB, where the link rules), hier for blocks up to
+// 16 KiB (H-1 network messages per rank instead of (H-1) L), pairwise above (no copies: equal to
+// hier at 16 KiB blocks, 538 against 552 us for hier_leader at 64 KiB buffers); all_to_allv
+// pairwise (its sizes differ per rank, so no size can choose alike on every rank;
+// SMDDP_ALGO=all_to_all:hier selects hier for both forms).
 #include "algorithms/patterns/recursive_doubling.h"
 #include "algorithms/registry.h"
 #include "smddp/error.h"
@@ -59,6 +61,7 @@ constexpr size_t kAllToAllArenaBlockBytes = 64 * 1024;
 constexpr size_t kCrossRingBytes = 64 * 1024;  // crossRingMinBytes with 2 hosts
 constexpr size_t kHierLeaderBytes = 16 * 1024;
 constexpr size_t kAllToAllHierBlockBytes = 16 * 1024;
+constexpr size_t kAllToAllHierLeaderTotalBytes = 16 * 1024;
 
 // The default algorithm's name.
 const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topology) {
@@ -93,7 +96,10 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
       if (topology.hostArenas) return "hier";
       return topology.arena ? "arena" : "linear";
     case K::kAllToAll:
-      if (topology.hostArenas) return bytes <= kAllToAllHierBlockBytes ? "hier" : "pairwise";
+      if (topology.hostArenas) {
+        if (bytes * ranks <= kAllToAllHierLeaderTotalBytes) return "hier_leader";
+        return bytes <= kAllToAllHierBlockBytes ? "hier" : "pairwise";
+      }
       return topology.arena && bytes < kAllToAllArenaBlockBytes ? "arena" : "pairwise";
     case K::kAllToAllV:  // its sizes are per rank: no size to choose by
       return topology.arena ? "arena" : "pairwise";

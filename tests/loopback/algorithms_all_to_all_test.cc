@@ -5,8 +5,9 @@
 // among them, small and multi-use, laid out in the input in reverse rank order with gaps (so a
 // piece's place is not its rank's block). Values pieceValue(source, destination, index) are exact
 // in every dtype; outputs are checked element by element, inputs unmodified, gaps and guards
-// untouched. Mismatched uneven counts fail with kMismatch on every rank. hier runs the same checks
-// over 2 and 3 hosts of 2 and 3 ranks, interleaved and consecutive.
+// untouched. Mismatched uneven counts fail with kMismatch on every rank. hier (and hier_leader,
+// equal blocks) run the same checks over 2 and 3 hosts of 2 and 3 ranks, interleaved and
+// consecutive.
 #include <cstring>
 
 #include "algorithms_checks.h"
@@ -169,13 +170,15 @@ class HierAllToAll : public ::testing::TestWithParam<std::tuple<int, int, bool>>
 
 TEST_P(HierAllToAll, EqualBlocks) {
   const auto [hosts, perHost, consecutive] = GetParam();
-  const Algorithm& a = algorithm(CollectiveKind::kAllToAll, "hier");
   const size_t counts[] = {1, 13, 5 * static_cast<size_t>(hosts * perHost) + 1, 1037};
-  runRanksOnHosts(hosts, perHost, [&](RankContext& ctx) {
-    for (size_t count : counts) {
-      for (DataType dt : kAllDataTypes) checkEqual(ctx, a, count, dt, kTinySegment);
-    }
-  }, 4096, consecutive);
+  for (const char* name : {"hier", "hier_leader"}) {
+    const Algorithm& a = algorithm(CollectiveKind::kAllToAll, name);
+    runRanksOnHosts(hosts, perHost, [&](RankContext& ctx) {
+      for (size_t count : counts) {
+        for (DataType dt : kAllDataTypes) checkEqual(ctx, a, count, dt, kTinySegment);
+      }
+    }, 4096, consecutive);
+  }
 }
 
 TEST_P(HierAllToAll, UnevenPieces) {

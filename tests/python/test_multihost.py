@@ -159,7 +159,8 @@ EXACT = {
                     1728),
     "gather_perf": (["-r", "-1", "-d", "all"], "gather", {"hier"}, {"linear"}, 384),
     "scatter_perf": (["-r", "-1", "-d", "all"], "scatter", {"hier"}, {"linear"}, 384),
-    "alltoall_perf": (["-d", "all"], "all_to_all", {"hier", "pairwise"}, {"pairwise"}, 48),
+    "alltoall_perf": (["-d", "all"], "all_to_all", {"hier_leader", "hier", "pairwise"},
+                      {"pairwise"}, 48),
 }
 
 

@@ -183,7 +183,9 @@ TEST(Selector, HierarchicalAcrossHostsWithArenas) {
       EXPECT_STREQ(selectAlgorithm(kind, 64 << 20, t, none).name, "hier");
     }
     EXPECT_STREQ(selectAlgorithm(K::kBarrier, 0, t, none).name, "hier");
-    EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 8, t, none).name, "hier");
+    EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 8, t, none).name, "hier_leader");
+    EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 16384 / ranks, t, none).name, "hier_leader");
+    EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 16384 / ranks + 4, t, none).name, "hier");
     EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 16 * 1024, t, none).name, "hier");
     EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 16 * 1024 + 4, t, none).name, "pairwise");
     EXPECT_STREQ(selectAlgorithm(K::kAllToAllV, 8, t, none).name, "pairwise");
