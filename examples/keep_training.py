@@ -11,7 +11,8 @@ all_reduce on a group made with init_process_group(..., enable_reconfigure=True)
 collective fails, the survivors agree on who is left through the store
 (torch_smddp.elastic.StoreQuorum), reconfigure the same group to that generation
 (dist._reconfigure) and redo the step; rank 0 checks each step whether a replacement waits and
-the members then admit it, rank 0 broadcasting the parameters. Each worker prints what
+the members then admit it, rank 0 broadcasting the parameters (one still starting when the
+last step is done is waited for and admitted then). Each worker prints what
 happened; at the end every worker prints a checksum of its parameters (all equal).
 """
 import argparse
@@ -86,6 +87,23 @@ def worker(wid, args, port, joining):
         if grads[-1] > 0:  # a replacement waits: admit it
             enter(quorum.reconfigure(info={"rank": dist.get_rank()},
                                      expected=dist.get_world_size()), "admitted a replacement")
+    # The end of the job: a replacement the cluster started may still be on its way (a process
+    # takes seconds to start); the members wait for it (bounded) and admit it, so it ends with
+    # them instead of waiting for a generation that never comes.
+    while True:
+        owed = 0
+        if dist.get_rank() == 0:
+            started, deadline = int(store.add("replacements", 0)), time.monotonic() + 60
+            while (started > quorum.admitted() and quorum.waiting() == 0
+                   and time.monotonic() < deadline):
+                time.sleep(0.05)
+            owed = quorum.waiting()
+        flag = torch.tensor([float(owed)])
+        dist.broadcast(flag, src=0)
+        if flag[0] == 0:
+            break
+        enter(quorum.reconfigure(info={"rank": dist.get_rank()}, expected=dist.get_world_size()),
+              "admitted a replacement")
     digest = hashlib.sha256(torch.nn.utils.parameters_to_vector(params).detach().numpy()
                             .tobytes()).hexdigest()[:16]
     print(f"worker {wid}: done at step {step}, parameters {digest}", flush=True)
@@ -113,6 +131,7 @@ def main():
     store.wait(["kill"], timedelta(seconds=120))
     os.kill(procs[args.victim].pid, signal.SIGKILL)
     print(f"cluster: killed worker {args.victim}; starting a replacement", flush=True)
+    store.add("replacements", 1)  # the members wait for it at the end if it comes late
     procs.append(ctx.Process(target=worker, args=(args.workers, args, port, True)))
     procs[-1].start()
     for p in procs:
