@@ -85,6 +85,11 @@ std::vector<size_t> hostSendSizes(Exec& exec, const HostGroups& groups,
   return sizes;
 }
 
+// The rank of local index i on host h.
+size_t rankAt(const patterns::HostLayout& layout, size_t h, size_t i) {
+  return static_cast<size_t>(layout.ranksOf[h][i]);
+}
+
 // Byte pieces for a sub-collective: send pieces then receive pieces, as all_to_allv's args.
 CollectiveArgs bytePieces(const std::vector<unsigned char*>& sends,
                           const std::vector<size_t>& sendBytes,
@@ -107,9 +112,6 @@ void allToAllHier(Exec& exec, const CollectiveArgs& args) {
   const auto hosts = static_cast<size_t>(layout.hosts());
   const size_t ranksHere = groups.local.size();
   const auto index = static_cast<size_t>(layout.localIndex(exec.rank()));
-  const auto rankAt = [&](size_t h, size_t i) {
-    return static_cast<size_t>(layout.ranksOf[h][i]);
-  };
   const std::vector<size_t> sizes = hostSendSizes(exec, groups, args);
   const auto sent = [&](size_t j, size_t q) { return sizes[j * n + q]; };
 
@@ -119,8 +121,8 @@ void allToAllHier(Exec& exec, const CollectiveArgs& args) {
   size_t packTotal = 0, gotTotal = 0;
   for (size_t j = 0; j < ranksHere; ++j) {
     for (size_t g = 0; g < hosts; ++g) {
-      packBytes[j] += sent(index, rankAt(g, j));
-      gotBytes[j] += sent(j, rankAt(g, index));
+      packBytes[j] += sent(index, rankAt(layout, g, j));
+      gotBytes[j] += sent(j, rankAt(layout, g, index));
     }
     packTotal += packBytes[j];
     gotTotal += gotBytes[j];
@@ -131,7 +133,7 @@ void allToAllHier(Exec& exec, const CollectiveArgs& args) {
     packs[j] = pack + p;
     gots[j] = got + q;
     for (size_t g = 0; g < hosts; ++g) {
-      const size_t to = rankAt(g, j);
+      const size_t to = rankAt(layout, g, j);
       if (sent(index, to) > 0) std::memcpy(pack + p, args.sendPiece(to), sent(index, to));
       p += sent(index, to);
     }
@@ -155,11 +157,11 @@ void allToAllHier(Exec& exec, const CollectiveArgs& args) {
   size_t crossTotal = 0, landTotal = 0;
   for (size_t g = 0; g < hosts; ++g) {
     for (size_t j = 0; j < ranksHere; ++j) {
-      crossSendBytes[g] += sent(j, rankAt(g, index));
-      const size_t from = rankAt(g, j);
+      crossSendBytes[g] += sent(j, rankAt(layout, g, index));
+      const size_t from = rankAt(layout, g, j);
       crossRecvBytes[g] += args.recvPieceBytes(from);
       if (j > 0) {
-        const size_t prev = rankAt(g, j - 1);
+        const size_t prev = rankAt(layout, g, j - 1);
         direct[g] = direct[g] && static_cast<unsigned char*>(args.recvPiece(prev)) +
                                          args.recvPieceBytes(prev) ==
                                      static_cast<unsigned char*>(args.recvPiece(from));
@@ -174,13 +176,13 @@ void allToAllHier(Exec& exec, const CollectiveArgs& args) {
   for (size_t g = 0, c = 0, l = 0; g < hosts; ++g) {
     crossSends[g] = crossPack + c;
     for (size_t j = 0; j < ranksHere; ++j) {
-      const size_t len = sent(j, rankAt(g, index));
+      const size_t len = sent(j, rankAt(layout, g, index));
       if (len > 0) std::memcpy(crossPack + c, gots[j] + within[j], len);
       within[j] += len;
       c += len;
     }
     if (direct[g]) {
-      crossRecvs[g] = static_cast<unsigned char*>(args.recvPiece(rankAt(g, 0)));
+      crossRecvs[g] = static_cast<unsigned char*>(args.recvPiece(rankAt(layout, g, 0)));
     } else {
       crossRecvs[g] = land + l;
       l += crossRecvBytes[g];
@@ -194,7 +196,7 @@ void allToAllHier(Exec& exec, const CollectiveArgs& args) {
     if (direct[g]) continue;
     const unsigned char* from = crossRecvs[g];
     for (size_t j = 0; j < ranksHere; ++j) {
-      const size_t src = rankAt(g, j);
+      const size_t src = rankAt(layout, g, j);
       const size_t len = args.recvPieceBytes(src);
       if (len > 0) std::memcpy(args.recvPiece(src), from, len);
       from += len;
@@ -211,9 +213,6 @@ void allToAllHierLeader(Exec& exec, const CollectiveArgs& args) {
   const size_t block = args.bytes();
   const size_t row = n * block;  // one rank's send (or receive) buffer
   const size_t es = args.elementSize();
-  const auto rankAt = [&](size_t h, size_t i) {
-    return static_cast<size_t>(layout.ranksOf[h][i]);
-  };
   Exec local(exec, groups.local, groups.localSettings, 0);
   const bool leader = local.rank() == 0;
   // The leader's: the host's send buffers in local order, later its ranks' outputs.
@@ -228,7 +227,7 @@ void allToAllHierLeader(Exec& exec, const CollectiveArgs& args) {
       for (size_t j = 0; j < ranksHere; ++j) {
         for (size_t k = 0; k < ranksHere; ++k) {
           std::memcpy(out + g * perHost + (j * ranksHere + k) * block,
-                      rows + j * row + rankAt(g, k) * block, block);
+                      rows + j * row + rankAt(layout, g, k) * block, block);
         }
       }
     }
@@ -240,7 +239,7 @@ void allToAllHierLeader(Exec& exec, const CollectiveArgs& args) {
     for (size_t g = 0; g < hosts; ++g) {
       for (size_t j = 0; j < ranksHere; ++j) {
         for (size_t k = 0; k < ranksHere; ++k) {
-          std::memcpy(rows + k * row + rankAt(g, j) * block,
+          std::memcpy(rows + k * row + rankAt(layout, g, j) * block,
                       in + g * perHost + (j * ranksHere + k) * block, block);
         }
       }
