@@ -186,7 +186,7 @@ void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idle
   if (settings_.monitor != nullptr && settings_.monitor->failed()) {
     settings_.monitor->raise(desc_);
   }
-  const int dead = transport_.deadPeer();
+  const int dead = goneInvolved(wordPeer);
   if (dead >= 0) {
     if (settings_.monitor != nullptr && settings_.monitor->awaitVerdict(kVerdictGrace, true)) {
       settings_.monitor->raise(desc_);
@@ -203,6 +203,19 @@ void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idle
     const timespec pause{0, 20000};  // 20 us: yields the core even to same-priority peers
     nanosleep(&pause, nullptr);
   }
+}
+
+int Exec::goneInvolved(int wordPeer) const {
+  if (transport_.deadPeer() < 0) return -1;
+  // A peer that finished its part and exited (the last collective before a clean exit) must not
+  // fail this one: only a gone peer this collective still waits on counts. Ranks that wait on it
+  // only through others learn of it from those (the collective watch) or at the deadline.
+  if (wordPeer >= 0 && transport_.peerGone(toTransport(wordPeer))) return toTransport(wordPeer);
+  for (size_t i = firstLive_; i < posted_; ++i) {
+    const transport::Op& op = resources_.op(i);
+    if (!op.finished() && transport_.peerGone(op.peer)) return op.peer;
+  }
+  return -1;
 }
 
 void Exec::throwAboutPeer(ErrorCode code, int peer, const std::string& what) const {

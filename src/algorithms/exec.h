@@ -141,6 +141,9 @@ class Exec {
   // (with wordPeer) names a shared-memory word being waited for, for the timeout message only.
   void idle(Clock::time_point now, Clock::time_point lastProgress, int& idlePolls, int wordPeer,
             const char* wordWhat);
+  // A gone peer (transport rank) that an unfinished op of this collective, or the shared-memory
+  // word being waited for (wordPeer, -1: none), involves; -1 when none does.
+  int goneInvolved(int wordPeer) const;
   void checkFailure(const transport::Op& op) const;
   [[noreturn]] void throwTimeout(const std::string& waitingFor) const;
   std::string where(int peer) const;  // "rank 2 (host)"; -1: this rank and its collective
