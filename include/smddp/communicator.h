@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +64,9 @@ class Communicator {
   // How long a waiting rank busy-polls before it yields its CPU, in microseconds: SMDDP_SPIN_US
   // or Options, or (automatic) 0 when this host's ranks outnumber the CPUs they may use.
   int64_t spinUs() const;
+  // CUDA calls that ran on the devices through CUDA IPC so far, by collective name
+  // ("all_gather": 12, ...); only kinds that did appear.
+  std::map<std::string, uint64_t> deviceIpcCalls() const;
 
   // recv = op over all ranks' send. In place when send.data == recv.data.
   Request allReduce(const Buffer& send, const Buffer& recv, ReduceOp op);

@@ -92,6 +92,9 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("spin_us", &ProcessGroupSmddp::spinUs,
                              "how long a waiting rank busy-polls before yielding its CPU (us): "
                              "SMDDP_SPIN_US, or chosen from the CPUs this host's ranks may use")
+      .def_property_readonly("device_ipc_calls", &ProcessGroupSmddp::deviceIpcCalls,
+                             "CUDA calls run on the devices through CUDA IPC so far, by "
+                             "collective name")
       .def_property_readonly(
           "timeout_seconds",
           [](const ProcessGroupSmddp& pg) { return pg.timeout().count() / 1000.0; })

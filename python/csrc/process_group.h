@@ -46,6 +46,9 @@ class ProcessGroupSmddp : public compat::BackendBase {
   const std::string getBackendName() const override { return "smddp"; }
   std::string provider() const { return enter().comm().provider(); }
   int64_t spinUs() const { return enter().comm().spinUs(); }
+  std::map<std::string, uint64_t> deviceIpcCalls() const {
+    return enter().comm().deviceIpcCalls();
+  }
   std::chrono::milliseconds timeout() const {
     return std::chrono::milliseconds(timeoutMs_.load(std::memory_order_relaxed));
   }

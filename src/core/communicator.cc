@@ -131,6 +131,17 @@ int Communicator::size() const { return impl_->size(); }
 std::string Communicator::provider() const { return impl_->provider(); }
 int64_t Communicator::spinUs() const { return impl_->settings().spinUs; }
 
+std::map<std::string, uint64_t> Communicator::deviceIpcCalls() const {
+  std::map<std::string, uint64_t> calls;
+  for (CollectiveKind k :
+       {CollectiveKind::kAllReduce, CollectiveKind::kBroadcast, CollectiveKind::kAllGather,
+        CollectiveKind::kReduceScatter, CollectiveKind::kReduce, CollectiveKind::kGather,
+        CollectiveKind::kScatter, CollectiveKind::kAllToAll}) {
+    if (impl_->ipcCalls(k) > 0) calls[toString(k)] = impl_->ipcCalls(k);
+  }
+  return calls;
+}
+
 Request Communicator::allReduce(const Buffer& send, const Buffer& recv, ReduceOp op) {
   return impl_->post(core::checkAllReduce({rank(), size()}, send, recv, op));
 }

@@ -43,7 +43,7 @@ struct Settings {
   size_t segmentBytes = 1048576;
   size_t stagingBytes = 4194304;  // pipeline segment of CUDA calls staged through host memory
   device::Device* device = nullptr;  // the device of CUDA calls; null: device::processDevice()
-  bool deviceIpc = false;            // within a host, CUDA all_reduce through CUDA IPC
+  bool deviceIpc = false;            // within a host, CUDA collectives through CUDA IPC
   int64_t spinUs = -1;  // -1: automatic (see spinForHost)
   algo::AlgorithmOverrides overrides;
   WatchSettings watch;  // beacon, heartbeat, mismatch check, dump (collective_watch.h)
@@ -84,8 +84,15 @@ class CommunicatorImpl {
   void runBlocking(algo::CollectiveArgs args);
   // Blocking collectives run on the caller's thread without a request so far (tests).
   uint64_t inlineRuns() const { return inlineRuns_.load(std::memory_order_relaxed); }
-  // CUDA all_reduce calls that went through CUDA IPC so far (tests).
-  uint64_t ipcCalls() const { return ipcCalls_.load(std::memory_order_relaxed); }
+  // CUDA calls that went through CUDA IPC so far: all, or of one kind.
+  uint64_t ipcCalls() const {
+    uint64_t sum = 0;
+    for (const auto& c : ipcCalls_) sum += c.load(std::memory_order_relaxed);
+    return sum;
+  }
+  uint64_t ipcCalls(CollectiveKind kind) const {
+    return ipcCalls_[static_cast<size_t>(kind)].load(std::memory_order_relaxed);
+  }
 
   // A checked send or recv (args.kind kSend / kRecv) to or from `peer` (transport::kAnyPeer for
   // a recv from any rank), bounded by timeout(). Error(kUnsupported) without a p2p transport.
@@ -180,7 +187,7 @@ class CommunicatorImpl {
   enum class IpcState { kUntried, kOn, kOff };
   IpcState ipcState_ = IpcState::kUntried;  // guarded by stagerMutex_ after the first call
   std::unique_ptr<IpcPeers> ipc_;           // set when kOn
-  std::atomic<uint64_t> ipcCalls_{0};
+  std::atomic<uint64_t> ipcCalls_[16] = {};  // by CollectiveKind
 };
 
 }  // namespace smddp::core

@@ -60,6 +60,7 @@ bool CommunicatorImpl::useIpc(const algo::CollectiveArgs& args) {
   facts.ranks = size_;
   facts.oneHost = topology_.hosts == 1;
   facts.ipc = settings_.deviceIpc;
+  facts.ipcFits = ipcFits(args, size_, (settings_.stagingBytes + 255) / 256 * 256);
   if (chooseDevicePath(facts) != DevicePath::kIpc) return false;
   DeviceStager& s = stager(args);
   {
@@ -115,8 +116,8 @@ bool CommunicatorImpl::useIpc(const algo::CollectiveArgs& args) {
   if (all) {
     ipc_ = std::move(peers);
     ipcState_ = IpcState::kOn;
-    SMDDP_INFO(rank_, "all_reduce on " << s.device().name()
-                                       << " device memory within this host: CUDA IPC");
+    SMDDP_INFO(rank_, "collectives on " << s.device().name()
+                                        << " device memory within this host: CUDA IPC");
   } else {
     SMDDP_WARN(rank_, "no CUDA IPC between this host's ranks (" << why
                                                                 << "): CUDA calls are staged "
@@ -191,7 +192,7 @@ Request CommunicatorImpl::postStagedMessage(const algo::CollectiveArgs& args, in
 
 Request CommunicatorImpl::postStaged(const algo::CollectiveArgs& args) {
   if (useIpc(args)) {
-    ipcCalls_.fetch_add(1, std::memory_order_relaxed);
+    ipcCalls_[static_cast<size_t>(args.kind)].fetch_add(1, std::memory_order_relaxed);
     std::lock_guard<std::mutex> order(stagedPostMutex_);
     return submitSegments(stager(args).stageIpc(args, *ipc_, toString(args.kind)));
   }

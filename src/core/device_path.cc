@@ -9,8 +9,12 @@ DevicePath chooseDevicePath(const DevicePathFacts& f) {
     return f.providerDirect && f.peerElsewhere && f.count > 0 ? DevicePath::kDirect
                                                               : DevicePath::kStaged;
   }
-  if (f.kind == CollectiveKind::kAllReduce && f.op != ReduceOp::kAvg && f.count > 0 &&
-      f.ranks > 1 && f.oneHost && f.ipc) {
+  const bool form = f.kind == CollectiveKind::kAllReduce || f.kind == CollectiveKind::kReduce ||
+                    f.kind == CollectiveKind::kReduceScatter ||
+                    f.kind == CollectiveKind::kBroadcast || f.kind == CollectiveKind::kAllGather ||
+                    f.kind == CollectiveKind::kGather || f.kind == CollectiveKind::kScatter ||
+                    f.kind == CollectiveKind::kAllToAll;
+  if (form && f.count > 0 && f.ranks > 1 && f.oneHost && f.ipc && f.ipcFits) {
     return DevicePath::kIpc;
   }
   return DevicePath::kStaged;

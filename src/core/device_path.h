@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Which data path a call on CUDA memory takes. Pure, so it is unit-tested without a device.
-//   kIpc     all_reduce (not AVG) among ranks of one host: on the devices, through CUDA IPC
-//            (device_ipc.h).
+//   kIpc     all_reduce, reduce, reduce_scatter, broadcast, all_gather, gather, scatter and
+//            all_to_all among ranks of one host: on the devices, through CUDA IPC
+//            (device_ipc.h, device_ipc_plan.h).
 //   kDirect  send/recv to or from a rank on another host when the transport moves CUDA memory
 //            itself (libfabric FI_HMEM, GPUDirect): the buffer is registered and handed to the
 //            provider, no copy. Collectives never go direct: their algorithms copy and reduce
@@ -25,6 +26,7 @@ struct DevicePathFacts {
   int ranks = 1;
   bool oneHost = false;         // every rank of the communicator runs on this host
   bool ipc = false;             // CUDA IPC allowed (SMDDP_DEVICE_IPC) and not found unusable
+  bool ipcFits = true;          // the scratch holds a chunk of this call (ipcFits)
   bool providerDirect = false;  // the point-to-point transport takes CUDA memory (FI_HMEM)
   bool peerElsewhere = false;   // send/recv: the peer is known and on another host
 };

@@ -286,24 +286,15 @@ void DeviceStager::abandon(const std::shared_ptr<StagedCall>& call) {
 std::shared_ptr<StagedCall> DeviceStager::stageIpc(const algo::CollectiveArgs& args,
                                                    IpcPeers& peers, const char* what) {
   checkPointers(args, layoutStaged(args, rank_, size_, segmentBytes_, nullptr), what);
-  const size_t es = args.elementSize();
-  const size_t perChunk = std::max<size_t>(1, peers.slotBytes() / es);
-  const size_t chunks = (args.count + perChunk - 1) / perChunk;
-  const bool oneShot = args.bytes() <= peers.oneShotBytes();
-  const size_t segments = oneShot ? 1 : 2 * chunks;
   const algo::CollectiveArgs barrier(Call::of(CollectiveKind::kBarrier, DataType::kUInt8, 0),
                                      nullptr, nullptr);
   std::lock_guard<std::mutex> lock(mutex_);
   reap();
+  const std::vector<IpcOp> ops = planIpc(args, rank_, size_, peers.scratch(), peers.clock());
+  const size_t segments = ipcBarriers(ops);
   auto call = newCall(segments, 0, stream_, what);
   call->layout_.segments.assign(segments, StagedSegment{barrier, {}, {}});
-  launch(call, [&] {
-    if (oneShot) {
-      enqueueOneShot(*call, args, peers);
-    } else {
-      enqueueIpc(*call, args, peers);
-    }
-  });
+  launch(call, [&] { enqueuePlan(*call, args, ops); });
   return call;
 }
 

@@ -111,11 +111,9 @@ class DeviceStager {
   // gates — ready(0) once the caller's stream is done with the buffer, and end after the flag
   // (raised when the message is done), on a message stream.
   std::shared_ptr<StagedCall> stageDirect(const algo::CollectiveArgs& args, const char* what);
-  // An all_reduce (SUM, PROD, MIN or MAX; count > 0) of this stager's device within one host,
-  // through `peers` (device_ipc.h): enqueues the device side and returns a call whose segments
-  // are the two host barriers of each chunk (2k: the chunk is in every rank's `in`; 2k + 1: every
-  // slice is reduced), or the one barrier of a one-shot call. Pointers are checked as stage()
-  // does.
+  // A collective of this stager's device within one host through `peers` (device_ipc.h; a call
+  // planIpc takes): enqueues the device side of the plan and returns a call whose segments are the
+  // plan's host barriers. Pointers are checked as stage() does.
   std::shared_ptr<StagedCall> stageIpc(const algo::CollectiveArgs& args, IpcPeers& peers,
                                        const char* what);
 
@@ -136,12 +134,8 @@ class DeviceStager {
   template <typename Fn>
   void launch(const std::shared_ptr<StagedCall>& call, Fn enqueueWork);
   void enqueueCopies(StagedCall& call, const algo::CollectiveArgs& args);
-  void enqueueIpc(StagedCall& call, const algo::CollectiveArgs& args, IpcPeers& peers);
-  void enqueueOneShot(StagedCall& call, const algo::CollectiveArgs& args, IpcPeers& peers);
-  // dst = source(0) op source(1) op ... op source(size - 1), left to right (same bits on every
-  // rank), on the staging stream. size >= 2.
-  void reduceInRankOrder(const algo::CollectiveArgs& args, void* dst, size_t count,
-                         const std::function<const char*(int)>& source);
+  void enqueuePlan(StagedCall& call, const algo::CollectiveArgs& args,
+                   const std::vector<IpcOp>& ops);
   // The last call in inflight_ failed half enqueued (mutex_ held): see device_stager.cc.
   void abandon(const std::shared_ptr<StagedCall>& call);
 

@@ -77,6 +77,10 @@ class Device {
   // of the CPU reducer (reduce/reducer.h); AVG reduces as SUM.
   virtual void reduceAsync(DataType dtype, ReduceOp op, void* dst, const void* a, const void* b,
                            size_t count, Stream stream) = 0;
+  // Enqueues buf[i] /= divisor over `count` elements (the end of an AVG reduction), with the
+  // numerics of the CPU reducer's finishAverage (reduce/reducer.h).
+  virtual void finishAverageAsync(DataType dtype, void* buf, size_t count, int divisor,
+                                  Stream stream) = 0;
   // Work enqueued on `stream` after this starts once *flag >= value. `flag` is pinned memory the
   // host writes (a release store); this is how a host-driven step gates device work without
   // blocking the host.

@@ -13,4 +13,6 @@ if(TARGET smddp_core)
   # Collectives on (fake) device memory: staging, stream order, errors.
   smddp_add_test(smddp_loopback_core_device loopback 300 LIBS smddp_core
                  SOURCES loopback/core_device_test.cc)
+  smddp_add_test(smddp_loopback_core_device_ipc loopback 300 LIBS smddp_core
+                 SOURCES loopback/core_device_ipc_test.cc)
 endif()

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -114,10 +115,11 @@ TEST(DeviceCollectives, AllReduceEveryDtypeAndOpAndWorld) {
           }
         }
       }
-      // Within one host, SUM/PROD/MIN/MAX with data went through CUDA IPC.
+      // Within one host every call with data went through CUDA IPC: 8 dtypes x SUM, PROD, MIN,
+      // MAX and the 4 floating-point ones x AVG, 3 counts, 2 forms.
       const uint64_t ipc = c.impl().ipcCalls();
       if (n > 1) {
-        EXPECT_EQ(ipc, 8u * 4u * 3u * 2u) << "rank " << rank << " world " << n;
+        EXPECT_EQ(ipc, (8u * 4u + 4u) * 3u * 2u) << "rank " << rank << " world " << n;
       }
     });
   }
@@ -200,6 +202,7 @@ Bytes concat(const std::vector<Bytes>& parts) {
   return all;
 }
 
+// Within one host these go through CUDA IPC (SMDDP_DEVICE_IPC), chunked by the 1 KiB scratch.
 TEST(DeviceCollectives, EveryOtherCollective) {
   for (int n : kWorlds) {
     auto comms = makeLoopbackGroup(n, bounded(), nullptr, 0, &fakeWithDelays(), kStaging);
@@ -287,6 +290,15 @@ TEST(DeviceCollectives, EveryOtherCollective) {
           ASSERT_EQ(dev.download(a2ao, mine.size() * sz), concat(from)) << "all_to_all " << at;
           dev.sync();  // the host vectors uploaded this round may go
         }
+      }
+      // Every call with data went through CUDA IPC: 2 dtypes x 3 counts (all_gather in 3 forms).
+      if (n > 1) {
+        const std::map<std::string, uint64_t> calls = c.deviceIpcCalls();
+        for (const char* kind : {"broadcast", "gather", "scatter", "reduce_scatter", "reduce",
+                                 "all_to_all"}) {
+          EXPECT_EQ(calls.count(kind) ? calls.at(kind) : 0u, 6u) << kind << " rank " << rank;
+        }
+        EXPECT_EQ(calls.count("all_gather") ? calls.at("all_gather") : 0u, 18u) << rank;
       }
     });
   }

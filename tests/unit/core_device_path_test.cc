@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The data path of a call on CUDA memory (core/device_path.h): IPC only for all_reduce (not AVG)
-// among ranks of one host, direct only for send/recv to another host over a transport that takes
-// CUDA memory, staged otherwise — every other collective, and everything in between.
+// The data path of a call on CUDA memory (core/device_path.h): IPC for every equal-block collective
+// among ranks of one host when its chunk fits the scratch, direct only for
+// send/recv to another host over a transport that takes CUDA memory, staged otherwise —
+// all_to_allv, and everything in between.
 #include <gtest/gtest.h>
 
 #include "core/device_path.h"
@@ -25,8 +26,8 @@ TEST(DevicePath, IpcIsForAllReduceWithinOneHost) {
     f.op = op;
     EXPECT_EQ(chooseDevicePath(f), DevicePath::kIpc) << toString(op);
   }
-  f.op = ReduceOp::kAvg;
-  EXPECT_EQ(chooseDevicePath(f), DevicePath::kStaged);
+  f.op = ReduceOp::kAvg;  // reduced as SUM, then divided on the device
+  EXPECT_EQ(chooseDevicePath(f), DevicePath::kIpc);
   f.op = ReduceOp::kSum;
   f.ipc = false;
   EXPECT_EQ(chooseDevicePath(f), DevicePath::kStaged);
@@ -45,18 +46,28 @@ TEST(DevicePath, IpcIsForAllReduceWithinOneHost) {
   EXPECT_EQ(chooseDevicePath(f), DevicePath::kStaged);
 }
 
-TEST(DevicePath, OtherCollectivesAreStaged) {
+TEST(DevicePath, EveryEqualBlockCollectiveGoesThroughIpcWithinOneHost) {
   for (CollectiveKind k :
        {CollectiveKind::kBroadcast, CollectiveKind::kAllGather, CollectiveKind::kReduceScatter,
         CollectiveKind::kReduce, CollectiveKind::kGather, CollectiveKind::kScatter,
-        CollectiveKind::kAllToAll, CollectiveKind::kAllToAllV}) {
+        CollectiveKind::kAllToAll}) {
     DevicePathFacts f = facts(k);
     f.oneHost = true;
     f.ipc = true;
-    f.providerDirect = true;
-    f.peerElsewhere = true;
+    EXPECT_EQ(chooseDevicePath(f), DevicePath::kIpc) << toString(k);
+    f.ipcFits = false;
+    EXPECT_EQ(chooseDevicePath(f), DevicePath::kStaged) << toString(k);
+    f.ipcFits = true;
+    f.oneHost = false;
+    EXPECT_EQ(chooseDevicePath(f), DevicePath::kStaged) << toString(k);
+    f.oneHost = true;
+    f.ipc = false;
     EXPECT_EQ(chooseDevicePath(f), DevicePath::kStaged) << toString(k);
   }
+  DevicePathFacts f = facts(CollectiveKind::kAllToAllV);  // uneven pieces: staged
+  f.oneHost = true;
+  f.ipc = true;
+  EXPECT_EQ(chooseDevicePath(f), DevicePath::kStaged);
 }
 
 TEST(DevicePath, DirectIsForMessagesToAnotherHostOverADirectTransport) {

@@ -70,6 +70,10 @@ class BlockingDevice final : public Device {
                    device::Stream s) override {
     d_.reduceAsync(t, op, dst, a, b, n, s);
   }
+  void finishAverageAsync(DataType t, void* buf, size_t n, int divisor,
+                          device::Stream s) override {
+    d_.finishAverageAsync(t, buf, n, divisor, s);
+  }
   void waitValue(device::Stream s, const uint32_t* f, uint32_t v) override {
     d_.waitValue(s, f, v);
   }

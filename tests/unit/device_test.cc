@@ -188,6 +188,31 @@ TEST_P(DeviceTest, ReduceMatchesTheCpuReducer) {
   }
 }
 
+// AVG's last step: the CPU reducer's finishAverage bit for bit (fp32 division for 16-bit floats).
+TEST_P(DeviceTest, FinishAverageMatchesTheCpuReducer) {
+  const size_t n = 1031;
+  for (DataType t :
+       {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16}) {
+    for (int divisor : {1, 3, 7}) {
+      const size_t bytes = n * dataTypeSize(t);
+      std::vector<unsigned char> a(bytes), got(bytes);
+      for (size_t i = 0; i < bytes; ++i) a[i] = static_cast<unsigned char>((i * 37 + 11) % 61);
+      std::vector<unsigned char> want = a;
+      reduce::finishAverage(t, want.data(), n, divisor);
+      Stream s = dev_->createStream(0);
+      void* x = dev_->allocDevice(bytes, 0);
+      dev_->copyAsync(x, a.data(), bytes, s);
+      dev_->finishAverageAsync(t, x, n, divisor, s);
+      dev_->copyAsync(got.data(), x, bytes, s);
+      sync(s);
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), bytes), 0)
+          << toString(t) << " / " << divisor;
+      dev_->freeDevice(x);
+      dev_->destroyStream(s);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, DeviceTest,
                          ::testing::Values(Kind{"fake", 0}, Kind{"fake_delays", 300},
                                            Kind{"cuda", -1}),

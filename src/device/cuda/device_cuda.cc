@@ -177,6 +177,17 @@ class CudaDevice final : public Device {
     DeviceGuard guard(ordinal);
     reduce::reduceCuda(dtype, op, dst, a, b, count, stream);
   }
+  void finishAverageAsync(DataType dtype, void* buf, size_t count, int divisor,
+                          Stream stream) override {
+    if (count > 0 && buf == nullptr) invalid("finishAverageAsync: null buf with count > 0");
+    if (stream == nullptr || count == 0) {
+      return reduce::finishAverageCuda(dtype, buf, count, divisor, stream);
+    }
+    int ordinal = 0;
+    check(cudaStreamGetDevice(asStream(stream), &ordinal), "cudaStreamGetDevice");
+    DeviceGuard guard(ordinal);
+    reduce::finishAverageCuda(dtype, buf, count, divisor, stream);
+  }
   void waitValue(Stream stream, const uint32_t* flag, uint32_t value) override {
     if (flag == nullptr || reinterpret_cast<uintptr_t>(flag) % alignof(uint32_t) != 0) {
       invalid("waitValue: flag is null or not 4-byte aligned");

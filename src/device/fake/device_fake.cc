@@ -140,6 +140,20 @@ class FakeDevice final : public Device {
     lazyLoad(s.ordinal(), dtype, applied);
     s.enqueue([=] { reduce::reduce(dtype, applied, to, x, y, count); });
   }
+  void finishAverageAsync(DataType dtype, void* buf, size_t count, int divisor,
+                          Stream stream) override {
+    if (count == 0) return;
+    if (buf == nullptr) invalid("finishAverageAsync with a null pointer");
+    if (divisor < 1) invalid("finishAverageAsync with a divisor below 1");
+    if (!reduce::supported(dtype, ReduceOp::kAvg)) {
+      throw Error(ErrorCode::kUnsupported,
+                  std::string("smddp: fake device: finishAverageAsync on ") + toString(dtype));
+    }
+    void* to = memory_.resolve(buf, count * dataTypeSize(dtype));
+    FakeStream& s = resolve(stream);
+    lazyLoad(s.ordinal(), dtype, ReduceOp::kAvg);  // the average kernel, apart from SUM's
+    s.enqueue([=] { reduce::finishAverage(dtype, to, count, divisor); });
+  }
   void waitValue(Stream stream, const uint32_t* flag, uint32_t value) override {
     if (flag == nullptr) invalid("waitValue on a null flag");
     resolve(stream).enqueue([flag, value] {

@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: Apache-2.0
+// The ops of a collective through CUDA IPC (device_ipc_plan.h).
+#include "core/device_ipc_plan.h"
+
+#include <algorithm>
+#include <string>
+
+#include "algorithms/patterns/ring.h"
+#include "smddp/error.h"
+
+namespace smddp::core {
+namespace {
+
+using algo::CollectiveArgs;
+
+class Planner {
+ public:
+  Planner(const CollectiveArgs& args, int rank, int size, const IpcScratch& scratch,
+          IpcScratchClock& clock)
+      : args_(args), rank_(rank), size_(size), scratch_(scratch), clock_(clock) {}
+
+  std::vector<IpcOp> take() { return std::move(ops_); }
+
+  // Area a of rank r, at byte `offset`.
+  char* at(int r, int a, size_t offset = 0) const { return scratch_.at(r, a) + offset; }
+
+  // The large area freed earliest (ties: the lower), for the next chunk.
+  int pickLarge() const { return clock_.freeAt[1] < clock_.freeAt[0] ? 1 : 0; }
+  int pickSmall() const { return clock_.freeAt[3] < clock_.freeAt[2] ? 3 : 2; }
+
+  // Every rank calls these alike, whether or not it copies anything itself.
+  void beginWrite(int a) {
+    if (clock_.barriers < clock_.freeAt[a]) barrier();
+    clock_.dirty[a] = true;
+  }
+  void beginRead(int a) {
+    if (clock_.dirty[a]) barrier();
+    clock_.freeAt[a] = clock_.barriers + 1;
+  }
+
+  void copy(void* dst, const void* src, size_t bytes) {
+    if (bytes == 0 || dst == src) return;
+    IpcOp op;
+    op.kind = IpcOp::kCopy;
+    op.dst = dst;
+    op.a = src;
+    op.bytes = bytes;
+    ops_.push_back(op);
+  }
+  // dst = source(0) op source(1) op ... op source(size - 1), left to right.
+  void reduceInRankOrder(void* dst, size_t count, const std::function<const char*(int)>& source) {
+    if (count == 0) return;
+    for (int q = 1; q < size_; ++q) {
+      IpcOp op;
+      op.kind = IpcOp::kReduce;
+      op.dst = dst;
+      op.a = q == 1 ? source(0) : dst;
+      op.b = source(q);
+      op.count = count;
+      ops_.push_back(op);
+    }
+    if (args_.op == ReduceOp::kAvg && args_.reduces()) {
+      IpcOp op;
+      op.kind = IpcOp::kAverage;
+      op.dst = dst;
+      op.count = count;
+      op.divisor = size_;
+      ops_.push_back(op);
+    }
+  }
+
+  const CollectiveArgs& args() const { return args_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  size_t es() const { return args_.elementSize(); }
+  // Elements of each block per chunk when a large area holds `pieces` blocks' slices.
+  size_t perChunk(size_t pieces) const {
+    return std::max<size_t>(1, scratch_.slotBytes / (pieces * es()));
+  }
+
+ private:
+  void barrier() {
+    ops_.push_back(IpcOp{});
+    ++clock_.barriers;
+    std::fill(std::begin(clock_.dirty), std::end(clock_.dirty), false);
+  }
+
+  const CollectiveArgs& args_;
+  const int rank_;
+  const int size_;
+  const IpcScratch& scratch_;
+  IpcScratchClock& clock_;
+  std::vector<IpcOp> ops_;
+};
+
+const char* in(const CollectiveArgs& a) { return static_cast<const char*>(a.send); }
+char* out(const CollectiveArgs& a) { return static_cast<char*>(a.recv); }
+
+// One-shot: every rank reduces the whole buffer from every rank's small area.
+void allReduceOneShot(Planner& p) {
+  const CollectiveArgs& a = p.args();
+  const int s = p.pickSmall();
+  p.beginWrite(s);
+  p.copy(p.at(p.rank(), s), a.send, a.bytes());
+  p.beginRead(s);
+  p.reduceInRankOrder(a.recv, a.count, [&](int q) { return p.at(q, s); });
+}
+
+// Per chunk: every rank reduces its ring slice of the chunk from every rank's `in` into its `out`,
+// then copies every rank's reduced slice from its `out`.
+void allReduceChunked(Planner& p) {
+  const CollectiveArgs& a = p.args();
+  const size_t es = p.es();
+  const size_t per = p.perChunk(1);
+  for (size_t first = 0; first < a.count; first += per) {
+    const size_t count = std::min(per, a.count - first);
+    const int inA = p.pickLarge();
+    const int outA = 1 - inA;
+    p.beginWrite(inA);
+    p.copy(p.at(p.rank(), inA), in(a) + first * es, count * es);
+    p.beginRead(inA);
+    const algo::patterns::Range mine = algo::patterns::ringChunk(count, p.size(), p.rank());
+    p.beginWrite(outA);
+    p.reduceInRankOrder(p.at(p.rank(), outA, mine.begin * es), mine.count,
+                        [&](int q) { return p.at(q, inA, mine.begin * es); });
+    p.beginRead(outA);
+    for (int q = 0; q < p.size(); ++q) {
+      const algo::patterns::Range slice = algo::patterns::ringChunk(count, p.size(), q);
+      p.copy(out(a) + (first + slice.begin) * es, p.at(q, outA, slice.begin * es),
+             slice.count * es);
+    }
+  }
+}
+
+// The root's chunk goes through its area; every other rank copies it out.
+void broadcast(Planner& p) {
+  const CollectiveArgs& a = p.args();
+  const size_t es = p.es();
+  const size_t per = p.perChunk(1);
+  const bool root = p.rank() == a.root;
+  if (root) p.copy(a.recv, a.send, a.bytes());
+  for (size_t first = 0; first < a.count; first += per) {
+    const size_t count = std::min(per, a.count - first);
+    const int A = p.pickLarge();
+    p.beginWrite(A);
+    if (root) p.copy(p.at(p.rank(), A), in(a) + first * es, count * es);
+    p.beginRead(A);
+    if (!root) p.copy(out(a) + first * es, p.at(a.root, A), count * es);
+  }
+}
+
+// Every rank's chunk goes through its area; the root reduces them in rank order.
+void reduce(Planner& p) {
+  const CollectiveArgs& a = p.args();
+  const size_t es = p.es();
+  const size_t per = p.perChunk(1);
+  for (size_t first = 0; first < a.count; first += per) {
+    const size_t count = std::min(per, a.count - first);
+    const int A = p.pickLarge();
+    p.beginWrite(A);
+    p.copy(p.at(p.rank(), A), in(a) + first * es, count * es);
+    p.beginRead(A);
+    if (p.rank() == a.root) {
+      p.reduceInRankOrder(out(a) + first * es, count, [&](int q) { return p.at(q, A); });
+    }
+  }
+}
+
+// all_gather and gather: every rank's chunk goes through its area; the readers copy every peer's.
+void gather(Planner& p, bool everyRank) {
+  const CollectiveArgs& a = p.args();
+  const size_t es = p.es();
+  const size_t per = p.perChunk(1);
+  const bool reader = everyRank || p.rank() == a.root;
+  const auto me = static_cast<size_t>(p.rank());
+  if (reader) p.copy(a.block(me), a.send, a.bytes());
+  for (size_t first = 0; first < a.count; first += per) {
+    const size_t count = std::min(per, a.count - first);
+    const int A = p.pickLarge();
+    p.beginWrite(A);
+    p.copy(p.at(p.rank(), A), in(a) + first * es, count * es);
+    p.beginRead(A);
+    for (int q = 0; reader && q < p.size(); ++q) {
+      if (q == p.rank()) continue;
+      p.copy(static_cast<char*>(a.block(static_cast<size_t>(q))) + first * es, p.at(q, A),
+             count * es);
+    }
+  }
+}
+
+// The root stages a slice of every other rank's block per chunk; each rank copies its own.
+void scatter(Planner& p) {
+  const CollectiveArgs& a = p.args();
+  const size_t es = p.es();
+  const size_t per = p.perChunk(static_cast<size_t>(p.size()));
+  const bool root = p.rank() == a.root;
+  const auto me = static_cast<size_t>(p.rank());
+  if (root) p.copy(a.recv, a.sendBlock(me), a.bytes());
+  for (size_t first = 0; first < a.count; first += per) {
+    const size_t count = std::min(per, a.count - first);
+    const int A = p.pickLarge();
+    p.beginWrite(A);
+    for (int q = 0; root && q < p.size(); ++q) {
+      if (q == p.rank()) continue;
+      p.copy(p.at(p.rank(), A, static_cast<size_t>(q) * count * es),
+             static_cast<const char*>(a.sendBlock(static_cast<size_t>(q))) + first * es,
+             count * es);
+    }
+    p.beginRead(A);
+    if (!root) p.copy(out(a) + first * es, p.at(a.root, A, me * count * es), count * es);
+  }
+}
+
+// reduce_scatter and all_to_all: per chunk every rank stages a slice of each of its n blocks; rank
+// r then takes slice r from every rank's area (reducing them in rank order, or one block each).
+void exchange(Planner& p, bool reduces) {
+  const CollectiveArgs& a = p.args();
+  const size_t es = p.es();
+  const auto n = static_cast<size_t>(p.size());
+  const size_t per = p.perChunk(n);
+  const auto me = static_cast<size_t>(p.rank());
+  for (size_t first = 0; first < a.count; first += per) {
+    const size_t count = std::min(per, a.count - first);
+    const int A = p.pickLarge();
+    p.beginWrite(A);
+    if (count == a.count) {  // one chunk: the blocks lie as in the input
+      p.copy(p.at(p.rank(), A), a.send, n * count * es);
+    } else {
+      for (size_t q = 0; q < n; ++q) {
+        p.copy(p.at(p.rank(), A, q * count * es), in(a) + (q * a.count + first) * es, count * es);
+      }
+    }
+    p.beginRead(A);
+    if (reduces) {
+      p.reduceInRankOrder(out(a) + first * es, count,
+                          [&](int q) { return p.at(q, A, me * count * es); });
+    } else {
+      for (int q = 0; q < p.size(); ++q) {
+        p.copy(out(a) + (static_cast<size_t>(q) * a.count + first) * es,
+               p.at(q, A, me * count * es), count * es);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool ipcFits(const algo::CollectiveArgs& args, int size, size_t slotBytes) {
+  switch (args.kind) {
+    case CollectiveKind::kScatter:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAll:
+      return static_cast<size_t>(size) * args.elementSize() <= slotBytes;
+    default:
+      return args.elementSize() <= slotBytes;
+  }
+}
+
+std::vector<IpcOp> planIpc(const algo::CollectiveArgs& args, int rank, int size,
+                           const IpcScratch& scratch, IpcScratchClock& clock) {
+  const bool ok = size >= 2 && args.count > 0 && ipcFits(args, size, scratch.slotBytes);
+  if (!ok) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "smddp: rank " + std::to_string(rank) + ": " + toString(args.kind) +
+                    " of " + std::to_string(args.count) + " elements over " +
+                    std::to_string(size) + " ranks cannot go through CUDA IPC");
+  }
+  IpcScratchClock next = clock;  // committed once the whole plan stands
+  Planner p(args, rank, size, scratch, next);
+  switch (args.kind) {
+    case CollectiveKind::kAllReduce:
+      if (args.bytes() <= scratch.oneShotBytes) {
+        allReduceOneShot(p);
+      } else {
+        allReduceChunked(p);
+      }
+      break;
+    case CollectiveKind::kBroadcast: broadcast(p); break;
+    case CollectiveKind::kReduce: reduce(p); break;
+    case CollectiveKind::kAllGather: gather(p, true); break;
+    case CollectiveKind::kGather: gather(p, false); break;
+    case CollectiveKind::kScatter: scatter(p); break;
+    case CollectiveKind::kReduceScatter: exchange(p, true); break;
+    case CollectiveKind::kAllToAll: exchange(p, false); break;
+    default:
+      throw Error(ErrorCode::kInvalidArgument, "smddp: rank " + std::to_string(rank) + ": " +
+                                                   toString(args.kind) +
+                                                   " has no CUDA IPC form");
+  }
+  clock = next;
+  return p.take();
+}
+
+size_t ipcBarriers(const std::vector<IpcOp>& ops) {
+  return static_cast<size_t>(
+      std::count_if(ops.begin(), ops.end(), [](const IpcOp& op) { return op.kind == IpcOp::kBarrier; }));
+}
+
+}  // namespace smddp::core
