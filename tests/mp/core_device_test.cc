@@ -2,11 +2,12 @@
 // Collectives on device memory in separate processes over real libfabric (shm with the arena, and
 // tcp), through the public API only, on the fake device with random stream delays (ctest sets
 // SMDDP_DEVICE=fake, SMDDP_FAKE_DEVICE_DELAY_US and a 64 KiB SMDDP_STAGING_BYTES; the GPU script
-// runs it again with SMDDP_DEVICE=cuda, several ranks on one GPU). Within one host all_reduce goes
-// through CUDA IPC (each slice reduced in rank order): random floats give the same bits on every
-// rank, within rounding of the host call; staged through host memory (Options::deviceIpc false,
-// the "Staged" cases) they give the host call's bits. Exact values, multi-segment, give the closed
-// form either way. Children report the first wrong element and exit non-zero.
+// runs it again with SMDDP_DEVICE=cuda, several ranks on one GPU). Within one host the collectives
+// go through CUDA IPC (all_reduce's slices reduced in rank order): random floats give the same
+// bits on every rank, within rounding of the host call; staged through host memory
+// (Options::deviceIpc false, the "Staged" cases) they give the host call's bits. Exact values,
+// multi-segment (all_reduce, broadcast, all_gather, reduce_scatter AVG, all_to_all), give the
+// closed form either way. Children report the first wrong element and exit non-zero.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -128,6 +129,33 @@ int checkRank(Communicator& c, int rank, int n, bool exactVsHost) {
     c.allGather(dev(in, per), dev(out, all.size())).wait();  // the host waits this time
   });
   if (firstWrong(rank, "all_gather", per, gathered, all)) return 1;
+  // reduce_scatter (AVG of exact values) and all_to_all, several chunks of the scratch each
+  const auto un = static_cast<size_t>(n);
+  std::vector<float> blocks(per * un), avg(per), a2a(per * un);
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    blocks[i] = static_cast<float>(rank + 1 + static_cast<int>(i % 97));
+  }
+  for (size_t i = 0; i < per; ++i) {
+    const int v = static_cast<int>((static_cast<size_t>(rank) * per + i) % 97);
+    avg[i] = static_cast<float>(n * (n + 1) / 2 + n * v) / static_cast<float>(n);
+  }
+  const auto scattered = onDevice(blocks, per, s, [&](void* in, void* out) {
+    c.reduceScatter(dev(in, per * un), dev(out, per), ReduceOp::kAvg).waitOnStream(s);
+  });
+  if (firstWrong(rank, "reduce_scatter avg", per, scattered, avg)) return 1;
+  auto tag = [](size_t from, size_t to, size_t i) {
+    return static_cast<float>(from * 100 + to + (i % 50) * 1000);
+  };
+  for (size_t q = 0; q < un; ++q) {
+    for (size_t i = 0; i < per; ++i) {
+      blocks[q * per + i] = tag(static_cast<size_t>(rank), q, i);
+      a2a[q * per + i] = tag(q, static_cast<size_t>(rank), i);
+    }
+  }
+  const auto exchanged = onDevice(blocks, per * un, s, [&](void* in, void* out) {
+    c.allToAll(dev(in, per * un), dev(out, per * un)).waitOnStream(s);
+  });
+  if (firstWrong(rank, "all_to_all", per, exchanged, a2a)) return 1;
   device_api::destroyStream(s);
   return 0;
 }

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The CUDA path of torch_smddp and the engine, without a GPU: with SMDDP_DEVICE=fake every tensor
 of a collective is mirrored into the fake device's memory (which the host cannot touch) and the
-collective runs on it as on CUDA tensors — staged through pinned host memory (all_reduce also
-through CUDA IPC, SMDDP_DEVICE_IPC=1), started after the
+collective runs on it as on CUDA tensors — staged through pinned host memory, or on the devices
+through CUDA IPC within the host (SMDDP_DEVICE_IPC=1), started after the
 work queued on the rank's stream, the results waited for on that stream — with random delays on
 every stream (SMDDP_FAKE_DEVICE_DELAY_US), so a missing stream wait gives wrong data. The checks
 are the host tests' own: the collectives suite (closed-form results, every collective, dtype and
@@ -33,12 +33,12 @@ def fake_device(monkeypatch):
 @pytest.mark.parametrize("world,init,ipc",
                          [(1, "file", "0"), (3, "tcp", "0"), (3, "file", "1")])
 def test_collectives_on_the_fake_device(world, init, ipc, monkeypatch):
-    monkeypatch.setenv("SMDDP_DEVICE_IPC", ipc)  # 1: all_reduce through CUDA IPC in the host
+    monkeypatch.setenv("SMDDP_DEVICE_IPC", ipc)  # 1: through CUDA IPC in the host
     harness.run(workers_collectives.suite, world, init=init, timeout=240)
 
 
 def test_every_dtype_and_op_on_the_fake_device(monkeypatch, tmp_path):
-    """test_dtypes.py's checks, every tensor on the fake device (all_reduce through CUDA IPC)."""
+    """test_dtypes.py's checks, every tensor on the fake device (through CUDA IPC)."""
     monkeypatch.setenv("SMDDP_DEVICE_IPC", "1")
     harness.run(workers_dtypes.every_dtype, 3, timeout=240, args=(str(tmp_path),))
 
@@ -53,7 +53,10 @@ def test_send_and_recv_on_the_fake_device():
     harness.run(workers_p2p.suite, 3, init="file", timeout=240)
 
 
-def test_fsdp2_on_the_fake_device():
+@pytest.mark.parametrize("ipc", ["0", "1"])
+def test_fsdp2_on_the_fake_device(ipc, monkeypatch):
+    """1: FSDP2's all_gather and reduce_scatter run through CUDA IPC (asserted by its counter)."""
+    monkeypatch.setenv("SMDDP_DEVICE_IPC", ipc)
     harness.run(workers_fsdp.suite, 2, init="tcp", timeout=240)
 
 

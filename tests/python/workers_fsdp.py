@@ -7,6 +7,7 @@ gloo's (fp32: to 1e-5; bf16: to bf16 rounding), and fp32 runs equal a local refe
 trains the unsharded model on every rank's batch (the gradient FSDP averages), so a wrong
 reduce_scatter or all_gather cannot go unseen even where both backends would agree.
 """
+import os
 from datetime import timedelta
 
 import torch
@@ -14,6 +15,8 @@ import torch.distributed as dist
 import torch.nn as nn
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+import torch_smddp
 
 STEPS = 10
 BATCH, SEQ, DIM = 2, 5, 16
@@ -97,5 +100,11 @@ def suite(rank, world, init_method):
         hsdp = init_device_mesh("cpu", (2, 2), mesh_dim_names=("replicate", "shard"))
         compare(rank, "HSDP 2x2 smddp vs unsharded reference", train_fsdp(hsdp, rank),
                 reference, 1e-4)
+    if os.environ.get("SMDDP_DEVICE") == "fake" and os.environ.get("SMDDP_DEVICE_IPC") == "1":
+        # Tensors mirrored into the fake device within one host: FSDP2's all_gather and
+        # reduce_scatter (AVG in fp32) ran on the device through CUDA IPC.
+        calls = torch_smddp.backend_of().device_ipc_calls
+        for kind in ("all_gather", "reduce_scatter"):
+            assert calls.get(kind, 0) >= STEPS, f"rank {rank}: {kind} through CUDA IPC: {calls}"
     dist.barrier()
     dist.destroy_process_group()
