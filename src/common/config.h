@@ -87,9 +87,9 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
     "Fake device only: each stream waits a random 0..N microseconds before every operation, so "   \
     "missing stream ordering shows up as wrong data. 0: no delays.")                               \
   X(deviceIpc, "SMDDP_DEVICE_IPC", Int, int64_t{0},                                                \
-    "1: all_reduce (sum, prod, min, max) on CUDA memory among ranks of one host runs on the "      \
-    "devices, each reading its peers' device scratch through CUDA IPC (not yet validated on a "   \
-    "GPU). 0: staged through host memory like every other call.")                                 \
+    "1: every equal-block collective on CUDA memory among ranks of one host runs on the devices, " \
+    "each reading its peers' device scratch through CUDA IPC (not yet validated on a GPU). 0: "    \
+    "staged through host memory like every other call.")                                          \
   X(fiHmem, "SMDDP_FI_HMEM", Int, 1,                                                               \
     "1: when the provider offers FI_HMEM and can do GPUDirect (efa), endpoints ask for it and "    \
     "send/recv of CUDA memory to another host go to the provider directly (unvalidated: no "       \

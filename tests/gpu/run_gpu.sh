@@ -10,7 +10,8 @@
 # TORCH_ONLY=1 skips the CUDA build, tests and bench; FULL=1 adds the torch tier on CPU tensors
 # (several minutes), TORCH_TESTS="test_a.py test_b.py" runs those Python tests.
 # DRY_RUN=1: the CPU side only, on any machine (part of the README's test command; see below).
-# Invariant: touches nothing outside the repository and $OUT; every step is time-bounded.
+# Invariant: touches nothing outside the repository and $OUT; every step is time-bounded, and all
+# of them together by BUDGET_S.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -23,11 +24,19 @@ if [ -n "${DRY_RUN:-}" ]; then
   set -e
   echo "== dry run: device tests on the fake device ($build)"
   (cd "$build" && ctest --output-on-failure --timeout 300 \
-     -R '^(smddp_unit_device|smddp_unit_device_loading|smddp_loopback_core_device|smddp_mp_device)$')
+     -R '^(smddp_unit_device|smddp_unit_device_loading|smddp_loopback_core_device|smddp_loopback_core_device_ipc|smddp_mp_device)$')
   echo "== dry run: tests/gpu/torch_cuda_check.py on the fake device"
   timeout 300 "$py" tests/gpu/torch_cuda_check.py --dry-run --out "${OUT:-$build/gpu-dry-run}"
   exit 0
 fi
+# One device command: every step's bound is cut to what is left of BUDGET_S (default 540 s), so the
+# run ends, with the steps done so far reported, before the device tool's 10-minute limit.
+t0=$(date +%s)
+budget=${BUDGET_S:-540}
+cap() {  # cap SECONDS: the bound for the next step
+  local left=$(( t0 + budget - $(date +%s) ))
+  (( left < $1 )) && { (( left > 1 )) && echo "$left" || echo 1; } || echo "$1"
+}
 out=${OUT:-$root/build-gpu-out}  # /build*/ is git-ignored
 mkdir -p "$out"
 log=$out/gpu-run.log
@@ -52,9 +61,9 @@ gtest_args=()
 if ! [ -f /usr/lib/x86_64-linux-gnu/cmake/GTest/GTestConfig.cmake ] &&
    ! [ -f /usr/local/lib/cmake/GTest/GTestConfig.cmake ]; then
   echo "== building GoogleTest"
-  timeout 300 cmake -S "$deps/googletest" -B "$deps/gtest-build" -DCMAKE_INSTALL_PREFIX="$prefix/gtest" \
+  timeout $(cap 300) cmake -S "$deps/googletest" -B "$deps/gtest-build" -DCMAKE_INSTALL_PREFIX="$prefix/gtest" \
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_POSITION_INDEPENDENT_CODE=ON >/dev/null &&
-  timeout 300 cmake --build "$deps/gtest-build" -j"$jobs" --target install >/dev/null
+  timeout $(cap 300) cmake --build "$deps/gtest-build" -j"$jobs" --target install >/dev/null
   gtest_args=(-DGTest_DIR="$prefix/gtest/lib/cmake/GTest")
 fi
 
@@ -67,7 +76,7 @@ if [ -n "$torch_prefix" ]; then
   echo "== torch_smddp against torch $(python3 -c 'import torch; print(torch.__version__)') (background)"
   rm -rf "$site"; mkdir -p "$site"  # pip --target keeps an existing package instead of replacing it
   ( CMAKE_ARGS="-DLibfabric_INCLUDE_DIR=$prefix/usr/include -DLibfabric_LIBRARY=$libdir/libfabric.so -DSMDDP_CUDA_ARCHS=$arch" \
-      SMDDP_BUILD_JOBS=$(( (jobs + 1) / 2 )) timeout 480 python3 -m pip install -q --no-build-isolation \
+      SMDDP_BUILD_JOBS=$(( (jobs + 1) / 2 )) timeout $(cap 480) python3 -m pip install -q --no-build-isolation \
       --no-deps --target "$site" . > "$out/torch-build.log" 2>&1
     echo $? > "$out/torch-build.rc" ) &
   torch_build=$!
@@ -77,7 +86,7 @@ test_rc=0
 bench_rc=0
 if [ -z "${TORCH_ONLY:-}" ]; then
 echo "== configure (archs $arch; torch prefix: ${torch_prefix:-none})"
-timeout 300 cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DSMDDP_CUDA_ARCHS="$arch" \
+timeout $(cap 300) cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DSMDDP_CUDA_ARCHS="$arch" \
   -DCMAKE_PREFIX_PATH="$prefix/usr;${torch_prefix}" \
   -DLibfabric_INCLUDE_DIR="$prefix/usr/include" -DLibfabric_LIBRARY="$libdir/libfabric.so" \
   "${gtest_args[@]}" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
@@ -86,19 +95,19 @@ echo "== build"
 targets=(reduce_cuda_plan_test reduce_cuda_api_test reduce_cuda_ops_test reduce_cuda_kernels_test
          reduce_cuda_bench reduce_kernels_test smddp_unit_device smddp_unit_device_loading
          smddp_mp_device)
-timeout 480 cmake --build build-gpu -j$(( (jobs + 1) / 2 )) --target "${targets[@]}" \
+timeout $(cap 480) cmake --build build-gpu -j$(( (jobs + 1) / 2 )) --target "${targets[@]}" \
   > "$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
 
 echo "== tests"
-(cd build-gpu && timeout 180 ctest --output-on-failure \
+(cd build-gpu && timeout $(cap 180) ctest --output-on-failure \
    -R '^(reduce_cuda_.*|reduce_kernels_test|smddp_unit_device|smddp_unit_device_loading)$')
 test_rc=$?
 echo "== collectives on CUDA memory across processes (SMDDP_DEVICE=cuda, ranks share the GPU)"
-SMDDP_DEVICE=cuda SMDDP_STAGING_BYTES=64K timeout 150 build-gpu/tests/smddp_mp_device || test_rc=1
+SMDDP_DEVICE=cuda SMDDP_STAGING_BYTES=64K timeout $(cap 150) build-gpu/tests/smddp_mp_device || test_rc=1
 cp build-gpu/Testing/Temporary/LastTest.log "$out/" 2>/dev/null || true
 
 echo "== bench (256 MiB buffers, 20 iterations)"
-timeout 120 build-gpu/bench/reduce_cuda_bench 256 20 | tee "$out/reduce_cuda_bench.txt"
+timeout $(cap 120) build-gpu/bench/reduce_cuda_bench 256 20 | tee "$out/reduce_cuda_bench.txt"
 bench_rc=${PIPESTATUS[0]}
 fi
 
@@ -112,7 +121,7 @@ if [ -n "$torch_build" ]; then
   fi
   if [ "$torch_rc" = 0 ]; then
     echo "== CUDA tensors through torch: collectives, stream order, DDP vs gloo, busbw vs gloo/nccl"
-    PYTHONPATH=$site timeout 420 python3 tests/gpu/torch_cuda_check.py --out "$out" --timeout 100 ||
+    PYTHONPATH=$site timeout $(cap 420) python3 tests/gpu/torch_cuda_check.py --out "$out" --timeout $(cap 100) ||
       torch_rc=1
   fi
   # The torch tier on CPU tensors (several minutes): TORCH_TESTS="test_a.py ..." or FULL=1.
@@ -121,10 +130,10 @@ if [ -n "$torch_build" ]; then
     test_ddp.py test_errors.py test_faults.py test_groups.py test_exit.py test_torch2.py
     test_crash.py test_p2p.py test_fsdp.py test_pipeline.py test_parallel.py"
   if [ "$torch_rc" = 0 ] && [ -n "$tests" ]; then
-    (cd tests/python && PYTHONPATH=$site timeout 420 python3 -m pytest -q -p no:cacheprovider \
+    (cd tests/python && PYTHONPATH=$site timeout $(cap 420) python3 -m pytest -q -p no:cacheprovider \
        -n 8 $tests 2>&1 | tee "$out/torch-tests.txt")
     [ "${PIPESTATUS[0]}" = 0 ] || torch_rc=1
   fi
 fi
-echo "== done: tests rc=$test_rc bench rc=$bench_rc torch rc=$torch_rc"
+echo "== done in $(( $(date +%s) - t0 )) s: tests rc=$test_rc bench rc=$bench_rc torch rc=$torch_rc"
 [ $test_rc -eq 0 ] && [ $bench_rc -eq 0 ] && [ "$torch_rc" = 0 ]

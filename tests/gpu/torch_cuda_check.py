@@ -7,14 +7,19 @@ Checks, each rank against closed-form values (#wrong counts elements):
   collectives   all_reduce (sum, avg, max), broadcast, all_gather_into_tensor, all_gather,
                 reduce_scatter_tensor, all_to_all_single, reduce, gather, scatter, send/recv;
                 float16/bfloat16/float32; sizes
-                1 .. 64 MiB and odd counts; 2, 4 and 8 ranks on the GPU
+                1 .. 64 MiB and odd counts; 2 and 4 ranks on the GPU
   streams       a long kernel writes the input on the current stream, the collective is posted
                 async, wait() is called, another kernel reads the output — no synchronize()
-  ddp           20 steps of DDP over smddp and over gloo on CUDA give the same parameters
-                (within rounding: the reduction orders differ)
-  busbw         all_reduce float32 1-64 MiB through torch: smddp, gloo, nccl (nccl with
-                NCCL_MULTI_RANK_GPU_ENABLE=1; its version is reported)
-A world named with "ipc" (e.g. 4ipc) runs with SMDDP_DEVICE_IPC=1: all_reduce through CUDA IPC.
+  ddp, fsdp2     20 steps of DDP, 10 of FSDP2, over smddp and over gloo on CUDA give the same
+                parameters (within rounding: the reduction orders differ); through CUDA IPC,
+                FSDP2's all_gather and reduce_scatter must have taken it
+  busbw         all_reduce and all_gather float32 1, 16, 256 MiB through torch: smddp staged,
+                gloo, nccl (which refuses ranks sharing a GPU: its error is reported) in the
+                plain worlds, smddp through CUDA IPC in the ipc worlds; the device's copy
+                bandwidth; the bars (IPC >= 5x gloo at >= 16 MiB, all_gather at 256 MiB >= 50 %
+                of the copy bandwidth) checked and printed, not failed on
+A world named with "ipc" (e.g. 4ipc) runs with SMDDP_DEVICE_IPC=1: every collective through CUDA
+IPC within the host.
 Writes torch_cuda.json and torch_cuda.md under --out after every world (a later world that hangs
 leaves the earlier results); exits 1 if anything was wrong.
 """
@@ -27,6 +32,9 @@ import time
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+
+from torch_cuda_models import ddp_check, fsdp_check
+from torch_cuda_perf import bars, busbw, copy_bandwidth
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
 
@@ -119,55 +127,6 @@ def stream_check(rank, world, dev, dry):
              int((y != want).sum().item()))]
 
 
-def ddp_check(rank, world, dev):
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
-    results = {}
-    for backend in ("smddp", "gloo"):
-        group = dist.new_group(backend=backend)
-        net = torch.nn.parallel.DistributedDataParallel(
-            _clone(model).to(dev), process_group=group,
-            device_ids=None if dev.type == "cpu" else [0])
-        opt = torch.optim.SGD(net.parameters(), lr=0.1)
-        gen = torch.Generator().manual_seed(rank)
-        for _ in range(20):
-            data = torch.randn(16, 32, generator=gen).to(dev)
-            opt.zero_grad()
-            net(data).square().mean().backward()
-            opt.step()
-        results[backend] = [p.detach().cpu() for p in net.parameters()]
-        dist.destroy_process_group(group)
-    # within rounding: smddp's reduction order (CUDA IPC: rank order) is not gloo's
-    wrong = sum(int((~torch.isclose(a, b, rtol=1e-4, atol=1e-6)).sum().item())
-                for a, b in zip(results["smddp"], results["gloo"]))
-    return [("ddp smddp == gloo within rounding (20 steps)", wrong)]
-
-
-def _clone(model):
-    import copy
-    return copy.deepcopy(model)
-
-
-def busbw(rank, world, dev, backend, sizes, iters):
-    group = dist.new_group(backend=backend)
-    rows = []
-    for nbytes in sizes:
-        x = torch.ones(nbytes // 4, device=dev)
-        for _ in range(3):
-            dist.all_reduce(x, group=group)
-        torch.cuda.synchronize()
-        dist.barrier(group=group)
-        start = time.perf_counter()
-        for _ in range(iters):
-            dist.all_reduce(x, group=group)
-        torch.cuda.synchronize()
-        seconds = (time.perf_counter() - start) / iters
-        rows.append({"backend": backend, "bytes": nbytes, "us": seconds * 1e6,
-                     "busbw_gbps": nbytes / seconds / 1e9 * 2 * (world - 1) / world})
-    dist.destroy_process_group(group)
-    return rows
-
-
 def worker(rank, world, init, dry, out_queue):
     try:
         import torch_smddp  # noqa: F401
@@ -177,17 +136,24 @@ def worker(rank, world, init, dry, out_queue):
         checks = closed_form_checks(rank, world, dev, sizes)
         checks += stream_check(rank, world, dev, dry)
         checks += ddp_check(rank, world, dev)
-        rows = []
+        checks += fsdp_check(rank, world, dev)
+        rows, copy_gbps = [], None
         if not dry:
-            sizes = [1 << 20, 4 << 20, 16 << 20, 64 << 20]
+            if rank == 0:
+                copy_gbps = copy_bandwidth(dev)
+            dist.barrier()
+            sizes = [1 << 20, 16 << 20, 256 << 20]
             ipc = os.environ.get("SMDDP_DEVICE_IPC") == "1"  # the others ran in the plain world
-            for backend in ("smddp",) if ipc else ("smddp", "gloo", "nccl"):
-                rows += busbw(rank, world, dev, backend, sizes, iters=10)
+            backends = [("smddp", "smddp-ipc")] if ipc else [
+                ("smddp", "smddp"), ("gloo", "gloo"), ("nccl", "nccl")]
+            for collective in ("all_reduce", "all_gather"):
+                for backend, label in backends:
+                    rows += busbw(rank, world, dev, backend, label, collective, sizes, iters=5)
         dist.destroy_process_group()
-        out_queue.put((rank, checks, rows, None))
+        out_queue.put((rank, checks, {"busbw": rows, "copy_gbps": copy_gbps}, None))
     except BaseException as e:  # report, never hang the parent
         import traceback
-        out_queue.put((rank, [], [], f"{e!r}\n{traceback.format_exc()}"))
+        out_queue.put((rank, [], {}, f"{e!r}\n{traceback.format_exc()}"))
 
 
 def run_world(world, label, dry, timeout):
@@ -216,7 +182,7 @@ def main():
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--worlds", default=None,
                     help="comma-separated; 'ipc' after the size turns CUDA IPC on "
-                         "(default 2,4,8,4ipc; dry run: 2,2ipc)")
+                         "(default 2,2ipc,4,4ipc; dry run: 2,2ipc)")
     ap.add_argument("--out", default=".")
     ap.add_argument("--timeout", type=float, default=240)
     args = ap.parse_args()
@@ -225,7 +191,7 @@ def main():
         os.environ.setdefault("SMDDP_FAKE_DEVICE_DELAY_US", "50")
     else:
         os.environ.setdefault("NCCL_MULTI_RANK_GPU_ENABLE", "1")
-    worlds = (args.worlds or ("2,2ipc" if args.dry_run else "2,4,8,4ipc")).split(",")
+    worlds = (args.worlds or ("2,2ipc" if args.dry_run else "2,2ipc,4,4ipc")).split(",")
     report = {"torch": torch.__version__, "dry_run": args.dry_run, "worlds": {}}
     if not args.dry_run:
         report["device"] = torch.cuda.get_device_name(0)
@@ -248,7 +214,8 @@ def main():
             for name, wrong in checks:
                 entry["checks"][name] = entry["checks"].get(name, 0) + wrong
             if rank == 0:
-                entry["busbw"] = rows
+                entry["busbw"] = rows.get("busbw", [])
+                entry["copy_gbps"] = rows.get("copy_gbps")
         bad = {k: v for k, v in entry["checks"].items() if v}
         failed = failed or bool(bad) or bool(entry["errors"]) or not entry["checks"]
         first = len(lines)
@@ -258,15 +225,26 @@ def main():
             lines.append(f"  WRONG {k}: {v}")
         for rank, error in entry["errors"].items():
             lines.append(f"  rank {rank}: {error.splitlines()[0]}")
+        if entry.get("copy_gbps"):
+            lines.append(f"  device copy bandwidth {entry['copy_gbps']:.0f} GB/s (256 MiB)")
         for row in entry["busbw"]:
-            lines.append(f"  {row['backend']:6s} {row['bytes'] >> 20:3d} MiB  {row['us']:10.1f} us"
-                         f"  busbw {row['busbw_gbps']:7.2f} GB/s")
+            if "error" in row:
+                lines.append(f"  {row['backend']:9s} {row['collective']}: {row['error']}")
+                continue
+            lines.append(f"  {row['backend']:9s} {row['collective']:10s} {row['bytes'] >> 20:3d} "
+                         f"MiB  {row['us']:10.1f} us  busbw {row['busbw_gbps']:7.2f} GB/s")
         report["worlds"][label] = entry
         with open(os.path.join(args.out, "torch_cuda.json"), "w") as f:
             json.dump(report, f, indent=1, default=str)
         with open(os.path.join(args.out, "torch_cuda.md"), "w") as f:
             f.write("\n".join(lines) + "\n")
         print("\n".join(lines[first:]), flush=True)
+    summary = bars(report["worlds"])
+    if summary:
+        lines += ["bars:"] + ["  " + x for x in summary]
+        print("\n".join(lines[-len(summary) - 1:]), flush=True)
+        with open(os.path.join(args.out, "torch_cuda.md"), "w") as f:
+            f.write("\n".join(lines) + "\n")
     return 1 if failed else 0
 
 
