@@ -22,15 +22,16 @@ from . import costs
 FREE = ("net_alpha", "net_beta", "msg_alpha")
 
 
-def _forms(m, algorithm, size):
+def _forms(m, algorithm, size, kind="all_reduce"):
     """(latency form, link-bound form or None) of one row; a form is its coefficients for FREE
     and the rest (arena_alpha at its prior, copies, reductions)."""
     base = dict(net_alpha=0.0, msg_alpha=0.0)
-    latency = lambda **k: costs.parts(costs.scaled(m, **dict(base, **k)), algorithm, size)[0]
+    latency = lambda **k: costs.parts(costs.scaled(m, **dict(base, **k)), algorithm, size,
+                                      kind)[0]
     rest = latency()
     a = latency(net_alpha=1.0) - rest
     e = latency(msg_alpha=1.0) - rest
-    _, wire, busiest = costs.parts(m, algorithm, size)
+    _, wire, busiest = costs.parts(m, algorithm, size, kind)
     if m.link_burst <= 0 or m.nodes == 1:
         return ((a, wire, e), rest), None
     return ((a, max(0.0, wire - m.link_burst), e), rest), ((0.0, busiest, 0.0), 0.0)
@@ -100,9 +101,9 @@ def _best_fit(m, rows, forms):
 
 
 def fit(m, rows):
-    """rows: [{size, time_us, algorithm}]. Returns m with net_alpha, net_eff and, where the rows
-    determine it, msg_alpha fitted."""
-    both = [_forms(m, r["algorithm"], r["size"]) for r in rows]
+    """rows: [{size, time_us, algorithm, collective (default all_reduce)}]. Returns m with
+    net_alpha, net_eff and, where the rows determine it, msg_alpha fitted."""
+    both = [_forms(m, r["algorithm"], r["size"], r.get("collective", "all_reduce")) for r in rows]
     value = lambda f, p: sum(c * x for c, x in zip(f[0], p)) + f[1]
     params = (m.net_alpha, m.net_beta(), m.msg_alpha)
     chosen = None
@@ -129,6 +130,6 @@ def predict(m, rows):
     """Each row with the model's time and its relative error (model / measured - 1)."""
     out = []
     for r in rows:
-        t = costs.time(m, r["algorithm"], r["size"])
+        t = costs.time(m, r["algorithm"], r["size"], r.get("collective", "all_reduce"))
         out.append(dict(r, model_us=t * 1e6, error=t / (r["time_us"] * 1e-6) - 1.0))
     return out

@@ -30,6 +30,7 @@ function returns seconds for one all_reduce of `size` bytes.
 Invariant: pure functions of (machine, size); no measurement here.
 """
 import math
+import sys
 from dataclasses import dataclass, replace
 
 from compare_lib.common import busbw_factor
@@ -201,20 +202,32 @@ def link_bytes(m, name, size):
     return full * _cross_link_bytes(m, chunk, senders) + _cross_link_bytes(m, rest, senders)
 
 
-def parts(m, name, size):
+def collective(name):
+    """The module of a collective's algorithms: this one (all_reduce) or costs_a2a (all_to_all);
+    each has ALGORITHMS, link_bytes, applicable and selected."""
+    if name == "all_reduce":
+        return sys.modules[__name__]
+    if name == "all_to_all":
+        from model_lib import costs_a2a
+        return costs_a2a
+    raise ValueError(f"no cost model for {name}")
+
+
+def parts(m, name, size, kind="all_reduce"):
     """(latency seconds, wire bytes on the critical path, busiest link's bytes per direction) of
     one call: the sum model's time is latency + wire x net_beta."""
-    run = ALGORITHMS[name]
+    c = collective(kind)
+    run = c.ALGORITHMS[name]
     latency = run(replace(m, net_rate=math.inf), size)
     wire = (run(replace(m, net_rate=1.0, net_eff=1.0), size) - latency)
-    return latency, wire, link_bytes(m, name, size)
+    return latency, wire, c.link_bytes(m, name, size)
 
 
-def time(m, name, size):
+def time(m, name, size, kind="all_reduce"):
     """Seconds per call of algorithm `name` on `size` bytes, calls back to back (module doc)."""
     if m.link_burst <= 0 or m.nodes == 1:
-        return ALGORITHMS[name](m, size)
-    latency, wire, busiest = parts(m, name, size)
+        return collective(kind).ALGORITHMS[name](m, size)
+    latency, wire, busiest = parts(m, name, size, kind)
     beta = m.net_beta()
     return max(busiest * beta, latency + max(0.0, wire - m.link_burst) * beta)
 
@@ -233,14 +246,15 @@ def selected(m, size):
     return "recursive_doubling" if size <= FLAT_RD_MAX_BYTES else "ring"
 
 
-def best(m, size):
+def best(m, size, kind="all_reduce"):
     """(name, seconds) of the algorithm the model finds fastest."""
-    return min(((a, time(m, a, size)) for a in applicable(m)), key=lambda x: x[1])
+    return min(((a, time(m, a, size, kind)) for a in collective(kind).applicable(m)),
+               key=lambda x: x[1])
 
 
-def busbw(m, size, seconds):
+def busbw(m, size, seconds, kind="all_reduce"):
     """Bytes/s, nccl-tests' definition (compare_lib.common)."""
-    return size / seconds * busbw_factor("all_reduce", m.ranks) if seconds > 0 else 0.0
+    return size / seconds * busbw_factor(kind, m.ranks) if seconds > 0 else 0.0
 
 
 def scaled(m, **changes):

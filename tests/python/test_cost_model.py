@@ -16,7 +16,7 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "bench"))
-from model_lib import calibrate, costs  # noqa: E402
+from model_lib import calibrate, costs, costs_a2a  # noqa: E402
 
 MODEL = os.path.join(REPO, "bench", "model")
 
@@ -185,5 +185,82 @@ def test_cli_calibrate_check_table(tmp_path):
     assert res.returncode == 0, res.stderr
     text = table.read_text()
     rows = [l for l in text.splitlines() if l.startswith("| ") and l.split("|")[1].strip().isdigit()]
-    assert len(rows) == 10 * 3  # 2 ... 1024 nodes x 3 sizes
+    assert len(rows) == 2 * 10 * 3  # all_reduce and all_to_all: 2 ... 1024 nodes x 3 sizes
     assert "| 1024 | 8192 |" in text and "NCCL" in text
+
+
+def test_all_to_all_is_bound_by_the_bytes_every_algorithm_must_send():
+    """A node sends L (n - L) blocks across whatever the algorithm: on 2 x 2, busbw is 0.75x the
+    link ((n-1)/n of the buffer per rank over 2 of 4 blocks leaving each rank); on 3 x 2, each
+    node sends 4/3 of a rank's buffer."""
+    size = 64 << 20
+    m = ideal(2, 2)
+    for algo in ("pairwise", "hier", "hier_leader"):
+        t = costs.time(m, algo, size, "all_to_all")
+        assert t == pytest.approx(size / 1e9), algo
+        assert costs.busbw(m, size, t, "all_to_all") / 1e9 == pytest.approx(0.75), algo
+    m3 = ideal(3, 2)
+    assert costs_a2a.link_bytes(m3, "hier", size) == pytest.approx(4 * size / 3)
+    assert costs.time(m3, "pairwise", size, "all_to_all") == pytest.approx(4 * size / 3 / 1e9)
+
+
+def test_all_to_all_latency_counts_messages():
+    """msg_alpha per message a node sends: pairwise L (n - 1), hier L (H - 1), hier_leader H - 1;
+    net_alpha per window of 8 steps (pairwise) or once."""
+    m = costs.scaled(ideal(4, 2), msg_alpha=1.0)
+    assert costs_a2a.pairwise(m, 8) == pytest.approx(2 * 7)
+    assert costs_a2a.hier(m, 8) == pytest.approx(2 * 3)
+    assert costs_a2a.hier_leader(m, 8) == pytest.approx(3)
+    big = costs.scaled(ideal(16, 2), net_alpha=1.0)  # 31 steps: 4 windows
+    assert costs_a2a.pairwise(big, 32) == pytest.approx(4)
+    assert costs_a2a.hier(big, 32) == pytest.approx(1)
+
+
+def test_all_to_all_selected_mirrors_the_selector():
+    m = ideal(2, 2)
+    assert costs_a2a.selected(m, 16 * 1024) == "hier_leader"
+    assert costs_a2a.selected(m, 16 * 1024 + 4) == "hier"
+    assert costs_a2a.selected(m, 64 * 1024) == "hier"        # 16 KiB blocks
+    assert costs_a2a.selected(m, 64 * 1024 + 4) == "pairwise"
+    assert costs_a2a.selected(ideal(1, 4), 64) == "pairwise"
+    assert costs_a2a.applicable(ideal(3, 1)) == ["pairwise"]
+
+
+def test_all_to_all_calibration_recovers_known_parameters():
+    truth = costs.Machine("t", 2, 2, net_alpha=40e-6, net_rate=125e6, net_eff=0.8,
+                          arena_alpha=3e-6, copy_rate=8e9, gamma=1 / 8e9, link_burst=64 * 1024,
+                          msg_alpha=5e-6)
+    rows = []
+    for size in (64, 4096, 1 << 18, 1 << 22):
+        for algo in (costs_a2a.selected(truth, size), "pairwise"):
+            rows.append({"size": size, "algorithm": algo, "collective": "all_to_all",
+                         "time_us": costs.time(truth, algo, size, "all_to_all") * 1e6})
+    fitted = calibrate.fit(costs.scaled(truth, net_alpha=10e-6, net_eff=0.9, msg_alpha=0.0), rows)
+    assert fitted.net_alpha == pytest.approx(40e-6, rel=1e-6)
+    assert fitted.net_eff == pytest.approx(0.8, rel=1e-6)
+    assert fitted.msg_alpha == pytest.approx(5e-6, rel=1e-6)
+
+
+def test_cli_check_costs_an_all_to_all_run_with_its_algorithms(tmp_path):
+    truth = costs.Machine("t", 2, 2, net_alpha=90e-6, net_rate=125e6, net_eff=0.75,
+                          arena_alpha=3e-6, copy_rate=8e9, gamma=1 / 8e9, msg_alpha=7e-6,
+                          link_burst=64 * 1024)
+    results = {}
+    for backend in ("smddp", "smddp-flat"):
+        results[backend] = [
+            {"size": size, "wrong": 0, "time_us": 1e6 * costs.time(
+                truth, costs_a2a.selected(truth, size) if backend == "smddp" else "pairwise",
+                size, "all_to_all")}
+            for size in (64, 4096, 65536, 1 << 20, 1 << 24)]
+    meta = {"hosts": 2, "per_host": 2, "world": 4, "rate": "1gbit", "cap_gbps": 0.125,
+            "collective": "all_to_all"}
+    bed = tmp_path / "a2a.json"
+    bed.write_text(json.dumps({"meta": meta, "results": results, "failed": {}}))
+    params = tmp_path / "params.json"
+    params.write_text(json.dumps({"net_alpha": 90e-6, "net_eff": 0.75, "arena_alpha": 3e-6,
+                                  "msg_alpha": 7e-6}))
+    res = subprocess.run([sys.executable, MODEL, "check", str(params), str(bed)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "all_to_all 2x2 @ 1gbit" in res.stdout and "hier_leader" in res.stdout
+    assert "largest error: 0 %" in res.stdout, res.stdout
