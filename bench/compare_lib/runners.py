@@ -161,14 +161,21 @@ class MpiRunner:
 
 
 def perf_rows(doc, sizes, group):
-    """The rows of a perf tool's -J document at `sizes`: {size, time_us, wrong}, the time of
-    `group` ("in_place" or "out_of_place"), the wrong elements of both groups."""
+    """The rows of a perf tool's -J document at `sizes`: {size, bytes, time_us, wrong}, the time
+    of `group` ("in_place" or "out_of_place"), the wrong elements of both groups. A collective of
+    n equal blocks runs each size rounded down to a multiple of n elements (nccl-tests): a
+    document with one row per size asked is matched in order, `size` the one asked and `bytes`
+    the one run; otherwise rows are matched by exact size."""
+    results = doc["results"]
+    ordered = len(results) == len(sizes) and all(
+        r["size"] <= s for r, s in zip(results, sorted(sizes)))
     rows = []
-    for r in doc["results"]:
-        if r["size"] not in sizes:
+    for i, r in enumerate(results):
+        size = sorted(sizes)[i] if ordered else r["size"]
+        if size not in sizes:
             continue
         groups = [g for g in (r["in_place"], r["out_of_place"]) if g]  # null: no such form
-        rows.append({"size": r["size"], "time_us": r[group]["time_us"],
+        rows.append({"size": size, "bytes": r["size"], "time_us": r[group]["time_us"],
                      "wrong": sum(g["wrong"] for g in groups if g["wrong"])})
     return rows
 

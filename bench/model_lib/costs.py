@@ -4,7 +4,8 @@
 A Machine holds what the costs need, per link class:
 - network (between nodes): net_alpha seconds per message step, msg_alpha seconds more per
   message a node sends in that step (its network stack's CPU time: on the testbed every host's
-  ranks and stacks share 2 cores; 0 for a NIC that offloads it), net_rate bytes/s per node and
+  ranks and stacks share 2 cores; 0 for a NIC that offloads it; msg_share nodes whose stacks
+  share the busiest CPU, when a testbed has more hosts than CPUs), net_rate bytes/s per node and
   direction (the NIC or the link), net_eff the fraction of it a transfer gets (calibrated);
 - arena (within a node): arena_alpha seconds per synchronisation, copy_rate bytes/s one rank copies
   (the flat algorithms send messages within a node too: net_alpha each, at copy_rate);
@@ -55,6 +56,12 @@ class Machine:
     slot_bytes: int = 1 << 20
     segment_bytes: int = 1 << 20
     link_burst: int = 0
+    msg_share: float = 1.0  # nodes whose network stacks share the busiest CPU (a testbed's)
+
+    @property
+    def msg_cost(self):
+        """CPU seconds per message on the busiest CPU: msg_alpha for each node sharing it."""
+        return self.msg_alpha * self.msg_share
 
     @property
     def ranks(self):
@@ -83,7 +90,7 @@ def flat_ring(m, size):
     piece = size / n
     if m.nodes > 1:  # every step: one edge per node boundary, the others within a node
         slowest = max(m.net_beta(), 1.0 / m.copy_rate if m.per_node > 1 else 0.0)
-        step = m.net_alpha + m.per_node * m.msg_alpha + piece * slowest
+        step = m.net_alpha + m.per_node * m.msg_cost + piece * slowest
     else:
         step = m.arena_alpha + piece / m.copy_rate
     return 2 * (n - 1) * step + (n - 1) / n * size * m.gamma
@@ -96,15 +103,15 @@ def flat_recursive_doubling(m, size):
     t = 0.0
     for k in range(_log2(1 << int(math.floor(math.log2(n))))):
         if (1 << k) < m.per_node:  # partner on the same node: a message all the same
-            t += m.net_alpha + m.per_node * m.msg_alpha + size / m.copy_rate
+            t += m.net_alpha + m.per_node * m.msg_cost + size / m.copy_rate
         else:  # every rank of the node sends the whole buffer across at once
-            t += m.net_alpha + m.per_node * (m.msg_alpha + size * m.net_beta())
+            t += m.net_alpha + m.per_node * (m.msg_cost + size * m.net_beta())
         t += size * m.gamma
     # Fold and unfold (n not a power of two) pair neighbours: on one node when it has >= 2 ranks.
     extra = _rd_steps(n) - _log2(1 << int(math.floor(math.log2(n))))
     if m.per_node > 1:
-        return t + extra * (m.net_alpha + m.msg_alpha + size / m.copy_rate)
-    return t + extra * (m.net_alpha + m.msg_alpha + size * m.net_beta())
+        return t + extra * (m.net_alpha + m.msg_cost + size / m.copy_rate)
+    return t + extra * (m.net_alpha + m.msg_cost + size * m.net_beta())
 
 
 def cross_ring_min_bytes(h):
@@ -126,8 +133,8 @@ def _cross(m, part, senders=None):
     if part > cross_ring_min_bytes(h):
         steps = 2 * (h - 1)
         wire = steps * L * part / h * m.net_beta()
-        return steps * (m.net_alpha + L * m.msg_alpha) + wire + (h - 1) / h * part * m.gamma
-    return (_rd_steps(h) * (m.net_alpha + L * (m.msg_alpha + part * m.net_beta()))
+        return steps * (m.net_alpha + L * m.msg_cost) + wire + (h - 1) / h * part * m.gamma
+    return (_rd_steps(h) * (m.net_alpha + L * (m.msg_cost + part * m.net_beta()))
             + _log2(h) * part * m.gamma)
 
 

@@ -14,7 +14,7 @@ the copies within the node (docs/algorithms.md, src/algorithms/hierarchical_all_
   hier_leader  the node's leader gathers the node's buffers through the arena, sends each other
                node's leader one message (L x L blocks) and hands the outputs back: two arena
                passes, H - 1 messages per node.
-A message a node sends costs its CPU msg_alpha, a step net_alpha; the bytes pass the link at
+A message a node sends costs its CPU msg_alpha (times msg_share: costs.Machine), a step net_alpha; the bytes pass the link at
 net_rate x net_eff (costs.Machine). Invariant: pure functions of (machine, size).
 """
 import math
@@ -36,7 +36,7 @@ def pairwise(m, size):
     windows = math.ceil((n - 1) / WINDOW)
     across = L * (n - L)   # messages a node sends to other nodes
     within = L * (L - 1)   # and to its own ranks
-    t = windows * m.net_alpha + (across + within) * m.msg_alpha
+    t = windows * m.net_alpha + (across + within) * m.msg_cost
     t += across * b * m.net_beta() + (within + L) * b / m.copy_rate / L
     return t
 
@@ -48,7 +48,7 @@ def hier(m, size):
     local = 2 * slot_uses * m.arena_alpha + 3 * size / m.copy_rate  # pack, arena in and out
     across = L * (h - 1)  # messages a node sends: one per rank and other node
     wire = L * (n - L) * b * m.net_beta()
-    return local + m.net_alpha + across * m.msg_alpha + wire + size / m.copy_rate
+    return local + m.net_alpha + across * m.msg_cost + wire + size / m.copy_rate
 
 
 def hier_leader(m, size):
@@ -58,7 +58,7 @@ def hier_leader(m, size):
     # the cross packs and the outputs back in (3 L buffers), every rank its own in and out
     local = 4 * m.arena_alpha + (3 * L + 2) * size / m.copy_rate
     wire = L * L * (h - 1) * b * m.net_beta()
-    return local + m.net_alpha + (h - 1) * m.msg_alpha + wire
+    return local + m.net_alpha + (h - 1) * m.msg_cost + wire
 
 
 ALGORITHMS = {"pairwise": pairwise, "hier": hier, "hier_leader": hier_leader}

@@ -10,7 +10,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from compare_lib.common import algbw_gbps, busbw_factor, human_size  # noqa: E402
 
 COLORS = {"smddp": "tab:blue", "smddp-rxm": "tab:purple", "smddp-flat": "tab:cyan",
-          "gloo": "tab:orange", "mpi": "tab:green"}
+          "smddp-torch": "tab:red", "gloo": "tab:orange", "mpi": "tab:green"}
+BACKENDS = ("smddp", "smddp-rxm", "smddp-flat", "smddp-torch", "gloo", "mpi")
 
 
 BUSBW_TEXT = {"all_reduce": "2(n-1)/n", "broadcast": "1", "all_gather": "(n-1)/n",
@@ -44,16 +45,21 @@ def limits(meta):
 
 def summary(results, failed, meta):
     world, cap = meta["world"], meta["cap_gbps"]
-    names = [b for b in ("smddp", "smddp-rxm", "smddp-flat", "gloo", "mpi") if b in results]
+    names = [b for b in BACKENDS if b in results]
     coll = meta.get("collective", "all_reduce")
     lines = [f"# {coll} on the testbed: {meta['hosts']} hosts x {meta['per_host']} ranks, "
              f"links capped at {meta['rate']} each way ({cap:.4g} GB/s)", "",
              f"busbw = size / time x {BUSBW_TEXT[coll]} (nccl-tests); `x cap` = busbw / link cap; "
-             "ratios are smddp's time / the peer's time (below 1: smddp faster).", ""]
+             "ratios are smddp's time / the peer's time (below 1: smddp faster); smddp-torch is "
+             "smddp through torch.distributed, smddp its engine tool.", ""]
+    if "smddp-torch" in results:  # through torch against the engine and against gloo
+        ratios = ["smddp-torch/smddp"] + (["smddp-torch/gloo"] if "gloo" in results else [])
+    else:
+        ratios = []
     head = "| size |" + "".join(f" {b} us | {b} x cap | #wrong |" for b in names)
-    peers = [b for b in names if b != "smddp"]
-    head += "".join(f" smddp/{b} |" for b in peers)
-    lines += [head, "|" + "---|" * (1 + 3 * len(names) + len(peers))]
+    peers = [b for b in names if b not in ("smddp", "smddp-torch")]
+    head += "".join(f" smddp/{b} |" for b in peers) + "".join(f" {r} |" for r in ratios)
+    lines += [head, "|" + "---|" * (1 + 3 * len(names) + len(peers) + len(ratios))]
     by = {b: {r["size"]: r for r in results[b]} for b in names}
     for size in sorted({r["size"] for rows in results.values() for r in rows}):
         row = f"| {human_size(size)} |"
@@ -63,6 +69,11 @@ def summary(results, failed, meta):
                     else " - | - | - |")
         for b in peers:
             mine, theirs = by["smddp"].get(size) if "smddp" in by else None, by[b].get(size)
+            row += (f" {mine['time_us'] / theirs['time_us']:.2f} |" if mine and theirs
+                    else " - |")
+        for ratio in ratios:
+            a, b = ratio.split("/")
+            mine, theirs = by[a].get(size), by[b].get(size)
             row += (f" {mine['time_us'] / theirs['time_us']:.2f} |" if mine and theirs
                     else " - |")
         lines.append(row)

@@ -122,19 +122,24 @@ class EngineRunner:
         return perf_rows(doc, sizes, "in_place" if inplace else "out_of_place")
 
 
-class GlooRunner:
+class TorchRunner:
+    """A torch process group of `backend` (gloo, or smddp through torch_smddp) across the
+    namespace hosts, each rank pinned as the engine tools are."""
+
     def __init__(self, tag, hosts, per_host, python, logdir, timeout, port=29860,
-                 collective="all_reduce", cores="host"):
+                 collective="all_reduce", cores="host", backend="gloo"):
         world = hosts * per_host
         self.collective = collective
-        env = dict(os.environ, PYTHONPATH=BENCH)
+        env = dict(os.environ, PYTHONPATH=BENCH, SMDDP_DEBUG="WARN",
+                   SMDDP_TIMEOUT_MS=str(int(timeout * 1000)))
 
         def launch(rank):
             h = host_of(rank, per_host)
             return [HOSTS_SH, "exec", tag, h] + pin_of(h, cores)
 
-        self.group = TorchGroup(python, "gloo", world, env, logdir, timeout,
-                                init=f"tcp://{addr_of('a')}:{port}", launch=launch)
+        self.group = TorchGroup(python, backend, world, env, logdir, timeout,
+                                init=f"tcp://{addr_of('a')}:{port}", launch=launch,
+                                name=f"{backend}-torch")
 
     def run(self, sizes, iters, warmup):
         reply = self.group.run(self.collective, "float32", sizes, iters, warmup)

@@ -211,6 +211,9 @@ def test_all_to_all_latency_counts_messages():
     assert costs_a2a.pairwise(m, 8) == pytest.approx(2 * 7)
     assert costs_a2a.hier(m, 8) == pytest.approx(2 * 3)
     assert costs_a2a.hier_leader(m, 8) == pytest.approx(3)
+    shared = costs.scaled(m, msg_share=2)  # two nodes' stacks on the busiest CPU
+    assert costs_a2a.hier_leader(shared, 8) == pytest.approx(6)
+    assert costs.hier_leader(shared, 8) == pytest.approx(2 * costs.hier_leader(m, 8))
     big = costs.scaled(ideal(16, 2), net_alpha=1.0)  # 31 steps: 4 windows
     assert costs_a2a.pairwise(big, 32) == pytest.approx(4)
     assert costs_a2a.hier(big, 32) == pytest.approx(1)
