@@ -103,7 +103,7 @@ const std::vector<Algorithm>& registry() {
       {K::kAllReduce, "hier_leader",
        "several hosts: each host reduces in its arena, one rank per host all_reduces the buffer "
        "with the other hosts' and hands the result back through the arena; for small messages",
-       allReduceHierLeader, arena::Use::kNone, true},
+       allReduceHierLeader, arena::Use::kNone, true, true},
       {K::kAllReduce, "hier_split",
        "several hosts: arena reduce-scatter over the host's ranks, each rank all_reduces its "
        "slice with its counterparts on the other hosts, arena all-gather",
@@ -136,7 +136,7 @@ const std::vector<Algorithm>& registry() {
       {K::kBarrier, "hier",
        "several hosts: the host's ranks meet in the arena, one rank per host runs the "
        "dissemination barrier with the other hosts', then releases the others",
-       barrierHier, arena::Use::kNone, true},
+       barrierHier, arena::Use::kNone, true, true},
       {K::kReduce, "hier",
        "several hosts: the root's counterpart on each host reduces its host through the arena, "
        "the counterparts reduce to the root (binomial)",

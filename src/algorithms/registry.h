@@ -24,6 +24,8 @@ struct Algorithm {
   arena::Use arena = arena::Use::kNone;
   // Runs on a communicator over several hosts with an arena on each (exec.h: HostGroups).
   bool acrossHosts = false;
+  // ... also where the hosts hold different numbers of ranks (only leaders on the network).
+  bool unevenHosts = false;
 
   bool needsArena() const { return arena != arena::Use::kNone; }
 };
@@ -45,6 +47,9 @@ struct Topology {
   size_t eagerBytes = 0;  // broadcasts up to this size take the arena's eager ring
   // Several hosts, the same number (>= 2) of ranks on each, an arena on every host (HostGroups).
   bool hostArenas = false;
+  // Several hosts with different numbers of ranks, an arena on every host (HostGroups): only the
+  // algorithms marked unevenHosts run.
+  bool unevenHosts = false;
 };
 
 const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topology& topology,

@@ -45,7 +45,10 @@
 // 16 KiB (H-1 network messages per rank instead of (H-1) L), pairwise above (no copies: equal to
 // hier at 16 KiB blocks, 538 against 552 us for hier_leader at 64 KiB buffers); all_to_allv
 // pairwise (its sizes differ per rank, so no size can choose alike on every rank;
-// SMDDP_ALGO=all_to_all:hier selects hier for both forms).
+// SMDDP_ALGO=all_to_all:hier selects hier for both forms). Hosts with different numbers of ranks
+// (topology.unevenHosts): all_reduce hier_leader at every size (one rank per host on the network:
+// a host's link carries 2(H-1)/H of the buffer each way where a flat ring carries 2(n-1)/n) and
+// barrier hier; the other collectives flat until they have leader forms for uneven hosts.
 #include "algorithms/patterns/recursive_doubling.h"
 #include "algorithms/registry.h"
 #include "smddp/error.h"
@@ -70,6 +73,7 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
   switch (kind) {
     case K::kAllReduce:
       if (topology.hostArenas) return bytes <= kHierLeaderBytes ? "hier_leader" : "hier_split";
+      if (topology.unevenHosts) return "hier_leader";
       if (topology.arena) return bytes <= kArenaDirectBytes ? "arena_direct" : "arena_split";
       return bytes <= kAllReduceSmallBytes ? "recursive_doubling" : "ring";
     case K::kBroadcast:
@@ -104,7 +108,7 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
     case K::kAllToAllV:  // its sizes are per rank: no size to choose by
       return topology.arena ? "arena" : "pairwise";
     case K::kBarrier:
-      if (topology.hostArenas) return "hier";
+      if (topology.hostArenas || topology.unevenHosts) return "hier";
       break;
     case K::kControl:
     case K::kSend:
@@ -141,12 +145,14 @@ const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topolo
                     "\" needs the shared-memory arena, which this communicator does not have "
                     "(ranks on several hosts, SMDDP_ARENA=0, or a provider other than shm)");
   }
-  if (algorithm->acrossHosts && !topology.hostArenas) {
+  if (algorithm->acrossHosts && !topology.hostArenas &&
+      !(topology.unevenHosts && algorithm->unevenHosts)) {
     throw Error(misfit, "smddp: " + std::string(toString(kind)) + " algorithm \"" + name +
                             "\" needs ranks on several hosts, the same number (>= 2) on each, "
                             "with the shared-memory arena on every host; this communicator has " +
                             std::to_string(topology.ranks) + " rank(s) on " +
-                            std::to_string(topology.hosts) + " host(s)");
+                            std::to_string(topology.hosts) + " host(s)" +
+                            (topology.unevenHosts ? ", not the same number on each" : ""));
   }
   return *algorithm;
 }

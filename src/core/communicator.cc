@@ -40,8 +40,9 @@ std::unique_ptr<algo::arena::Arena> createArena(Store& store, const std::string&
   return std::make_unique<algo::arena::Arena>(std::move(segment));
 }
 
-// One arena per host for a communicator over several hosts with the same number (>= 2) of ranks
-// on each (algorithms/patterns/hosts.h), for the hierarchical algorithms. The ranks of a host
+// One arena per host for a communicator over several hosts (algorithms/patterns/hosts.h), for the
+// hierarchical algorithms: with the same number (>= 2) of ranks on each, or different numbers
+// (the leader forms). The ranks of a host
 // agree on it as createArena's do; then the hosts agree (each host's first rank publishes its
 // host's outcome), so either every host has one or none keeps it: the algorithm choice must be
 // the same on every rank.
@@ -51,14 +52,18 @@ core::HostArena createHostArena(Store& store, const std::string& prefix,
   std::vector<std::string> names;
   for (const auto& peer : transport.peers()) names.push_back(peer.host);
   const algo::patterns::HostLayout layout = algo::patterns::hostLayout(names);
-  if (static_cast<int>(names.size()) != transport.size() || !layout.hierarchical()) return {};
+  if (static_cast<int>(names.size()) != transport.size() ||
+      !(layout.hierarchical() || layout.unevenHierarchical())) {
+    return {};
+  }
   const int rank = transport.rank();
   const int host = layout.hostOf[static_cast<size_t>(rank)];
   const int index = layout.localIndex(rank);
   const bool wanted = options.sharedMemory.value_or(config.arena != 0);
   std::string why;
   auto segment = algo::arena::createSegment(
-      store, prefix + "/host" + std::to_string(host), index, layout.ranksPerHost(),
+      store, prefix + "/host" + std::to_string(host), index,
+      static_cast<int>(layout.local(rank).size()),
       static_cast<size_t>(config.arenaSlotBytes), static_cast<size_t>(config.arenaEagerBytes), 0,
       settings.timeout, wanted, why);
   const std::string key = prefix + "/hostarena/";

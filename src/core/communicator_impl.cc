@@ -77,7 +77,8 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   topology_.hosts = hosts.empty() ? 1 : static_cast<int>(hosts.size());
   topology_.arena = arena_ != nullptr;
   topology_.eagerBytes = arena_ ? arena_->eagerBytes() : 0;
-  topology_.hostArenas = hostArena_ != nullptr;
+  topology_.hostArenas = hostArena_ != nullptr && hostArena.layout.hierarchical();
+  topology_.unevenHosts = hostArena_ != nullptr && !topology_.hostArenas;
   if (settings_.spinUs < 0) {
     const auto& peers = transport_->peers();
     const std::string& me = static_cast<size_t>(rank_) < peers.size() ? peers[rank_].host : "";

@@ -204,21 +204,21 @@ void runRanks(int n, const RankBody& body) {
   runContexts(contexts, body, [](int r) { return "rank " + std::to_string(r); });
 }
 
-void runRanksOnHosts(int hostCount, int perHost, const RankBody& body, size_t slotBytes,
-                     bool consecutive) {
-  const int n = hostCount * perHost;
+namespace {
+
+// Ranks on the hosts `names` gives them (rank r on host names[r]), a heap arena per host.
+void runOnHostNames(const std::vector<std::string>& names, const RankBody& body,
+                    size_t slotBytes) {
+  const int n = static_cast<int>(names.size());
   auto fabric = transport::LoopbackFabric::create(n);
-  std::vector<std::string> names;
-  for (int r = 0; r < n; ++r) {
-    names.push_back("host" + std::to_string(consecutive ? r / perHost : r % hostCount));
-  }
   const patterns::HostLayout layout = patterns::hostLayout(names);
   std::vector<std::unique_ptr<transport::Transport>> endpoints;
   std::vector<ExecResources> resources(static_cast<size_t>(n));
   std::vector<HostGroups> groups(static_cast<size_t>(n));
   std::vector<std::unique_ptr<arena::HeapSegments>> segments;
-  for (int h = 0; h < hostCount; ++h) {
-    segments.push_back(std::make_unique<arena::HeapSegments>(perHost, slotBytes, 100));
+  for (const auto& host : layout.ranksOf) {
+    segments.push_back(
+        std::make_unique<arena::HeapSegments>(static_cast<int>(host.size()), slotBytes, 100));
   }
   std::vector<std::unique_ptr<arena::Arena>> arenas;
   for (int r = 0; r < n; ++r) {
@@ -239,6 +239,25 @@ void runRanksOnHosts(int hostCount, int perHost, const RankBody& body, size_t sl
     return "rank " + std::to_string(r) + " (host " +
            std::to_string(layout.hostOf[static_cast<size_t>(r)]) + ")";
   });
+}
+
+}  // namespace
+
+void runRanksOnHosts(int hostCount, int perHost, const RankBody& body, size_t slotBytes,
+                     bool consecutive) {
+  const int n = hostCount * perHost;
+  std::vector<std::string> names;
+  for (int r = 0; r < n; ++r) {
+    names.push_back("host" + std::to_string(consecutive ? r / perHost : r % hostCount));
+  }
+  runOnHostNames(names, body, slotBytes);
+}
+
+void runRanksOnUnevenHosts(const std::vector<int>& hostOf, const RankBody& body,
+                           size_t slotBytes) {
+  std::vector<std::string> names;
+  for (int h : hostOf) names.push_back("host" + std::to_string(h));
+  runOnHostNames(names, body, slotBytes);
 }
 
 const Algorithm& algorithm(CollectiveKind kind, const char* name) {

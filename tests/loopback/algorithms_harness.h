@@ -85,6 +85,9 @@ void runRanks(int n, const RankBody& body);
 // otherwise.
 void runRanksOnHosts(int hosts, int perHost, const RankBody& body, size_t slotBytes = 4096,
                      bool consecutive = false);
+// The same with rank r on host hostOf[r] (hosts may hold different numbers of ranks).
+void runRanksOnUnevenHosts(const std::vector<int>& hostOf, const RankBody& body,
+                           size_t slotBytes = 4096);
 
 const Algorithm& algorithm(CollectiveKind kind, const char* name);
 std::string describeCase(const Algorithm& a, int n, size_t count, DataType dtype, ReduceOp op,

@@ -147,6 +147,34 @@ TEST(Selector, HandMadeBadOverrideIsAnError) {
   }
 }
 
+// Hosts with different numbers of ranks: all_reduce hier_leader at every size and barrier hier
+// (leaders on the network); the forms that pair every local index across hosts are refused by
+// name, naming the layout; the rest is flat.
+TEST(Selector, UnevenHostsTakeTheLeaderForms) {
+  const AlgorithmOverrides none;
+  Topology t{6, 3};
+  t.unevenHosts = true;
+  for (size_t bytes : {size_t{8}, size_t{16} * 1024 + 4, size_t{64} << 20}) {
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, bytes, t, none).name, "hier_leader");
+  }
+  EXPECT_STREQ(selectAlgorithm(K::kBarrier, 0, t, none).name, "hier");
+  EXPECT_STREQ(selectAlgorithm(K::kBroadcast, 8, t, none).name, "binomial");
+  EXPECT_STREQ(selectAlgorithm(K::kAllGather, 8, t, none).name, "bruck");
+  EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 8, t, none).name, "pairwise");
+  for (const char* spec : {"allreduce:hier_split", "allreduce:hier_direct", "allgather:hier",
+                           "broadcast:hier_leader"}) {
+    const AlgorithmOverrides o = parseAlgorithmOverrides(spec);
+    try {
+      selectAlgorithm(o.begin()->first, 1024, t, o);
+      ADD_FAILURE() << spec << " was accepted on uneven hosts";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << spec;
+      EXPECT_NE(std::string(e.what()).find("not the same number on each"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(Selector, HierarchicalAcrossHostsWithArenas) {
   const AlgorithmOverrides none;
   for (int hosts : {2, 3, 7}) {
@@ -200,7 +228,7 @@ TEST(Selector, HierarchicalAcrossHostsWithArenas) {
                                  parseAlgorithmOverrides(std::string(toString(kind)) + ":hier")),
                  Error);
   }
-  // Without host arenas (one host, hosts of different sizes, SMDDP_ARENA=0): flat by default, and
+  // Without host arenas (one host, SMDDP_ARENA=0): flat by default, and
   // a hierarchical override is refused naming the layout.
   const Topology flat{6, 2};
   EXPECT_STREQ(selectAlgorithm(K::kAllReduce, 8, flat, none).name, "recursive_doubling");

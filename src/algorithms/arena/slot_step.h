@@ -16,6 +16,7 @@
 // collective; or at shutdown). The eager ring has its own pending checks (eager_ring.h).
 #pragma once
 
+#include <cstring>
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -143,6 +144,10 @@ class SlotStep {
 // in `step` (divided for AVG): the reduction every arena reduce makes.
 inline void reduceSlots(SlotStep& step, const CollectiveArgs& args, int n, void* out, size_t at,
                         size_t count) {
+  if (n == 1) {  // a host of one rank (hosts of different sizes): its slot is the sum
+    std::memmove(out, step.slotOf(0) + at, count * args.elementSize());
+    return;
+  }
   reduce::reduce(args.dtype, args.op, out, step.slotOf(0) + at, step.slotOf(1) + at, count);
   for (int r = 2; r < n; ++r) {
     reduce::reduce(args.dtype, args.op, out, out, step.slotOf(r) + at, count);

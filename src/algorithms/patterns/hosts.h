@@ -35,14 +35,21 @@ struct HostLayout {
     return static_cast<int>(ranksOf[0].size());
   }
   bool hierarchical() const { return hosts() >= 2 && ranksPerHost() >= 2; }
+  // Several hosts with different numbers of ranks (a shrunk group, a host that lost a device, a
+  // heterogeneous job): the forms with one rank per host on the network (its leader, local index
+  // 0) run there.
+  bool unevenHierarchical() const { return hosts() >= 2 && ranksPerHost() == 0; }
   const std::vector<int>& local(int rank) const {
     return ranksOf[static_cast<size_t>(hostOf[static_cast<size_t>(rank)])];
   }
-  // The ranks with `rank`'s local index, one per host; meaningful when ranksPerHost() > 0.
+  // The ranks with `rank`'s local index, one per host that has that many ranks (every host
+  // when ranksPerHost() > 0; local index 0: every host's leader).
   std::vector<int> cross(int rank) const {
     const auto index = static_cast<size_t>(localIndex(rank));
     std::vector<int> group;
-    for (const auto& host : ranksOf) group.push_back(host[index]);
+    for (const auto& host : ranksOf) {
+      if (index < host.size()) group.push_back(host[index]);
+    }
     return group;
   }
 };
