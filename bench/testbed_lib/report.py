@@ -26,6 +26,13 @@ def enrich(results, world, cap_gbps, collective="all_reduce"):
             r["of_cap"] = r["busbw_gbps"] / cap_gbps
 
 
+def layout_text(meta):
+    per = meta["per_host"]
+    if isinstance(per, list):
+        return f"{meta['hosts']} hosts of {' + '.join(map(str, per))} ranks"
+    return f"{meta['hosts']} hosts x {per} ranks"
+
+
 def limits(meta):
     """busbw / link cap each kind of algorithm can reach: (hierarchical, flat). A hierarchical
     all_reduce sends 2(H-1)/H x size per host and direction, an all_gather or reduce_scatter
@@ -33,12 +40,14 @@ def limits(meta):
     order crosses each host boundary once puts its whole per-rank traffic on a link: 1x. A
     broadcast must bring the size into every host: 1x either way. An all_to_all's blocks are all
     distinct: each host sends L x (H-1)/H x size whatever the algorithm, so busbw reaches
-    (n-1)/n x H/(H-1) / L of the cap."""
+    (n-1)/n x H/(H-1) / L of the cap ((n-1) / max L_h (n - L_h) on hosts of L_h ranks)."""
     if meta.get("collective", "all_reduce") == "broadcast":
         return 1.0, 1.0
     world, hosts = meta["world"], meta["hosts"]
-    if meta.get("collective") == "all_to_all":
-        bound = (world - 1) / world * hosts / (hosts - 1) / meta["per_host"]
+    if meta.get("collective") == "all_to_all":  # host h sends L_h (n - L_h) of the n blocks
+        per = meta["per_host"]
+        counts = per if isinstance(per, list) else [per] * hosts
+        bound = (world - 1) / max(c * (world - c) for c in counts)
         return bound, bound
     return (world - 1) / world * hosts / (hosts - 1), 1.0
 
@@ -47,7 +56,7 @@ def summary(results, failed, meta):
     world, cap = meta["world"], meta["cap_gbps"]
     names = [b for b in BACKENDS if b in results]
     coll = meta.get("collective", "all_reduce")
-    lines = [f"# {coll} on the testbed: {meta['hosts']} hosts x {meta['per_host']} ranks, "
+    lines = [f"# {coll} on the testbed: {layout_text(meta)}, "
              f"links capped at {meta['rate']} each way ({cap:.4g} GB/s)", "",
              f"busbw = size / time x {BUSBW_TEXT[coll]} (nccl-tests); `x cap` = busbw / link cap; "
              "ratios are smddp's time / the peer's time (below 1: smddp faster); smddp-torch is "
@@ -88,7 +97,6 @@ def plot(results, meta, path):
         rows = [r for r in rows if r["of_cap"] > 0]
         ax.plot([r["size"] for r in rows], [r["of_cap"] for r in rows], marker=".",
                 color=COLORS.get(b), label=b)
-    per_host = meta["per_host"]
     coll = meta.get("collective", "all_reduce")
     hier, flat = limits(meta)
     if hier != flat:
@@ -98,7 +106,7 @@ def plot(results, meta, path):
     ax.set_xscale("log", base=2)
     ax.set_xlabel(f"{coll} size (bytes)")
     ax.set_ylabel("busbw / link cap")
-    ax.set_title(f"{meta['hosts']} hosts x {per_host} ranks, links at {meta['rate']}")
+    ax.set_title(f"{layout_text(meta)}, links at {meta['rate']}")
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()

@@ -35,8 +35,14 @@ HOSTS_SH = os.path.join(REPO, "tests", "netns", "hosts.sh")
 LETTERS = "abcd"
 
 
-def host_of(rank, per_host):
-    return LETTERS[rank // per_host]
+def counts_of(hosts, per_host):
+    """Ranks on each host: one count for every host, or a list of one per host (3,2,1)."""
+    return list(per_host) if isinstance(per_host, (list, tuple)) else [per_host] * hosts
+
+
+def rank_hosts(hosts, per_host):
+    """Each rank's host letter, a host's ranks consecutive (as launchers number them)."""
+    return [LETTERS[h] for h, c in enumerate(counts_of(hosts, per_host)) for _ in range(c)]
 
 
 def addr_of(letter):
@@ -70,7 +76,8 @@ class EngineRunner:
             raise RunError(f"{self.exe} not built")
 
     def run(self, sizes, iters, warmup):
-        world = self.hosts * self.per_host
+        where = rank_hosts(self.hosts, self.per_host)
+        world = len(where)
         self.port += 1
         fd, path = tempfile.mkstemp(prefix="smddp_testbed_", suffix=".json")
         os.close(fd)
@@ -78,7 +85,7 @@ class EngineRunner:
         factor = sizes[1] // sizes[0] if len(sizes) > 1 else 2
         try:
             for rank in range(world):
-                h = host_of(rank, self.per_host)
+                h = where[rank]
                 # --cores host: smddp sees its host's one CPU (the affinity mask) and picks
                 # SMDDP_SPIN_US=0 itself. --cores free: the machine's CPUs carry every host's
                 # ranks, which no host can see, so 0 is set. Open MPI yields when idle too.
@@ -128,13 +135,14 @@ class TorchRunner:
 
     def __init__(self, tag, hosts, per_host, python, logdir, timeout, port=29860,
                  collective="all_reduce", cores="host", backend="gloo"):
-        world = hosts * per_host
+        where = rank_hosts(hosts, per_host)
+        world = len(where)
         self.collective = collective
         env = dict(os.environ, PYTHONPATH=BENCH, SMDDP_DEBUG="WARN",
                    SMDDP_TIMEOUT_MS=str(int(timeout * 1000)))
 
         def launch(rank):
-            h = host_of(rank, per_host)
+            h = where[rank]
             return [HOSTS_SH, "exec", tag, h] + pin_of(h, cores)
 
         self.group = TorchGroup(python, backend, world, env, logdir, timeout,
@@ -167,11 +175,11 @@ class MpiRunner:
         os.chmod(self.agent, 0o755)
         self.hostfile = os.path.join(workdir, "mpi_hosts")
         with open(self.hostfile, "w") as f:
-            for h in LETTERS[:hosts]:
-                f.write(f"node{h} slots={per_host}\n")
+            for h, count in zip(LETTERS, counts_of(hosts, per_host)):
+                f.write(f"node{h} slots={count}\n")
 
     def run(self, sizes, iters, warmup):
-        world = self.hosts * self.per_host
+        world = sum(counts_of(self.hosts, self.per_host))
         bind = ["--bind-to", "none"] if self.cores == "host" else []
         argv = [HOSTS_SH, "exec", self.tag, "a"] + pin_of("a", self.cores) + [
                 "mpirun", "--allow-run-as-root", "-np",
