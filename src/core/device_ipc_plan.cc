@@ -69,6 +69,20 @@ class Planner {
     }
   }
 
+  // fn(first, count, area) for each chunk of `count` elements of every block from element
+  // `first`, `pieces` blocks' slices a chunk, through the large area freed earliest (its write
+  // begun: fn writes, calls beginRead(area) and reads).
+  template <typename Fn>
+  void chunks(size_t pieces, Fn fn) {
+    const size_t per = perChunk(pieces);
+    for (size_t first = 0; first < args_.count; first += per) {
+      const size_t count = std::min(per, args_.count - first);
+      const int area = pickLarge();
+      beginWrite(area);
+      fn(first, count, area);
+    }
+  }
+
   const CollectiveArgs& args() const { return args_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -136,48 +150,36 @@ void allReduceChunked(Planner& p) {
 void broadcast(Planner& p) {
   const CollectiveArgs& a = p.args();
   const size_t es = p.es();
-  const size_t per = p.perChunk(1);
   const bool root = p.rank() == a.root;
   if (root) p.copy(a.recv, a.send, a.bytes());
-  for (size_t first = 0; first < a.count; first += per) {
-    const size_t count = std::min(per, a.count - first);
-    const int A = p.pickLarge();
-    p.beginWrite(A);
+  p.chunks(1, [&](size_t first, size_t count, int A) {
     if (root) p.copy(p.at(p.rank(), A), in(a) + first * es, count * es);
     p.beginRead(A);
     if (!root) p.copy(out(a) + first * es, p.at(a.root, A), count * es);
-  }
+  });
 }
 
 // Every rank's chunk goes through its area; the root reduces them in rank order.
 void reduce(Planner& p) {
   const CollectiveArgs& a = p.args();
   const size_t es = p.es();
-  const size_t per = p.perChunk(1);
-  for (size_t first = 0; first < a.count; first += per) {
-    const size_t count = std::min(per, a.count - first);
-    const int A = p.pickLarge();
-    p.beginWrite(A);
+  p.chunks(1, [&](size_t first, size_t count, int A) {
     p.copy(p.at(p.rank(), A), in(a) + first * es, count * es);
     p.beginRead(A);
     if (p.rank() == a.root) {
       p.reduceInRankOrder(out(a) + first * es, count, [&](int q) { return p.at(q, A); });
     }
-  }
+  });
 }
 
 // all_gather and gather: every rank's chunk goes through its area; the readers copy every peer's.
 void gather(Planner& p, bool everyRank) {
   const CollectiveArgs& a = p.args();
   const size_t es = p.es();
-  const size_t per = p.perChunk(1);
   const bool reader = everyRank || p.rank() == a.root;
   const auto me = static_cast<size_t>(p.rank());
   if (reader) p.copy(a.block(me), a.send, a.bytes());
-  for (size_t first = 0; first < a.count; first += per) {
-    const size_t count = std::min(per, a.count - first);
-    const int A = p.pickLarge();
-    p.beginWrite(A);
+  p.chunks(1, [&](size_t first, size_t count, int A) {
     p.copy(p.at(p.rank(), A), in(a) + first * es, count * es);
     p.beginRead(A);
     for (int q = 0; reader && q < p.size(); ++q) {
@@ -185,21 +187,17 @@ void gather(Planner& p, bool everyRank) {
       p.copy(static_cast<char*>(a.block(static_cast<size_t>(q))) + first * es, p.at(q, A),
              count * es);
     }
-  }
+  });
 }
 
 // The root stages a slice of every other rank's block per chunk; each rank copies its own.
 void scatter(Planner& p) {
   const CollectiveArgs& a = p.args();
   const size_t es = p.es();
-  const size_t per = p.perChunk(static_cast<size_t>(p.size()));
   const bool root = p.rank() == a.root;
   const auto me = static_cast<size_t>(p.rank());
   if (root) p.copy(a.recv, a.sendBlock(me), a.bytes());
-  for (size_t first = 0; first < a.count; first += per) {
-    const size_t count = std::min(per, a.count - first);
-    const int A = p.pickLarge();
-    p.beginWrite(A);
+  p.chunks(static_cast<size_t>(p.size()), [&](size_t first, size_t count, int A) {
     for (int q = 0; root && q < p.size(); ++q) {
       if (q == p.rank()) continue;
       p.copy(p.at(p.rank(), A, static_cast<size_t>(q) * count * es),
@@ -208,7 +206,7 @@ void scatter(Planner& p) {
     }
     p.beginRead(A);
     if (!root) p.copy(out(a) + first * es, p.at(a.root, A, me * count * es), count * es);
-  }
+  });
 }
 
 // reduce_scatter and all_to_all: per chunk every rank stages a slice of each of its n blocks; rank
@@ -217,12 +215,8 @@ void exchange(Planner& p, bool reduces) {
   const CollectiveArgs& a = p.args();
   const size_t es = p.es();
   const auto n = static_cast<size_t>(p.size());
-  const size_t per = p.perChunk(n);
   const auto me = static_cast<size_t>(p.rank());
-  for (size_t first = 0; first < a.count; first += per) {
-    const size_t count = std::min(per, a.count - first);
-    const int A = p.pickLarge();
-    p.beginWrite(A);
+  p.chunks(n, [&](size_t first, size_t count, int A) {
     if (count == a.count) {  // one chunk: the blocks lie as in the input
       p.copy(p.at(p.rank(), A), a.send, n * count * es);
     } else {
@@ -240,7 +234,7 @@ void exchange(Planner& p, bool reduces) {
                p.at(q, A, me * count * es), count * es);
       }
     }
-  }
+  });
 }
 
 }  // namespace

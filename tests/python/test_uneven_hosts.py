@@ -16,7 +16,7 @@ import time
 import pytest
 
 import netns_hosts
-from test_multihost import BENCH, HOSTS_SH, _kill_group, wrong_counts
+from test_multihost import BENCH, HOSTS_SH, logs, wait_all, wrong_counts
 
 HOST_OF_RANK = ["a", "a", "a", "b", "b", "c"]  # 3 + 2 + 1
 ADDR = {"a": "192.0.2.101", "b": "192.0.2.102", "c": "192.0.2.103"}
@@ -50,17 +50,8 @@ def run_tool(tag, tool, args, port, tmp_path, extra_env):
                                     env=env, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True)
         ranks.append((proc, log))
-    deadline = time.monotonic() + 150
-    codes = []
-    for proc, _ in ranks:
-        try:
-            codes.append(proc.wait(timeout=max(0.1, deadline - time.monotonic())))
-        except subprocess.TimeoutExpired:
-            codes.append(None)
-    for proc, _ in ranks:
-        _kill_group(proc)
-        proc.wait(5)
-    out = [open(log).read() for _, log in ranks]
+    codes = wait_all(ranks, time.monotonic() + 150)
+    out = [text for _, text in sorted(logs(ranks).items())]
     for r, code in enumerate(codes):
         assert code == 0, f"{tool} rank {r} on node{HOST_OF_RANK[r]}: exit {code}\n{out[r][-3000:]}"
     return out
