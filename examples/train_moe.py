@@ -85,8 +85,8 @@ class MoEModel(nn.Module):
         local = torch.arange(self.per_rank).repeat(self.world)
         local_of = torch.repeat_interleave(local, got_per_expert)
         by_local = torch.argsort(local_of, stable=True)
-        outputs = [self.experts[j](arrived[by_local][local_of[by_local] == j])
-                   for j in range(self.per_rank)]
+        grouped, group_of = arrived[by_local], local_of[by_local]  # tokens by local expert
+        outputs = [self.experts[j](grouped[group_of == j]) for j in range(self.per_rank)]
         processed = torch.empty_like(arrived)
         processed = processed.index_put((by_local,), torch.cat(outputs))
         back = tokens.new_empty(tokens.shape)

@@ -166,12 +166,11 @@ def perf_rows(doc, sizes, group):
     n equal blocks runs each size rounded down to a multiple of n elements (nccl-tests): a
     document with one row per size asked is matched in order, `size` the one asked and `bytes`
     the one run; otherwise rows are matched by exact size."""
-    results = doc["results"]
-    ordered = len(results) == len(sizes) and all(
-        r["size"] <= s for r, s in zip(results, sorted(sizes)))
+    results, asked = doc["results"], sorted(sizes)
+    ordered = len(results) == len(asked) and all(r["size"] <= s for r, s in zip(results, asked))
     rows = []
     for i, r in enumerate(results):
-        size = sorted(sizes)[i] if ordered else r["size"]
+        size = asked[i] if ordered else r["size"]
         if size not in sizes:
             continue
         groups = [g for g in (r["in_place"], r["out_of_place"]) if g]  # null: no such form

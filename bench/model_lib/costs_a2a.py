@@ -37,8 +37,8 @@ def pairwise(m, size):
     across = L * (n - L)   # messages a node sends to other nodes
     within = L * (L - 1)   # and to its own ranks
     t = windows * m.net_alpha + (across + within) * m.msg_cost
-    t += across * b * m.net_beta() + (within + L) * b / m.copy_rate / L
-    return t
+    # every rank moves its node's L blocks (L - 1 messages and its own) at copy_rate, at once
+    return t + across * b * m.net_beta() + L * b / m.copy_rate
 
 
 def hier(m, size):

@@ -42,8 +42,7 @@ std::unique_ptr<algo::arena::Arena> createArena(Store& store, const std::string&
 
 // One arena per host for a communicator over several hosts (algorithms/patterns/hosts.h), for the
 // hierarchical algorithms: with the same number (>= 2) of ranks on each, or different numbers
-// (the leader forms). The ranks of a host
-// agree on it as createArena's do; then the hosts agree (each host's first rank publishes its
+// (the leader forms). The ranks of a host agree on it as createArena's do; then the hosts agree (each host's first rank publishes its
 // host's outcome), so either every host has one or none keeps it: the algorithm choice must be
 // the same on every rank.
 core::HostArena createHostArena(Store& store, const std::string& prefix,
@@ -138,11 +137,9 @@ int64_t Communicator::spinUs() const { return impl_->settings().spinUs; }
 
 std::map<std::string, uint64_t> Communicator::deviceIpcCalls() const {
   std::map<std::string, uint64_t> calls;
-  for (CollectiveKind k :
-       {CollectiveKind::kAllReduce, CollectiveKind::kBroadcast, CollectiveKind::kAllGather,
-        CollectiveKind::kReduceScatter, CollectiveKind::kReduce, CollectiveKind::kGather,
-        CollectiveKind::kScatter, CollectiveKind::kAllToAll}) {
-    if (impl_->ipcCalls(k) > 0) calls[toString(k)] = impl_->ipcCalls(k);
+  for (int k = 0; k <= static_cast<int>(CollectiveKind::kControl); ++k) {
+    const auto kind = static_cast<CollectiveKind>(k);  // only kinds that ran have a count
+    if (impl_->ipcCalls(kind) > 0) calls[toString(kind)] = impl_->ipcCalls(kind);
   }
   return calls;
 }

@@ -187,7 +187,8 @@ class CommunicatorImpl {
   enum class IpcState { kUntried, kOn, kOff };
   IpcState ipcState_ = IpcState::kUntried;  // guarded by stagerMutex_ after the first call
   std::unique_ptr<IpcPeers> ipc_;           // set when kOn
-  std::atomic<uint64_t> ipcCalls_[16] = {};  // by CollectiveKind
+  static constexpr size_t kKinds = static_cast<size_t>(CollectiveKind::kControl) + 1;
+  std::atomic<uint64_t> ipcCalls_[kKinds] = {};  // by CollectiveKind
 };
 
 }  // namespace smddp::core

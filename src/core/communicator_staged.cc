@@ -60,7 +60,7 @@ bool CommunicatorImpl::useIpc(const algo::CollectiveArgs& args) {
   facts.ranks = size_;
   facts.oneHost = topology_.hosts == 1;
   facts.ipc = settings_.deviceIpc;
-  facts.ipcFits = ipcFits(args, size_, (settings_.stagingBytes + 255) / 256 * 256);
+  facts.ipcFits = ipcFits(args, size_, IpcPeers::slotBytesFor(settings_.stagingBytes));
   if (chooseDevicePath(facts) != DevicePath::kIpc) return false;
   DeviceStager& s = stager(args);
   {

@@ -8,7 +8,7 @@ namespace smddp::core {
 
 IpcPeers::IpcPeers(device::Device& device, int ordinal, size_t slotBytes)
     : device_(device),
-      slotBytes_((slotBytes + 255) / 256 * 256),  // every area stays aligned
+      slotBytes_(slotBytesFor(slotBytes)),
       oneShotBytes_(std::min(kOneShotBytes, slotBytes_)) {
   scratch_ = device.allocDevice(2 * slotBytes_ + 2 * oneShotBytes_, ordinal);
   try {

@@ -27,6 +27,8 @@ class IpcPeers {
   // Allocates and exports this rank's scratch: two areas of slotBytes each (rounded up to 256) and
   // two of oneShotBytes().
   IpcPeers(device::Device& device, int ordinal, size_t slotBytes);
+  // The large areas' size for a requested slotBytes (rounded up to 256: every area stays aligned).
+  static size_t slotBytesFor(size_t slotBytes) { return (slotBytes + 255) / 256 * 256; }
   ~IpcPeers();
   IpcPeers(const IpcPeers&) = delete;
   IpcPeers& operator=(const IpcPeers&) = delete;

@@ -239,6 +239,22 @@ void exchange(Planner& p, bool reduces) {
 
 }  // namespace
 
+bool hasIpcForm(CollectiveKind kind) {
+  switch (kind) {
+    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kReduce:
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kGather:
+    case CollectiveKind::kScatter:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllToAll:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool ipcFits(const algo::CollectiveArgs& args, int size, size_t slotBytes) {
   switch (args.kind) {
     case CollectiveKind::kScatter:
@@ -252,7 +268,8 @@ bool ipcFits(const algo::CollectiveArgs& args, int size, size_t slotBytes) {
 
 std::vector<IpcOp> planIpc(const algo::CollectiveArgs& args, int rank, int size,
                            const IpcScratch& scratch, IpcScratchClock& clock) {
-  const bool ok = size >= 2 && args.count > 0 && ipcFits(args, size, scratch.slotBytes);
+  const bool ok = hasIpcForm(args.kind) && size >= 2 && args.count > 0 &&
+                  ipcFits(args, size, scratch.slotBytes);
   if (!ok) {
     throw Error(ErrorCode::kInvalidArgument,
                 "smddp: rank " + std::to_string(rank) + ": " + toString(args.kind) +
@@ -275,11 +292,7 @@ std::vector<IpcOp> planIpc(const algo::CollectiveArgs& args, int rank, int size,
     case CollectiveKind::kGather: gather(p, false); break;
     case CollectiveKind::kScatter: scatter(p); break;
     case CollectiveKind::kReduceScatter: exchange(p, true); break;
-    case CollectiveKind::kAllToAll: exchange(p, false); break;
-    default:
-      throw Error(ErrorCode::kInvalidArgument, "smddp: rank " + std::to_string(rank) + ": " +
-                                                   toString(args.kind) +
-                                                   " has no CUDA IPC form");
+    default: exchange(p, false); break;  // all_to_all: the last kind hasIpcForm takes
   }
   clock = next;
   return p.take();

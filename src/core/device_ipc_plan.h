@@ -55,6 +55,9 @@ struct IpcScratch {
   size_t oneShotBytes = 0;
 };
 
+// The collectives with a form through CUDA IPC: the equal-block ones (not all_to_allv, send, recv).
+bool hasIpcForm(CollectiveKind kind);
+
 // Whether `args` (a CUDA collective of `size` ranks, count > 0) can go through areas of slotBytes:
 // the collectives that stage a piece of every rank's block per chunk need room for one element per
 // rank.

@@ -16,10 +16,10 @@
 // collective; or at shutdown). The eager ring has its own pending checks (eager_ring.h).
 #pragma once
 
-#include <cstring>
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <utility>
 
