@@ -14,6 +14,12 @@
 
 namespace smddp::algo {
 
+// Which ranks of a communicator over several hosts (exec.h: HostGroups) take part in a call: all
+// (every user call), the ranks of this rank's host, or its counterparts on the other hosts (the
+// ranks of its local index). The core's device path across hosts posts the last two as the host
+// steps of one call (core/device_ipc_plan.h); scoped.h runs them.
+enum class Scope : uint8_t { kAll, kHost, kCross };
+
 struct CollectiveArgs : Call {
   // all_reduce: count elements in, count out. broadcast: count elements (send read on root only).
   // all_gather: count elements per rank in send; block(r) receives rank r's count elements.
@@ -34,6 +40,7 @@ struct CollectiveArgs : Call {
   MemoryType memory = MemoryType::kHost;
   int device = -1;          // the CUDA device of a kCuda call
   void* stream = nullptr;   // the stream of a kCuda call (Buffer::stream)
+  Scope scope = Scope::kAll;
 
   CollectiveArgs() = default;
   CollectiveArgs(const Call& call, const void* sendBuf, void* recvBuf)

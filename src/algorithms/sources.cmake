@@ -33,5 +33,6 @@ smddp_layer(smddp_algorithms
   algorithms/arena/gather_scatter.cc
   algorithms/arena/all_to_all.cc
   algorithms/registry.cc
+  algorithms/scoped.cc
   algorithms/selector.cc)
 target_link_libraries(smddp_algorithms PUBLIC smddp_transport smddp_store smddp_reduce smddp_common)

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "algorithms/scoped.h"
 #include "common/clock.h"
 #include "common/cpus.h"
 #include "common/logging.h"
@@ -120,6 +121,9 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
     hostGroups_.local = hostArena.layout.local(rank_);
     hostGroups_.cross = hostArena.layout.cross(rank_);
     hostGroups_.layout = std::move(hostArena.layout);
+    ipcHosts_.ranksOf = hostGroups_.layout.ranksOf;
+    ipcHosts_.host = hostGroups_.layout.hostOf[static_cast<size_t>(rank_)];
+    ipcHosts_.local = hostGroups_.layout.localIndex(rank_);
     hostGroups_.localSettings = exec_;
     hostGroups_.localSettings.arena = hostArena_.get();
     hostGroups_.crossSettings = exec_;
@@ -179,20 +183,25 @@ void CommunicatorImpl::runBlocking(algo::CollectiveArgs args) {
   }
 }
 
-bool CommunicatorImpl::CallShape::matches(const algo::CollectiveDesc& d) const {
-  return known && call.call() == d.call();
+bool CommunicatorImpl::CallShape::matches(const algo::CollectiveDesc& d, algo::Scope s) const {
+  return known && call.call() == d.call() && scope == s;
 }
 
 void CommunicatorImpl::describe(const algo::CollectiveArgs& args, algo::CollectiveDesc& d,
                                 const algo::Algorithm*& algorithm) {
-  const bool fresh = !lastShape_.matches(d);
+  const bool fresh = !lastShape_.matches(d, args.scope);
   if (fresh) {  // derived before it is kept: selection may throw
     CallShape c;
     const bool local =
         size_ == 1 || (d.count == 0 && d.kind != CollectiveKind::kBarrier && !d.uneven());
-    c.algorithm = local ? nullptr
-                        : &algo::selectAlgorithm(d.kind, args.bytes(), topology_,
-                                                 settings_.overrides);
+    if (local) {
+      c.algorithm = nullptr;
+    } else if (args.scope != algo::Scope::kAll) {  // a host step of a CUDA call across hosts
+      c.algorithm = &algo::scopedAlgorithm(d.kind, args.scope);
+    } else {
+      c.algorithm = &algo::selectAlgorithm(d.kind, args.bytes(), topology_, settings_.overrides);
+    }
+    c.scope = args.scope;
     c.call = Signature(d, c.algorithm != nullptr ? c.algorithm->name : nullptr);
     c.shape = shapeHash(d, algorithmNameHash(c.call.algorithm));
     c.signature = settings_.watch.checkMismatch ? foldSignature(c.shape) : 0;

@@ -15,6 +15,7 @@
 #include "algorithms/exec.h"
 #include "algorithms/registry.h"
 #include "common/config.h"
+#include "core/device_path.h"
 #include "core/device_stager.h"
 #include "core/engine.h"
 #include "core/point_to_point.h"
@@ -134,9 +135,11 @@ class CommunicatorImpl {
   Request postStagedMessage(const algo::CollectiveArgs& args, int peer, uint32_t tag);
   // Queues one request per segment of a staged call; returns the last one's.
   Request submitSegments(const std::shared_ptr<StagedCall>& call);
-  // True when this CUDA call goes through CUDA IPC (device_ipc.h); the first eligible call
-  // connects the ranks' scratch (collectively: every rank takes the same path).
-  bool useIpc(const algo::CollectiveArgs& args);
+  // The path of this CUDA call: kIpc or kIpcHosts through CUDA IPC (device_ipc.h), else kStaged.
+  // The first eligible call connects the host's ranks' scratch (connectIpc: collectively, so every
+  // rank takes the same path).
+  DevicePath ipcPath(const algo::CollectiveArgs& args);
+  bool connectIpc(const algo::CollectiveArgs& args);
   // Records the first unrecoverable error; the first one (but for kAborted) runs the failure
   // hook, outside the state lock, before returning.
   void markBroken(ErrorCode code, const std::string& reason);
@@ -170,7 +173,8 @@ class CommunicatorImpl {
     const algo::Algorithm* algorithm = nullptr;  // nullptr: run locally
     uint64_t shape = 0;
     uint16_t signature = 0;
-    bool matches(const algo::CollectiveDesc& d) const;
+    algo::Scope scope = algo::Scope::kAll;
+    bool matches(const algo::CollectiveDesc& d, algo::Scope s) const;
   };
   CallShape lastShape_;
   uint64_t nextSeq_ = 0;  // guarded by the engine's lock (its Poster assigns it)
@@ -187,6 +191,7 @@ class CommunicatorImpl {
   enum class IpcState { kUntried, kOn, kOff };
   IpcState ipcState_ = IpcState::kUntried;  // guarded by stagerMutex_ after the first call
   std::unique_ptr<IpcPeers> ipc_;           // set when kOn
+  IpcHosts ipcHosts_;  // this rank's place among the hosts (set with hostGroups_)
   static constexpr size_t kKinds = static_cast<size_t>(CollectiveKind::kControl) + 1;
   std::atomic<uint64_t> ipcCalls_[kKinds] = {};  // by CollectiveKind
 };

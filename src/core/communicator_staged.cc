@@ -52,7 +52,7 @@ DeviceStager& CommunicatorImpl::stager(const algo::CollectiveArgs& args) {
   return *stager_;
 }
 
-bool CommunicatorImpl::useIpc(const algo::CollectiveArgs& args) {
+DevicePath CommunicatorImpl::ipcPath(const algo::CollectiveArgs& args) {
   DevicePathFacts facts;
   facts.kind = args.kind;
   facts.op = args.op;
@@ -60,8 +60,16 @@ bool CommunicatorImpl::useIpc(const algo::CollectiveArgs& args) {
   facts.ranks = size_;
   facts.oneHost = topology_.hosts == 1;
   facts.ipc = settings_.deviceIpc;
-  facts.ipcFits = ipcFits(args, size_, IpcPeers::slotBytesFor(settings_.stagingBytes));
-  if (chooseDevicePath(facts) != DevicePath::kIpc) return false;
+  const size_t slotBytes = IpcPeers::slotBytesFor(settings_.stagingBytes);
+  facts.ipcFits = ipcFits(args, size_, slotBytes);
+  facts.evenHosts = topology_.hostArenas;
+  facts.ipcFitsAcrossHosts = facts.evenHosts && ipcFitsAcrossHosts(args, ipcHosts_, slotBytes);
+  const DevicePath path = chooseDevicePath(facts);
+  if (path != DevicePath::kIpc && path != DevicePath::kIpcHosts) return DevicePath::kStaged;
+  return connectIpc(args) ? path : DevicePath::kStaged;
+}
+
+bool CommunicatorImpl::connectIpc(const algo::CollectiveArgs& args) {
   DeviceStager& s = stager(args);
   {
     std::lock_guard<std::mutex> lock(stagerMutex_);
@@ -100,10 +108,16 @@ bool CommunicatorImpl::useIpc(const algo::CollectiveArgs& args) {
       why = "the ranks' SMDDP_STAGING_BYTES differ";
     }
   }
-  if (opened && peers) {
+  if (opened && peers) {  // the peers of this host: every rank, or the host's by local index
     std::vector<device::IpcMemHandle> handles;
-    for (const Offer& o : offers) handles.push_back(o.handle);
-    opened = peers->open(handles, rank_, &why) ? 1 : 0;
+    int self = rank_;
+    if (topology_.hosts == 1) {
+      for (const Offer& o : offers) handles.push_back(o.handle);
+    } else {
+      for (int r : hostGroups_.local) handles.push_back(offers[static_cast<size_t>(r)].handle);
+      self = ipcHosts_.local;
+    }
+    opened = peers->open(handles, self, &why) ? 1 : 0;
   } else if (why.empty()) {
     why = "a peer could not export its device memory";
   }
@@ -117,7 +131,10 @@ bool CommunicatorImpl::useIpc(const algo::CollectiveArgs& args) {
     ipc_ = std::move(peers);
     ipcState_ = IpcState::kOn;
     SMDDP_INFO(rank_, "collectives on " << s.device().name()
-                                        << " device memory within this host: CUDA IPC");
+                                        << " device memory within this host: CUDA IPC"
+                                        << (topology_.hosts > 1
+                                                ? " (across hosts: each rank's share staged)"
+                                                : ""));
   } else {
     SMDDP_WARN(rank_, "no CUDA IPC between this host's ranks (" << why
                                                                 << "): CUDA calls are staged "
@@ -191,10 +208,12 @@ Request CommunicatorImpl::postStagedMessage(const algo::CollectiveArgs& args, in
 }
 
 Request CommunicatorImpl::postStaged(const algo::CollectiveArgs& args) {
-  if (useIpc(args)) {
+  const DevicePath path = ipcPath(args);
+  if (path != DevicePath::kStaged) {
     ipcCalls_[static_cast<size_t>(args.kind)].fetch_add(1, std::memory_order_relaxed);
     std::lock_guard<std::mutex> order(stagedPostMutex_);
-    return submitSegments(stager(args).stageIpc(args, *ipc_, toString(args.kind)));
+    return submitSegments(stager(args).stageIpc(
+        args, *ipc_, path == DevicePath::kIpcHosts ? &ipcHosts_ : nullptr, toString(args.kind)));
   }
   DeviceStager& s = stager(args);
   // A refused algorithm override fails here, before the device is given work.

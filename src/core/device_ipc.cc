@@ -37,7 +37,8 @@ bool IpcPeers::open(const std::vector<device::IpcMemHandle>& handles, int self, 
     try {
       mapped_[r] = device_.openMemory(handles[r]);
     } catch (const std::exception& e) {
-      *why = "rank " + std::to_string(r) + "'s scratch: " + e.what();
+      *why = "the scratch of this host's peer " + std::to_string(r) + " (by local index): " +
+             e.what();
       for (size_t q = 0; q < r; ++q) {
         if (static_cast<int>(q) != self && mapped_[q] != nullptr) device_.closeMemory(mapped_[q]);
       }

@@ -36,10 +36,12 @@ class IpcPeers {
   const device::IpcMemHandle& handle() const { return handle_; }
   size_t slotBytes() const { return slotBytes_; }
   size_t oneShotBytes() const { return oneShotBytes_; }
-  // Maps every peer's scratch from its handle (handles[rank], this rank's own included);
-  // false with `why` when one cannot be opened (then nothing stays mapped).
+  // Maps every peer's scratch from its handle (handles[i], this rank's own at `self` included;
+  // i: the rank, or the local index across hosts); false with `why` when one cannot be opened
+  // (then nothing stays mapped).
   bool open(const std::vector<device::IpcMemHandle>& handles, int self, std::string* why);
-  // Rank `rank`'s area a (0..kIpcAreas-1), in this process's address space.
+  // Peer `rank`'s area a (0..kIpcAreas-1; rank: the index open() was given), in this process's
+  // address space.
   char* area(int rank, int a) const {
     const auto k = static_cast<size_t>(a);
     return static_cast<char*>(mapped_[static_cast<size_t>(rank)]) +

@@ -29,14 +29,19 @@
 namespace smddp::core {
 
 struct IpcOp {
-  enum Kind : uint8_t { kCopy, kReduce, kAverage, kBarrier };
+  // kBarrier: a host barrier among the host's ranks. kExchange (plans across hosts): a host step
+  // among this rank's counterparts on the other hosts (its cross group), `step` of `count`
+  // elements from `a` to `dst`, pinned host memory. Both are segments of the call: the device
+  // records their readiness and waits for their flag.
+  enum Kind : uint8_t { kCopy, kReduce, kAverage, kBarrier, kExchange };
   Kind kind = kBarrier;
   void* dst = nullptr;
-  const void* a = nullptr;  // kCopy: the source
+  const void* a = nullptr;  // kCopy: the source; kExchange: what is sent
   const void* b = nullptr;  // kReduce: dst = a op b
   size_t bytes = 0;         // kCopy
-  size_t count = 0;         // kReduce, kAverage: elements
+  size_t count = 0;         // kReduce, kAverage, kExchange: elements
   int divisor = 0;          // kAverage: dst /= divisor
+  CollectiveKind step = CollectiveKind::kBarrier;  // kExchange: the cross group's collective
 };
 
 constexpr int kIpcAreas = 4;  // 0, 1: large (slotBytes); 2, 3: small (oneShotBytes)
@@ -70,7 +75,45 @@ bool ipcFits(const algo::CollectiveArgs& args, int size, size_t slotBytes);
 std::vector<IpcOp> planIpc(const algo::CollectiveArgs& args, int rank, int size,
                            const IpcScratch& scratch, IpcScratchClock& clock);
 
-// The barriers among ops (the call's host segments).
+// The barriers among ops.
 size_t ipcBarriers(const std::vector<IpcOp>& ops);
+// The host steps among ops (barriers and exchanges): the call's segments.
+size_t ipcSteps(const std::vector<IpcOp>& ops);
+
+// Across hosts (device_ipc_hosts.cc): a communicator of H >= 2 hosts with the same number L >= 2
+// of ranks each. Within each host the ranks go through each other's scratch as above; between
+// hosts only the host's share of the data crosses, each rank exchanging its slice with its
+// counterparts (the ranks of its local index) through pinned host memory:
+//   all_reduce      per chunk: reduce the rank's ring slice of the chunk over the host (rank
+//                   order), copy it to pinned memory, all_reduce it with the counterparts (SUM;
+//                   AVG divides by the world on the device after), copy it back, then every rank
+//                   copies every slice from its peers' areas (an IPC all-gather).
+//   reduce_scatter  per chunk: reduce, over the host, the slices of the H blocks of the rank's
+//                   counterparts, copy them to pinned memory, reduce_scatter them with the
+//                   counterparts; the rank's own block comes back.
+//   all_gather      per chunk: all_gather the rank's slice with its counterparts in pinned memory,
+//                   copy the H slices into the rank's area; every rank copies its peers'.
+// Each rank moves 1/L of what the staged path moves through PCIe and the network.
+struct IpcHosts {
+  std::vector<std::vector<int>> ranksOf;  // each host's ranks (the communicator's), by local index
+  int host = 0;                           // this rank's host
+  int local = 0;                          // this rank's local index
+  int hosts() const { return static_cast<int>(ranksOf.size()); }
+  int perHost() const { return static_cast<int>(ranksOf[0].size()); }
+};
+
+// The collectives with a form across hosts: all_reduce, reduce_scatter, all_gather.
+bool hasIpcFormAcrossHosts(CollectiveKind kind);
+// Whether args fits areas of slotBytes across `hosts` (one element of every block a chunk takes).
+bool ipcFitsAcrossHosts(const algo::CollectiveArgs& args, const IpcHosts& hosts, size_t slotBytes);
+// The pinned host memory a plan across hosts needs.
+size_t ipcPinnedBytes(const algo::CollectiveArgs& args, const IpcHosts& hosts,
+                      const IpcScratch& scratch);
+// The ops of this rank (hosts.host, hosts.local) for args; `pinned`: ipcPinnedBytes of pinned
+// host memory. The same barriers and exchanges on every rank; advances `clock` as planIpc does.
+// Throws Error(kInvalidArgument) for a call without a form across hosts, or that does not fit.
+std::vector<IpcOp> planIpcAcrossHosts(const algo::CollectiveArgs& args, const IpcHosts& hosts,
+                                      const IpcScratch& scratch, IpcScratchClock& clock,
+                                      char* pinned);
 
 }  // namespace smddp::core

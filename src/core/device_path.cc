@@ -14,6 +14,10 @@ DevicePath chooseDevicePath(const DevicePathFacts& f) {
   if (hasIpcForm(f.kind) && f.count > 0 && f.ranks > 1 && f.oneHost && f.ipc && f.ipcFits) {
     return DevicePath::kIpc;
   }
+  if (hasIpcFormAcrossHosts(f.kind) && f.count > 0 && f.evenHosts && f.ipc &&
+      f.ipcFitsAcrossHosts) {
+    return DevicePath::kIpcHosts;
+  }
   return DevicePath::kStaged;
 }
 

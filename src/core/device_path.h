@@ -3,6 +3,9 @@
 //   kIpc     all_reduce, reduce, reduce_scatter, broadcast, all_gather, gather, scatter and
 //            all_to_all among ranks of one host: on the devices, through CUDA IPC
 //            (device_ipc.h, device_ipc_plan.h).
+//   kIpcHosts all_reduce, reduce_scatter and all_gather over several hosts with the same number
+//            (>= 2) of ranks each and an arena per host: IPC within each host, only each rank's
+//            share staged and exchanged with its counterparts (device_ipc_plan.h: IpcHosts).
 //   kDirect  send/recv to or from a rank on another host when the transport moves CUDA memory
 //            itself (libfabric FI_HMEM, GPUDirect): the buffer is registered and handed to the
 //            provider, no copy. Collectives never go direct: their algorithms copy and reduce
@@ -17,7 +20,7 @@
 
 namespace smddp::core {
 
-enum class DevicePath : uint8_t { kStaged, kIpc, kDirect };
+enum class DevicePath : uint8_t { kStaged, kIpc, kIpcHosts, kDirect };
 
 struct DevicePathFacts {
   CollectiveKind kind = CollectiveKind::kAllReduce;
@@ -27,6 +30,8 @@ struct DevicePathFacts {
   bool oneHost = false;         // every rank of the communicator runs on this host
   bool ipc = false;             // CUDA IPC allowed (SMDDP_DEVICE_IPC) and not found unusable
   bool ipcFits = true;          // the scratch holds a chunk of this call (ipcFits)
+  bool evenHosts = false;       // several hosts, the same number (>= 2) of ranks and an arena each
+  bool ipcFitsAcrossHosts = true;  // ... and the scratch holds a chunk (ipcFitsAcrossHosts)
   bool providerDirect = false;  // the point-to-point transport takes CUDA memory (FI_HMEM)
   bool peerElsewhere = false;   // send/recv: the peer is known and on another host
 };

@@ -284,16 +284,36 @@ void DeviceStager::abandon(const std::shared_ptr<StagedCall>& call) {
 }
 
 std::shared_ptr<StagedCall> DeviceStager::stageIpc(const algo::CollectiveArgs& args,
-                                                   IpcPeers& peers, const char* what) {
+                                                   IpcPeers& peers, const IpcHosts* hosts,
+                                                   const char* what) {
   checkPointers(args, layoutStaged(args, rank_, size_, segmentBytes_, nullptr), what);
-  const algo::CollectiveArgs barrier(Call::of(CollectiveKind::kBarrier, DataType::kUInt8, 0),
-                                     nullptr, nullptr);
+  algo::CollectiveArgs barrier(Call::of(CollectiveKind::kBarrier, DataType::kUInt8, 0), nullptr,
+                               nullptr);
+  barrier.scope = hosts != nullptr ? algo::Scope::kHost : algo::Scope::kAll;
+  const ReduceOp op = args.op == ReduceOp::kAvg ? ReduceOp::kSum : args.op;
   std::lock_guard<std::mutex> lock(mutex_);
   reap();
-  const std::vector<IpcOp> ops = planIpc(args, rank_, size_, peers.scratch(), peers.clock());
-  const size_t segments = ipcBarriers(ops);
-  auto call = newCall(segments, 0, stream_, what);
-  call->layout_.segments.assign(segments, StagedSegment{barrier, {}, {}});
+  const IpcScratch scratch = peers.scratch();
+  std::shared_ptr<char> pinned;  // across hosts: what the exchanges move, for the call's life
+  std::vector<IpcOp> ops;
+  if (hosts != nullptr) {
+    pinned = pool_->acquire(ipcPinnedBytes(args, *hosts, scratch));
+    ops = planIpcAcrossHosts(args, *hosts, scratch, peers.clock(), pinned.get());
+  } else {
+    ops = planIpc(args, rank_, size_, scratch, peers.clock());
+  }
+  auto call = newCall(ipcSteps(ops), 0, stream_, what);
+  call->pinned_ = std::move(pinned);
+  call->layout_.segments.reserve(ipcSteps(ops));
+  for (const IpcOp& o : ops) {
+    if (o.kind == IpcOp::kBarrier) {
+      call->layout_.segments.push_back(StagedSegment{barrier, {}, {}});
+    } else if (o.kind == IpcOp::kExchange) {
+      algo::CollectiveArgs step(Call::of(o.step, args.dtype, o.count, op), o.a, o.dst);
+      step.scope = algo::Scope::kCross;
+      call->layout_.segments.push_back(StagedSegment{step, {}, {}});
+    }
+  }
   launch(call, [&] { enqueuePlan(*call, args, ops); });
   return call;
 }

@@ -72,6 +72,7 @@ class StagedCall {
   device::Device& device_;
   StagedLayout layout_;
   std::shared_ptr<char> block_;  // the pinned block; back to the pool when this call goes
+  std::shared_ptr<char> pinned_;  // an IPC plan's pinned memory across hosts; goes alike
   uint32_t* flags_ = nullptr;    // pinned, one per segment
   char* data_ = nullptr;         // pinned, after the flags: the staged buffers
   device::Event start_ = nullptr;
@@ -111,11 +112,14 @@ class DeviceStager {
   // gates — ready(0) once the caller's stream is done with the buffer, and end after the flag
   // (raised when the message is done), on a message stream.
   std::shared_ptr<StagedCall> stageDirect(const algo::CollectiveArgs& args, const char* what);
-  // A collective of this stager's device within one host through `peers` (device_ipc.h; a call
-  // planIpc takes): enqueues the device side of the plan and returns a call whose segments are the
-  // plan's host barriers. Pointers are checked as stage() does.
+  // A collective of this stager's device through `peers` (device_ipc.h): within one host
+  // (hosts null; a call planIpc takes), or across hosts (a call planIpcAcrossHosts takes; peers
+  // are the host's ranks by local index). Enqueues the device side of the plan and returns a call
+  // whose segments are the plan's host steps: barriers (among the host's ranks) and exchanges
+  // (with the counterparts, on pinned memory the call holds). Pointers are checked as stage()
+  // does.
   std::shared_ptr<StagedCall> stageIpc(const algo::CollectiveArgs& args, IpcPeers& peers,
-                                       const char* what);
+                                       const IpcHosts* hosts, const char* what);
 
  private:
   void checkPointers(const algo::CollectiveArgs& args, const StagedLayout& layout,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device side of a collective through CUDA IPC (DeviceStager::stageIpc, device_stager.h): the
-// plan's copies and reductions on the staging stream, each host barrier a segment whose readiness
-// is recorded before it and whose flag the stream waits for after it (device_ipc_plan.h).
+// plan's copies and reductions on the staging stream, each host step (barrier or exchange) a
+// segment whose readiness is recorded before it and whose flag the stream waits for after it
+// (device_ipc_plan.h).
 #include "core/device_stager.h"
 
 namespace smddp::core {
@@ -23,6 +24,7 @@ void DeviceStager::enqueuePlan(StagedCall& call, const algo::CollectiveArgs& arg
         device_.finishAverageAsync(args.dtype, op.dst, op.count, op.divisor, stream_);
         break;
       case IpcOp::kBarrier:
+      case IpcOp::kExchange:
         device_.record(call.ready_[k], stream_);
         device_.waitValue(stream_, &call.flags_[k], 1);
         ++k;

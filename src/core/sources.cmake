@@ -6,6 +6,7 @@ smddp_layer(smddp_core
   core/communicator_staged.cc
   core/device_api.cc
   core/device_ipc.cc
+  core/device_ipc_hosts.cc
   core/device_ipc_plan.cc
   core/device_path.cc
   core/device_stager.cc

@@ -13,6 +13,7 @@
 
 #include "algorithms/arena/arena.h"
 #include "algorithms/arena/segment.h"
+#include "algorithms/patterns/hosts.h"
 #include "core/communicator_impl.h"
 #include "smddp/communicator.h"
 #include "smddp/error.h"
@@ -45,6 +46,42 @@ inline std::vector<std::unique_ptr<Communicator>> makeLoopbackGroup(
     auto arena = arenas ? std::make_unique<algo::arena::Arena>(arenas->view(r)) : nullptr;
     comms.push_back(std::make_unique<Communicator>(std::make_unique<core::CommunicatorImpl>(
         fabric->endpoint(r), settings, nullptr, "", std::move(arena), p2pFabric->endpoint(r))));
+  }
+  return comms;
+}
+
+// n = hostOf.size() communicators standing for ranks on several hosts: rank r reports host
+// "host<hostOf[r]>" and maps its host's heap arena of `slotBytes` slots, as the ranks of a job
+// over several hosts do (core::HostArena): the hierarchical algorithms and the device path across
+// hosts run. device, stagingBytes, deviceIpc: as makeLoopbackGroup.
+inline std::vector<std::unique_ptr<Communicator>> makeLoopbackHosts(
+    const std::vector<int>& hostOf, const Options& options = Options(),
+    device::Device* device = nullptr, size_t stagingBytes = 0, bool deviceIpc = true,
+    size_t slotBytes = 65536) {
+  const int n = static_cast<int>(hostOf.size());
+  std::vector<std::string> names;
+  for (int h : hostOf) names.push_back("host" + std::to_string(h));
+  auto fabric = transport::LoopbackFabric::create(n, names);
+  auto p2pFabric = transport::LoopbackFabric::create(n, names);
+  const algo::patterns::HostLayout layout = algo::patterns::hostLayout(names);
+  core::Settings settings = core::resolveSettings(options, Config::fromMap({}));
+  settings.device = device;
+  settings.deviceIpc = deviceIpc;
+  if (stagingBytes > 0) settings.stagingBytes = stagingBytes;
+  std::vector<algo::arena::HeapSegments> arenas;
+  for (const auto& host : layout.ranksOf) {
+    arenas.emplace_back(static_cast<int>(host.size()), slotBytes, 256);
+  }
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (int r = 0; r < n; ++r) {
+    core::HostArena hostArena;
+    hostArena.arena = std::make_unique<algo::arena::Arena>(
+        arenas[static_cast<size_t>(layout.hostOf[static_cast<size_t>(r)])].view(
+            layout.localIndex(r)));
+    hostArena.layout = layout;
+    comms.push_back(std::make_unique<Communicator>(std::make_unique<core::CommunicatorImpl>(
+        fabric->endpoint(r), settings, nullptr, "", nullptr, p2pFabric->endpoint(r),
+        std::move(hostArena))));
   }
   return comms;
 }

@@ -2,7 +2,8 @@
 // The data path of a call on CUDA memory (core/device_path.h): IPC for every equal-block collective
 // among ranks of one host when its chunk fits the scratch, direct only for
 // send/recv to another host over a transport that takes CUDA memory, staged otherwise —
-// all_to_allv, and everything in between.
+// all_to_allv, and everything in between; across hosts of equal size IPC within each host for
+// all_reduce, reduce_scatter and all_gather.
 #include <gtest/gtest.h>
 
 #include "core/device_path.h"
@@ -68,6 +69,34 @@ TEST(DevicePath, EveryEqualBlockCollectiveGoesThroughIpcWithinOneHost) {
   f.oneHost = true;
   f.ipc = true;
   EXPECT_EQ(chooseDevicePath(f), DevicePath::kStaged);
+}
+
+// Across hosts of equal size with an arena each: all_reduce, reduce_scatter and all_gather through
+// IPC within each host, only the share staged; the rest, and uneven hosts, staged.
+TEST(DevicePath, IpcAcrossHostsIsForAllReduceReduceScatterAndAllGather) {
+  for (CollectiveKind k : {CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter,
+                           CollectiveKind::kAllGather, CollectiveKind::kBroadcast,
+                           CollectiveKind::kReduce, CollectiveKind::kAllToAll,
+                           CollectiveKind::kAllToAllV, CollectiveKind::kGather}) {
+    const bool form = k == CollectiveKind::kAllReduce || k == CollectiveKind::kReduceScatter ||
+                      k == CollectiveKind::kAllGather;
+    DevicePathFacts f = facts(k);
+    f.ipc = true;
+    f.evenHosts = true;
+    EXPECT_EQ(chooseDevicePath(f), form ? DevicePath::kIpcHosts : DevicePath::kStaged)
+        << toString(k);
+    f.ipcFitsAcrossHosts = false;
+    EXPECT_EQ(chooseDevicePath(f), DevicePath::kStaged) << toString(k);
+    f.ipcFitsAcrossHosts = true;
+    f.evenHosts = false;  // hosts of different sizes, or no arena on them
+    EXPECT_EQ(chooseDevicePath(f), DevicePath::kStaged) << toString(k);
+    f.evenHosts = true;
+    f.ipc = false;
+    EXPECT_EQ(chooseDevicePath(f), DevicePath::kStaged) << toString(k);
+    f.ipc = true;
+    f.count = 0;
+    EXPECT_EQ(chooseDevicePath(f), DevicePath::kStaged) << toString(k);
+  }
 }
 
 TEST(DevicePath, DirectIsForMessagesToAnotherHostOverADirectTransport) {

@@ -22,9 +22,9 @@ class LoopbackTransport final : public Transport {
   LoopbackTransport(std::shared_ptr<LoopbackFabric> fabric, int rank)
       : fabric_(std::move(fabric)), rank_(rank), peers_(static_cast<size_t>(fabric_->size())) {
     const std::string cpus = common::describeUsableCpus();  // one process: one mask
-    for (auto& p : peers_) {
-      p.host = "loopback";
-      p.cpus = cpus;
+    for (size_t r = 0; r < peers_.size(); ++r) {
+      peers_[r].host = fabric_->hostOf(static_cast<int>(r));
+      peers_[r].cpus = cpus;
     }
   }
   ~LoopbackTransport() override {
@@ -167,8 +167,10 @@ LoopbackFabric::LoopbackFabric(int size)
   for (int i = 0; i < size; ++i) inboxes_.push_back(std::make_unique<Inbox>());
 }
 
-std::shared_ptr<LoopbackFabric> LoopbackFabric::create(int size) {
-  return std::shared_ptr<LoopbackFabric>(new LoopbackFabric(size));
+std::shared_ptr<LoopbackFabric> LoopbackFabric::create(int size, std::vector<std::string> hosts) {
+  auto fabric = std::shared_ptr<LoopbackFabric>(new LoopbackFabric(size));
+  if (hosts.size() == static_cast<size_t>(size)) fabric->hosts_ = std::move(hosts);
+  return fabric;
 }
 
 std::unique_ptr<Transport> LoopbackFabric::endpoint(int rank) {

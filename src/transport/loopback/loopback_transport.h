@@ -12,6 +12,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "transport/transport.h"
@@ -20,7 +21,12 @@ namespace smddp::transport {
 
 class LoopbackFabric : public std::enable_shared_from_this<LoopbackFabric> {
  public:
-  static std::shared_ptr<LoopbackFabric> create(int size);
+  // hosts: the host name each rank reports (PeerInfo::host; one per rank), so that one process
+  // can stand for several hosts; empty: every rank on "loopback".
+  static std::shared_ptr<LoopbackFabric> create(int size, std::vector<std::string> hosts = {});
+  std::string hostOf(int rank) const {
+    return hosts_.empty() ? "loopback" : hosts_[static_cast<size_t>(rank)];
+  }
   // The endpoint of one rank; the fabric outlives every endpoint (they hold a reference).
   std::unique_ptr<Transport> endpoint(int rank);
   int size() const { return static_cast<int>(inboxes_.size()); }
@@ -51,6 +57,7 @@ class LoopbackFabric : public std::enable_shared_from_this<LoopbackFabric> {
  private:
   explicit LoopbackFabric(int size);
   std::vector<std::unique_ptr<Inbox>> inboxes_;
+  std::vector<std::string> hosts_;
   std::atomic<int> dead_{-1};
   std::unique_ptr<std::atomic<bool>[]> killed_;
 };
