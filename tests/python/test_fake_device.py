@@ -9,10 +9,17 @@ are the host tests' own: the collectives suite (closed-form results, every colle
 op, in place and strided, async and dropped Works), every dtype torch carries (test_dtypes.py), send/recv (ring exchanges, any source,
 batches, objects), DDP trained exactly as over gloo, FSDP2 equal to gloo and the unsharded model,
 a 1F1B pipeline equal to the unsplit model, tensor parallelism and compiled functional
-collectives."""
+collectives; and FSDP2 on 2 namespace hosts x 2 through CUDA IPC within each host, each rank's
+share exchanged across hosts."""
+import os
+import signal
+import subprocess
+import sys
+
 import pytest
 
 import harness
+import netns_hosts
 import workers_collectives
 import workers_ddp
 import workers_dtypes
@@ -67,3 +74,37 @@ def test_pipeline_on_the_fake_device():
 def test_tensor_parallel_and_compiled_collectives_on_the_fake_device():
     harness.run(workers_parallel.tensor_parallel, 4, init="tcp", timeout=180)
     harness.run(workers_parallel.compiled_collectives, 2, init="file", timeout=240)
+
+
+# FSDP2 (and HSDP 2 x 2) on 2 namespace hosts x 2 ranks with CUDA IPC: the default group's
+# all_gather and reduce_scatter take the path across hosts (IPC within each host, each rank's
+# share exchanged with its counterpart over tcp; counted by the suite), equal to gloo.
+@pytest.mark.skipif(netns_hosts.skip_reason() is not None, reason=str(netns_hosts.skip_reason()))
+def test_fsdp2_across_namespace_hosts_on_the_fake_device(monkeypatch):
+    monkeypatch.setenv("SMDDP_DEVICE_IPC", "1")
+    tag = f"fdh{os.getpid() % 10000}"
+    hosts = netns_hosts.HOSTS_SH
+    worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fsdp_worker_env.py")
+    try:
+        subprocess.run([hosts, "up", tag, "2"], check=True, timeout=30, capture_output=True)
+        procs = [subprocess.Popen(
+            [hosts, "exec", tag, host, sys.executable, "-m", "torch.distributed.run",
+             "--nnodes=2", "--nproc_per_node=2", f"--node_rank={i}",
+             "--master_addr=192.0.2.101", "--master_port=29541", worker],
+            env=dict(os.environ, SMDDP_DEBUG="INFO"), stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            for i, host in enumerate("ab")]
+        outs = []
+        for p in procs:
+            try:
+                outs.append(p.communicate(timeout=300)[0])
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                outs.append(p.communicate()[0] + "\n(timed out)")
+    finally:
+        subprocess.run([hosts, "down", tag], timeout=60, capture_output=True)
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out[-4000:]
+    text = "".join(outs)
+    assert text.count("fsdp suite passed on rank") == 4, text[-4000:]
+    assert "across hosts: each rank's share staged" in text, text[-4000:]
