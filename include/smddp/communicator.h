@@ -68,6 +68,20 @@ class Communicator {
   // ("all_gather": 12, ...); only kinds that did appear.
   std::map<std::string, uint64_t> deviceIpcCalls() const;
 
+  // `bytes` of host memory that the other ranks of this host can read and write in place (a
+  // tensor's storage; page-aligned). On one host, all_reduce, broadcast, all_gather and
+  // reduce_scatter from 512 KiB skip the shared-memory arena's copies when every rank's buffers
+  // lie in such memory (mixing both is right, through the arena). The memory stays valid while
+  // the returned pointer (or a copy) lives, even past the communicator, and then goes back to a
+  // pool for the next allocation of its size. Throws Error(kInternal) when the machine has none.
+  std::shared_ptr<void> allocateShared(size_t bytes);
+  // Memory held, in bytes, by name: the process's shareable memory (every communicator's):
+  // "shared_allocated" (allocateShared, in use), "shared_cached" (freed, kept), "shared_blocks"
+  // (a count), "shared_peer_mapped" (the host's other processes' shared memory mapped here),
+  // "shared_in_place_calls" (collectives that ran in place on it, a count); and
+  // "device_ipc_scratch" (this communicator's CUDA IPC scratch on its device, once connected).
+  std::map<std::string, uint64_t> memoryStats() const;
+
   // recv = op over all ranks' send. In place when send.data == recv.data.
   Request allReduce(const Buffer& send, const Buffer& recv, ReduceOp op);
   // recv on every rank = send of root. In place when send.data == recv.data; only root reads send.

@@ -25,6 +25,7 @@
 
 namespace smddp::algo::arena {
 class Arena;  // arena/arena.h (the arena algorithms include it)
+class Pool;   // arena/pool.h
 }  // namespace smddp::algo::arena
 
 namespace smddp::algo {
@@ -54,6 +55,7 @@ struct ExecSettings {
   const std::string* abortReason = nullptr;
   const ExecMonitor* monitor = nullptr;     // peers' progress and failures; may be null
   arena::Arena* arena = nullptr;            // this rank's arena (intra-host); null when unavailable
+  arena::Pool* pool = nullptr;  // this rank's shareable tensor memory (with the arena)
   const HostGroups* hosts = nullptr;  // a communicator over several hosts with host arenas
 };
 
@@ -112,6 +114,8 @@ class Exec {
 
   // This rank's shared-memory arena, or null (the arena algorithms need it: arena/arena.h).
   arena::Arena* arena() const { return settings_.arena; }
+  // This rank's shareable tensor memory (arena/pool.h), or null.
+  arena::Pool* pool() const { return settings_.pool; }
   // Waits, with the same bounds and back-off as wait(), until `word` >= atLeast; `word` belongs
   // to `peer`, and `what` says what it is waiting for (timeout messages). The word is polled in
   // a tight loop at first; aside(*this), if given, runs once per clock read (~1 us while

@@ -174,6 +174,22 @@ const std::vector<Algorithm>& registry() {
        "shared memory, one host: each copies its block in, all the rest out", arena::allGather,
        kSlots},
       {K::kBarrier, "arena", "shared memory, one host: one flag per rank", arena::barrier, kSlots},
+      {K::kAllReduce, "pooled",
+       "shared memory, one host, tensors in the ranks' shareable memory: rank r reduces slice r "
+       "of every input and writes it into every output, no copies (else arena_split)",
+       arena::allReducePooled, kSlots},
+      {K::kAllGather, "pooled",
+       "shared memory, one host, inputs in the ranks' shareable memory: each copies every "
+       "peer's block straight into its output (else arena)",
+       arena::allGatherPooled, kSlots},
+      {K::kReduceScatter, "pooled",
+       "shared memory, one host, inputs in the ranks' shareable memory: each reduces its block "
+       "straight from every input (else arena)",
+       arena::reduceScatterPooled, kSlots},
+      {K::kBroadcast, "pooled",
+       "shared memory, one host, the root's input in its shareable memory: each copies it "
+       "straight (else arena)",
+       arena::broadcastPooled, kSlots},
       {K::kReduceScatter, "ring",
        "segmented ring pass, (n-1) blocks sent and reduced per rank; partials in scratch",
        reduceScatterRing},

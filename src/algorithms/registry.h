@@ -50,6 +50,9 @@ struct Topology {
   // Several hosts with different numbers of ranks, an arena on every host (HostGroups): only the
   // algorithms marked unevenHosts run.
   bool unevenHosts = false;
+  // Every rank has shareable tensor memory (arena/pool.h, with the arena): large all_reduce,
+  // all_gather, reduce_scatter and broadcast take `pooled`, in place when the tensors are in it.
+  bool pool = false;
 };
 
 const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topology& topology,

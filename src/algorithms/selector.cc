@@ -22,6 +22,9 @@
 //     arena_split above (reduction split n ways, two synchronisations per chunk);
 //   broadcast: arena_eager up to topology.eagerBytes (SMDDP_ARENA_EAGER_BYTES), arena above;
 //   all_gather, barrier, reduce_scatter, reduce, gather, scatter, all_to_allv: arena;
+//   with shareable tensor memory (topology.pool), all_reduce, broadcast, all_gather and
+//     reduce_scatter from 512 KiB (the largest buffer): pooled, in place when every rank's tensors
+//     are in it, else the arena form above;
 //   all_to_all: arena for blocks below 64 KiB, pairwise above: libfabric's shm moves a large
 //     message with one copy (process_vm_readv) where the arena takes two. Measured with
 //     alltoall_perf, 2 ranks, -z 1, two interleaved runs on a 2-core VM: 128 KiB blocks 31-43 us
@@ -60,6 +63,10 @@ constexpr size_t kAllReduceSmallBytes = 64 * 1024;
 constexpr size_t kBroadcastSmallBytes = 64 * 1024;
 constexpr size_t kAllGatherSmallTotalBytes = 64 * 1024;
 constexpr size_t kArenaDirectBytes = 16 * 1024;
+// From here (the call's largest buffer), `pooled` first asks whether the tensors are in the
+// ranks' shareable memory: one synchronisation more when they are not, small beside the copies of
+// a buffer this large.
+constexpr size_t kPooledBytes = 512 * 1024;
 constexpr size_t kAllToAllArenaBlockBytes = 64 * 1024;
 constexpr size_t kCrossRingBytes = 64 * 1024;  // crossRingMinBytes with 2 hosts
 constexpr size_t kHierLeaderBytes = 16 * 1024;
@@ -74,10 +81,12 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
     case K::kAllReduce:
       if (topology.hostArenas) return bytes <= kHierLeaderBytes ? "hier_leader" : "hier_split";
       if (topology.unevenHosts) return "hier_leader";
+      if (topology.arena && topology.pool && bytes >= kPooledBytes) return "pooled";
       if (topology.arena) return bytes <= kArenaDirectBytes ? "arena_direct" : "arena_split";
       return bytes <= kAllReduceSmallBytes ? "recursive_doubling" : "ring";
     case K::kBroadcast:
       if (topology.hostArenas) return bytes <= kHierLeaderBytes ? "hier_leader" : "hier";
+      if (topology.arena && topology.pool && bytes >= kPooledBytes) return "pooled";
       if (topology.arena)
         return bytes > 0 && bytes <= topology.eagerBytes ? "arena_eager" : "arena";
       return bytes <= kBroadcastSmallBytes || ranks <= 2 ? "binomial" : "chain";
@@ -85,12 +94,14 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
       if (topology.hostArenas) {
         return bytes * ranks <= kAllGatherSmallTotalBytes ? "hier_leader" : "hier";
       }
+      if (topology.arena && topology.pool && bytes * ranks >= kPooledBytes) return "pooled";
       if (topology.arena) return "arena";
       return bytes * ranks <= kAllGatherSmallTotalBytes ? "bruck" : "ring";
     case K::kReduceScatter:
       if (topology.hostArenas) {
         return bytes * ranks <= kAllGatherSmallTotalBytes ? "hier_leader" : "hier";
       }
+      if (topology.arena && topology.pool && bytes * ranks >= kPooledBytes) return "pooled";
       return topology.arena ? "arena" : "ring";
     case K::kReduce:
       if (topology.hostArenas) return "hier";

@@ -32,6 +32,8 @@ smddp_layer(smddp_algorithms
   algorithms/arena/reduce.cc
   algorithms/arena/gather_scatter.cc
   algorithms/arena/all_to_all.cc
+  algorithms/arena/pool.cc
+  algorithms/arena/pooled.cc
   algorithms/registry.cc
   algorithms/scoped.cc
   algorithms/selector.cc)

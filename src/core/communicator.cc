@@ -135,6 +135,14 @@ int Communicator::size() const { return impl_->size(); }
 std::string Communicator::provider() const { return impl_->provider(); }
 int64_t Communicator::spinUs() const { return impl_->settings().spinUs; }
 
+std::shared_ptr<void> Communicator::allocateShared(size_t bytes) {
+  std::shared_ptr<algo::arena::Pool> pool = impl_->pool();
+  void* p = pool->allocate(bytes);
+  return std::shared_ptr<void>(p, [pool](void* q) { pool->release(q); });
+}
+
+std::map<std::string, uint64_t> Communicator::memoryStats() const { return impl_->memoryStats(); }
+
 std::map<std::string, uint64_t> Communicator::deviceIpcCalls() const {
   std::map<std::string, uint64_t> calls;
   for (int k = 0; k <= static_cast<int>(CollectiveKind::kControl); ++k) {

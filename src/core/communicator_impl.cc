@@ -78,6 +78,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   topology_.hosts = hosts.empty() ? 1 : static_cast<int>(hosts.size());
   topology_.arena = arena_ != nullptr;
   topology_.eagerBytes = arena_ ? arena_->eagerBytes() : 0;
+  topology_.pool = arena_ != nullptr;  // every rank of the host has a pool with its arena
   topology_.hostArenas = hostArena_ != nullptr && hostArena.layout.hierarchical();
   topology_.unevenHosts = hostArena_ != nullptr && !topology_.hostArenas;
   if (settings_.spinUs < 0) {
@@ -117,6 +118,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   exec_.abortReason = &abortReason_;
   exec_.monitor = watch_->monitor();
   exec_.arena = arena_.get();
+  exec_.pool = arena_ ? pool_.get() : nullptr;
   if (hostArena_) {
     hostGroups_.local = hostArena.layout.local(rank_);
     hostGroups_.cross = hostArena.layout.cross(rank_);

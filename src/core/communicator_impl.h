@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "algorithms/arena/arena.h"
+#include "algorithms/arena/pool.h"
 #include "algorithms/exec.h"
 #include "algorithms/registry.h"
 #include "common/config.h"
@@ -85,6 +86,8 @@ class CommunicatorImpl {
   void runBlocking(algo::CollectiveArgs args);
   // Blocking collectives run on the caller's thread without a request so far (tests).
   uint64_t inlineRuns() const { return inlineRuns_.load(std::memory_order_relaxed); }
+  const std::shared_ptr<algo::arena::Pool>& pool() const { return pool_; }
+  std::map<std::string, uint64_t> memoryStats();  // Communicator::memoryStats
   // CUDA calls that went through CUDA IPC so far: all, or of one kind.
   uint64_t ipcCalls() const {
     uint64_t sum = 0;
@@ -150,6 +153,8 @@ class CommunicatorImpl {
 
   std::unique_ptr<transport::Transport> transport_;
   std::unique_ptr<algo::arena::Arena> arena_;
+  // Shareable tensor memory: the process's (algo::arena::Pool), shared with its tensors.
+  std::shared_ptr<algo::arena::Pool> pool_ = algo::arena::Pool::process();
   std::unique_ptr<algo::arena::Arena> hostArena_;
   algo::HostGroups hostGroups_;  // set with hostArena_
   Settings settings_;

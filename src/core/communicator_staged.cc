@@ -143,6 +143,19 @@ bool CommunicatorImpl::connectIpc(const algo::CollectiveArgs& args) {
   return all;
 }
 
+std::map<std::string, uint64_t> CommunicatorImpl::memoryStats() {
+  const algo::arena::Pool::Stats pool = pool_->stats();
+  std::map<std::string, uint64_t> stats = {{"shared_allocated", pool.allocatedBytes},
+                                           {"shared_cached", pool.cachedBytes},
+                                           {"shared_blocks", pool.blocks},
+                                           {"shared_peer_mapped", pool.peerMappedBytes},
+                                           {"shared_in_place_calls", pool.inPlaceCalls},
+                                           {"device_ipc_scratch", 0}};
+  std::lock_guard<std::mutex> lock(stagerMutex_);
+  if (ipc_) stats["device_ipc_scratch"] = 2 * ipc_->slotBytes() + 2 * ipc_->oneShotBytes();
+  return stats;
+}
+
 Request CommunicatorImpl::submitSegments(const std::shared_ptr<StagedCall>& call) {
   std::shared_ptr<RequestState> last;
   size_t k = 0;

@@ -15,6 +15,8 @@ if(TARGET smddp_core)
                  SOURCES loopback/core_device_test.cc)
   smddp_add_test(smddp_loopback_core_device_ipc loopback 300 LIBS smddp_core
                  SOURCES loopback/core_device_ipc_test.cc)
+  smddp_add_test(smddp_loopback_core_pooled loopback 300 LIBS smddp_core
+                 SOURCES loopback/core_pooled_test.cc)
   smddp_add_test(smddp_loopback_core_device_ipc_hosts loopback 300 LIBS smddp_core
                  SOURCES loopback/core_device_ipc_hosts_test.cc)
 endif()

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The arena's collectives (registered in registry.cc as arena_direct, arena_split, arena and
-// arena_eager). Same contract as the message algorithms (algorithms.h), and the communicator
+// The arena's collectives (registered in registry.cc as arena_direct, arena_split, arena,
+// arena_eager and pooled). Same contract as the message algorithms (algorithms.h), and the communicator
 // must have an arena (arena.h: every rank on one host); without one they fail before touching
 // anything, naming the collective.
 #pragma once
@@ -21,5 +21,10 @@ void reduce(Exec& exec, const CollectiveArgs& args);         // reduce.cc
 void gather(Exec& exec, const CollectiveArgs& args);         // gather_scatter.cc
 void scatter(Exec& exec, const CollectiveArgs& args);        // gather_scatter.cc
 void allToAll(Exec& exec, const CollectiveArgs& args);       // all_to_all.cc (and all_to_allv)
+// pooled.cc: in place on tensors in the ranks' shareable memory, else the arena forms above.
+void allReducePooled(Exec& exec, const CollectiveArgs& args);
+void allGatherPooled(Exec& exec, const CollectiveArgs& args);
+void reduceScatterPooled(Exec& exec, const CollectiveArgs& args);
+void broadcastPooled(Exec& exec, const CollectiveArgs& args);
 
 }  // namespace smddp::algo::arena
