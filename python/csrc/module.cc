@@ -95,6 +95,9 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("device_ipc_calls", &ProcessGroupSmddp::deviceIpcCalls,
                              "CUDA calls run on the devices through CUDA IPC so far, by "
                              "collective name")
+      .def_property_readonly("memory_stats", &ProcessGroupSmddp::memoryStats,
+                             "memory held, in bytes, by name (Communicator::memoryStats): the "
+                             "process's shareable tensor memory (allocate_tensor) and its use")
       .def_property_readonly(
           "timeout_seconds",
           [](const ProcessGroupSmddp& pg) { return pg.timeout().count() / 1000.0; })

@@ -46,6 +46,7 @@ class ProcessGroupSmddp : public compat::BackendBase {
   const std::string getBackendName() const override { return "smddp"; }
   std::string provider() const { return enter().comm().provider(); }
   int64_t spinUs() const { return enter().comm().spinUs(); }
+  std::map<std::string, uint64_t> memoryStats() const { return enter().comm().memoryStats(); }
   std::map<std::string, uint64_t> deviceIpcCalls() const {
     return enter().comm().deviceIpcCalls();
   }
@@ -184,6 +185,16 @@ class ProcessGroupSmddp : public compat::BackendBase {
   void registerCompletionHook(int64_t id, compat::CompletionHook hook) SMDDP_OVERRIDE_HOOKS;
   void unregisterCompletionHook(int64_t id) SMDDP_OVERRIDE_HOOKS;
   GroupHooks& hooks() const { return *shared_->hooks; }
+#if SMDDP_TORCH_TENSOR_ALLOC
+  // ---- tensors in smddp's shareable memory (process_group_memory.cc) ----
+  // CPU tensors whose storage the host's other ranks map: large all_reduce, all_gather,
+  // reduce_scatter and broadcast on them run in place (Communicator::allocateShared). Not for
+  // CUDA devices yet.
+  bool supportsTensorAlloc(c10::DeviceIndex deviceIdx) override;
+  at::Tensor allocateTensor(long size, at::TensorOptions options = {}) override;
+  std::shared_ptr<c10::Allocator> getMemAllocator() override;
+  std::unordered_map<std::string, uint64_t> getMemoryStats() override;
+#endif
   // The uuid of the current generation (0 before any reconfigure).
   int64_t generation() const { return uuid_.load(std::memory_order_relaxed); }
 
