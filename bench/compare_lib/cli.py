@@ -99,7 +99,7 @@ class Backends:
         self.order = best_of.run_order(args.backends, not args.gloo_pinned_only)
         env = worker_env(args.provider)
         for b in self.order:
-            if b in ("smddp", "gloo", best_of.UNPINNED):
+            if b in ("smddp", "smddp-alloc", "gloo", best_of.UNPINNED):
                 torch_backend, pinned = ("gloo", False) if b == best_of.UNPINNED else (b, True)
                 print(f"# starting {world} torch.distributed ranks with backend {torch_backend}"
                       f"{'' if pinned else ' (unpinned)'}", flush=True)

@@ -16,7 +16,7 @@ COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "all_t
 PER_RANK = ("all_gather", "reduce_scatter", "all_to_all", "gather", "scatter")
 # Collectives with a root (always rank 0 here).
 ROOTED = ("broadcast", "reduce", "gather", "scatter")
-BACKENDS = ("smddp", "gloo", "mpi", "engine")
+BACKENDS = ("smddp", "smddp-alloc", "gloo", "mpi", "engine")
 ELEM_SIZE = {"float32": 4, "bfloat16": 2}
 
 

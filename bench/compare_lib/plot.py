@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-COLORS = {"smddp": "tab:blue", "gloo": "tab:orange", "mpi": "tab:green", "engine": "tab:purple"}
+COLORS = {"smddp": "tab:blue", "smddp-alloc": "tab:cyan", "gloo": "tab:orange", "mpi": "tab:green", "engine": "tab:purple"}
 STYLES = {"float32": "-", "bfloat16": "--"}
 
 

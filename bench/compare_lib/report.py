@@ -5,7 +5,8 @@
 A cell is one (world, collective, dtype, backend): {"status": "ok" | "n/a" | "skipped" |
 "error", "reason", "rounds": [[row, ...], ...], "rows": [median row, ...]}. Ratios are always
 "smddp relative to X": busbw ratio = smddp / X (> 1: smddp moves more), time ratio =
-smddp / X (< 1: smddp is faster).
+smddp / X (< 1: smddp is faster). "smddp/smddp-alloc time": how much faster the same calls run on
+tensors smddp allocated (> 1: faster on them).
 Invariant: a cell's median rows are computed once (finalize) and everything printed reads them.
 """
 
@@ -79,6 +80,8 @@ def ratio_rows(group):
             row[f"time_vs_{other}"] = s["time_us"] / o["time_us"] if o and o["time_us"] else None
             bw = o["busbw_gbps"] if o else None
             row[f"busbw_vs_{other}"] = s["busbw_gbps"] / bw if bw else None
+        a = by.get("smddp-alloc", {}).get(size)  # the same calls on backend-allocated tensors
+        row["alloc_speedup"] = s["time_us"] / a["time_us"] if a and a["time_us"] else None
         rows.append(row)
     return rows
 
@@ -112,6 +115,9 @@ def markdown_group(group, backends):
     # which of gloo's configurations (best_of.py) gave its figure at each size
     gloo_config = {r["size"]: r["config"] for r in by["gloo"]["rows"] if "config" in r} \
         if "gloo" in by else {}
+    alloc = "smddp-alloc" in by and not barrier
+    if alloc:
+        cols += ["smddp/smddp-alloc time", "smddp-alloc %memcpy"]
     if gloo_config:
         cols.append("gloo config")
     lines = [title, "", "| size | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
@@ -130,6 +136,10 @@ def markdown_group(group, backends):
         if not barrier:
             s = rows_by.get("smddp", {}).get(size)
             cells.append(f"{s['pct_memcpy']:.0f}%" if s and s["pct_memcpy"] is not None else "n/a")
+        if alloc:
+            a = rows_by.get("smddp-alloc", {}).get(size)
+            cells.append(f"{rt['alloc_speedup']:.2f}" if rt.get("alloc_speedup") else "n/a")
+            cells.append(f"{a['pct_memcpy']:.0f}%" if a and a["pct_memcpy"] is not None else "n/a")
         if gloo_config:
             cells.append(gloo_config.get(size, "n/a"))
         lines.append(f"| {human_size(size) if not barrier else '-'} | " + " | ".join(cells) + " |")

@@ -28,6 +28,17 @@ def pattern(rank, count, dtype):
     return ((torch.arange(count, dtype=torch.int64) + rank) % 8 + 1).to(dtype)
 
 
+# smddp-alloc: every buffer allocated by the backend (Backend.allocate_tensor: smddp's shareable
+# memory, where large collectives run in place); the others: torch's allocator.
+ALLOCATE = None
+
+
+def zeros(count, dtype):
+    if ALLOCATE is None:
+        return torch.zeros(count, dtype=dtype)
+    return ALLOCATE(count, dtype).zero_()
+
+
 class Case:
     """Buffers and the single call of one collective at one size."""
 
@@ -36,13 +47,13 @@ class Case:
         # reduce_scatter's and all_to_all's inputs hold world blocks of count; reduce_scatter's
         # output is one block, all_to_all's world blocks.
         blocks = world if coll in ("reduce_scatter", "all_to_all", "scatter") else 1
-        self.buf = torch.zeros(count * blocks, dtype=dtype)
+        self.buf = zeros(count * blocks, dtype)
         # Only all_gather has outputs of its own (64 MiB x world would be wasted on the others).
-        self.outs = ([torch.zeros(count, dtype=dtype) for _ in range(world)]
+        self.outs = ([zeros(count, dtype) for _ in range(world)]
                      if coll == "all_gather" or (coll == "gather" and rank == 0) else [])
         out = {"reduce_scatter": count, "all_to_all": count * world, "sendrecv": count,
                "scatter": count}.get(coll, 0)
-        self.out = torch.zeros(out, dtype=dtype)
+        self.out = zeros(out, dtype)
 
     def call(self):
         if self.coll == "all_reduce":
@@ -168,11 +179,17 @@ def sweep(cmd, rank, world):
 
 
 def main():
+    global ALLOCATE
     backend, rank, world, init = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-    if backend == "smddp":
+    if backend.startswith("smddp"):
         import torch_smddp  # noqa: F401  (registers the backend)
     torch.set_num_threads(1)
-    dist.init_process_group(backend, init_method=init, rank=rank, world_size=world)
+    name = "smddp" if backend == "smddp-alloc" else backend
+    dist.init_process_group(name, init_method=init, rank=rank, world_size=world)
+    if backend == "smddp-alloc":
+        cpu = torch.device("cpu")
+        group = dist.group.WORLD._get_backend(cpu)
+        ALLOCATE = lambda count, dtype: group.allocate_tensor(count, dtype=dtype, device=cpu)  # noqa
     print("@@" + json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         cmd = json.loads(line)
