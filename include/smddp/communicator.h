@@ -70,7 +70,7 @@ class Communicator {
 
   // `bytes` of host memory that the other ranks of this host can read and write in place (a
   // tensor's storage; page-aligned). On one host, all_reduce, broadcast, all_gather and
-  // reduce_scatter from 512 KiB skip the shared-memory arena's copies when every rank's buffers
+  // reduce_scatter from 1 MiB skip the shared-memory arena's copies when every rank's buffers
   // lie in such memory (mixing both is right, through the arena). The memory stays valid while
   // the returned pointer (or a copy) lives, even past the communicator, and then goes back to a
   // pool for the next allocation of its size. Throws Error(kInternal) when the machine has none.

@@ -23,7 +23,7 @@
 //   broadcast: arena_eager up to topology.eagerBytes (SMDDP_ARENA_EAGER_BYTES), arena above;
 //   all_gather, barrier, reduce_scatter, reduce, gather, scatter, all_to_allv: arena;
 //   with shareable tensor memory (topology.pool), all_reduce, broadcast, all_gather and
-//     reduce_scatter from 512 KiB (the largest buffer): pooled, in place when every rank's tensors
+//     reduce_scatter from 1 MiB (the largest buffer): pooled, in place when every rank's tensors
 //     are in it, else the arena form above;
 //   all_to_all: arena for blocks below 64 KiB, pairwise above: libfabric's shm moves a large
 //     message with one copy (process_vm_readv) where the arena takes two. Measured with
@@ -66,7 +66,7 @@ constexpr size_t kArenaDirectBytes = 16 * 1024;
 // From here (the call's largest buffer), `pooled` first asks whether the tensors are in the
 // ranks' shareable memory: one synchronisation more when they are not, small beside the copies of
 // a buffer this large.
-constexpr size_t kPooledBytes = 512 * 1024;
+constexpr size_t kPooledBytes = 1024 * 1024;
 constexpr size_t kAllToAllArenaBlockBytes = 64 * 1024;
 constexpr size_t kCrossRingBytes = 64 * 1024;  // crossRingMinBytes with 2 hosts
 constexpr size_t kHierLeaderBytes = 16 * 1024;

@@ -24,8 +24,6 @@
 namespace smddp::testing {
 namespace {
 
-using Bytes = std::vector<unsigned char>;
-using Floats = std::vector<float>;
 constexpr size_t kStaging = 1024;  // 256 floats an area: counts above take many chunks
 
 device::Device& fakeWithDelays() {
@@ -37,18 +35,6 @@ Options bounded() {
   Options o;
   o.timeout = std::chrono::seconds(20);
   return o;
-}
-
-Bytes bytesOf(const Floats& x) {
-  Bytes b(x.size() * 4);
-  if (!b.empty()) std::memcpy(b.data(), x.data(), b.size());
-  return b;
-}
-
-Floats floatsOf(const Bytes& b) {
-  Floats x(b.size() / 4);
-  if (!b.empty()) std::memcpy(x.data(), b.data(), b.size());
-  return x;
 }
 
 // Rank r's input for case `tag`: random in [-1, 1), or small integers (exact sums).

@@ -24,8 +24,6 @@
 namespace smddp::testing {
 namespace {
 
-using Bytes = std::vector<unsigned char>;
-using Floats = std::vector<float>;
 constexpr size_t kStaging = 1024;
 
 device::Device& fakeWithDelays() {
@@ -45,18 +43,6 @@ Floats randomOf(int r, size_t count, int tag) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   Floats x(count);
   for (float& v : x) v = u(rng);
-  return x;
-}
-
-Bytes bytesOf(const Floats& x) {
-  Bytes b(x.size() * 4);
-  if (!b.empty()) std::memcpy(b.data(), x.data(), b.size());
-  return b;
-}
-
-Floats floatsOf(const Bytes& b) {
-  Floats x(b.size() / 4);
-  if (!b.empty()) std::memcpy(x.data(), b.data(), b.size());
   return x;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Collectives on shareable memory (Communicator::allocateShared; algorithms/arena/pooled.cc)
 // over thread-ranks with a heap arena: all_reduce (SUM on integers, AVG, in place), all_gather
-// (in place, as FSDP2 calls it), reduce_scatter (in place) and broadcast from 512 KiB on 2, 3 and
+// (in place, as FSDP2 calls it), reduce_scatter (in place) and broadcast from 1 MiB on 2, 3 and
 // 5 ranks equal the closed form; they ran in place (counted) when every rank's buffers were
 // shared, and through the arena when one rank's were ordinary (mixed calls stay right). Small calls keep the arena. memoryStats accounts for the memory; freed memory is
 // reused.
@@ -48,7 +48,7 @@ int32_t value(int r, size_t i) { return r * 100 + static_cast<int32_t>(i % 89); 
 void runKinds(int n, const std::function<bool(int)>& shared, uint64_t inPlace) {
   auto comms = makeLoopbackGroup(n, bounded(), nullptr, 4096);
   const uint64_t before = comms[0]->memoryStats().at("shared_in_place_calls");
-  const size_t count = 131072 + 7;  // 512 KiB of int32 and a few elements
+  const size_t count = 262144 + 7;  // 1 MiB of int32 and a few elements
   runRanks(comms, [&](int rank, Communicator& c) {
     const bool mine = shared(rank);
     const auto un = static_cast<size_t>(n);

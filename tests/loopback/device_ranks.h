@@ -17,6 +17,22 @@
 
 namespace smddp::testing {
 
+using Bytes = std::vector<unsigned char>;
+using Floats = std::vector<float>;
+
+// Floats as the bytes a device buffer holds, and back.
+inline Bytes bytesOf(const Floats& x) {
+  Bytes b(x.size() * 4);
+  if (!b.empty()) std::memcpy(b.data(), x.data(), b.size());
+  return b;
+}
+
+inline Floats floatsOf(const Bytes& b) {
+  Floats x(b.size() / 4);
+  if (!b.empty()) std::memcpy(x.data(), b.data(), b.size());
+  return x;
+}
+
 class DeviceRank {
  public:
   explicit DeviceRank(device::Device& dev) : dev_(dev), stream_(dev.createStream(0)) {}
