@@ -155,6 +155,21 @@ TEST(Pooled, FreedMemoryIsReusedAndAccounted) {
   EXPECT_EQ(pool.stats().blocks, 2u);
   std::memset(big, 7, 16);
   EXPECT_THROW(pool.release(static_cast<char*>(big) + 1), Error);
+  // A peer's block that cannot be opened (no such process): an error naming it, which the
+  // collective turns into a vote for the arena.
+  algo::arena::PoolRef gone;
+  gone.pid = 0x7ffffff0;
+  gone.fd = 3;
+  gone.pool = 1;
+  gone.block = 7;
+  gone.blockBytes = 4096;
+  try {
+    pool.map(gone);
+    ADD_FAILURE() << "mapped a block of no process";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInternal);
+    EXPECT_NE(std::string(e.what()).find("block 7"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

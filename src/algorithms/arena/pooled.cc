@@ -14,8 +14,11 @@
 //   reduce_scatter  each rank reduces its block from every rank's input, in rank order.
 //   broadcast       each rank copies the root's input.
 // Then every rank publishes that it is done and waits for the others (no rank may reuse or free
-// a buffer a peer still reads or writes): two synchronisations per call. Cost per rank (all_reduce
+// a buffer a peer still reads or writes): three synchronisations per call in place (where, whether
+// every rank could map its peers', done), one before the arena form otherwise. Cost per rank (all_reduce
 // of B bytes, n ranks): B read and B written, against the arena's copy in, reduction and copy out.
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -23,6 +26,7 @@
 #include "algorithms/arena/pool.h"
 #include "algorithms/arena/slot_step.h"
 #include "algorithms/patterns/ring.h"
+#include "common/logging.h"
 #include "reduce/reducer.h"
 
 namespace smddp::algo::arena {
@@ -35,48 +39,94 @@ struct Refs {
   PoolRef recv;
 };
 
-// One use of the slots: publishes this rank's refs, reads every rank's. The step is acquired and
-// published (phase 1) on return.
-std::vector<Refs> exchangeRefs(SlotStep& step, Exec& exec, const Refs& mine) {
-  step.acquire();
-  std::memcpy(step.mine(), &mine, sizeof(Refs));
-  step.publish(1);
-  step.awaitAll(1);
-  std::vector<Refs> all(static_cast<size_t>(exec.size()));
-  for (int r = 0; r < exec.size(); ++r) {
-    std::memcpy(&all[static_cast<size_t>(r)], r == exec.rank() ? step.mine() : step.slotOf(r),
-                sizeof(Refs));
-  }
-  return all;
-}
-
 // The buffers of every rank as this process sees them (its own as given).
 struct Views {
   std::vector<const unsigned char*> in;
   std::vector<unsigned char*> out;
 };
 
-Views viewsOf(Exec& exec, const std::vector<Refs>& all, const CollectiveArgs& args, bool outs) {
-  Pool& pool = *exec.pool();
-  pool.countInPlace();
-  Views v;
-  for (int r = 0; r < exec.size(); ++r) {
-    const Refs& refs = all[static_cast<size_t>(r)];
-    const bool me = r == exec.rank();
-    v.in.push_back(me ? static_cast<const unsigned char*>(args.send)
-                      : refs.send.inPool() ? pool.map(refs.send) : nullptr);
-    v.out.push_back(me ? static_cast<unsigned char*>(args.recv)
-                       : outs && refs.recv.inPool() ? pool.map(refs.recv) : nullptr);
+// The decision of one call, the same on every rank. In one slot use every rank publishes where
+// its buffers lie (phase 1); when every buffer the form touches in a peer is shared memory (a
+// candidate), every rank maps its peers' buffers and publishes whether it could (phase 2: a peer
+// in another pid namespace cannot be opened): in place only when every rank could, else every
+// rank takes the arena form.
+class InPlace {
+ public:
+  InPlace(Exec& exec, const Refs& mine) : exec_(exec), step_(exec) {
+    step_.acquire();
+    std::memcpy(step_.mine(), &mine, sizeof(Refs));
+    step_.publish(1);
+    step_.awaitAll(1);
+    for (int r = 0; r < exec.size(); ++r) {
+      Refs refs;
+      std::memcpy(&refs, r == exec.rank() ? step_.mine() : step_.slotOf(r), sizeof(Refs));
+      all_.push_back(refs);
+    }
   }
-  return v;
-}
+  const std::vector<Refs>& refs() const { return all_; }
+  const Views& views() const { return views_; }
 
-// Every rank is done with every other's buffers before any returns.
-void finish(SlotStep& step) {
-  step.publish(2);
-  step.awaitAll(2);
-  step.release();
-}
+  // `candidate`: computed from refs() alone (so alike on every rank); `outs`: the form writes the
+  // peers' outputs. Releases the slot use.
+  bool agree(bool candidate, const CollectiveArgs& args, bool outs) {
+    if (!candidate) {
+      step_.release();
+      return false;
+    }
+    uint32_t mapped = 1;
+    try {
+      views_ = viewsOf(args, outs);
+    } catch (const Error& e) {
+      mapped = 0;
+      static std::atomic<bool> said{false};
+      if (!said.exchange(true)) {
+        SMDDP_WARN(exec_.rank(), "tensors in shareable memory go through the arena: " << e.what());
+      }
+    }
+    std::memcpy(step_.mine() + sizeof(Refs), &mapped, sizeof(mapped));
+    step_.publish(2);
+    step_.awaitAll(2);
+    bool all = true;
+    for (int r = 0; r < exec_.size(); ++r) {
+      uint32_t theirs = 0;
+      std::memcpy(&theirs, (r == exec_.rank() ? step_.mine() : step_.slotOf(r)) + sizeof(Refs),
+                  sizeof(theirs));
+      all = all && theirs == 1;
+    }
+    step_.release();
+    if (all) exec_.pool()->countInPlace();
+    return all;
+  }
+
+  // Every rank is done with every other's buffers before any returns (a slot use of its own).
+  void finish() {
+    SlotStep done(exec_);
+    done.acquire();
+    done.publish(1);
+    done.awaitAll(1);
+    done.release();
+  }
+
+ private:
+  Views viewsOf(const CollectiveArgs& args, bool outs) {
+    Pool& pool = *exec_.pool();
+    Views v;
+    for (int r = 0; r < exec_.size(); ++r) {
+      const Refs& refs = all_[static_cast<size_t>(r)];
+      const bool me = r == exec_.rank();
+      v.in.push_back(me ? static_cast<const unsigned char*>(args.send)
+                        : refs.send.inPool() ? pool.map(refs.send) : nullptr);
+      v.out.push_back(me ? static_cast<unsigned char*>(args.recv)
+                         : outs && refs.recv.inPool() ? pool.map(refs.recv) : nullptr);
+    }
+    return v;
+  }
+
+  Exec& exec_;
+  SlotStep step_;
+  std::vector<Refs> all_;
+  Views views_;
+};
 
 bool every(const std::vector<Refs>& all, PoolRef Refs::*ref) {
   for (const Refs& r : all) {
@@ -119,78 +169,62 @@ Pool& requirePool(Exec& exec) {
 void allReducePooled(Exec& exec, const CollectiveArgs& args) {
   Pool& pool = requirePool(exec);
   const size_t bytes = args.bytes();
-  SlotStep step(exec);
-  const auto all =
-      exchangeRefs(step, exec, {pool.locate(args.send, bytes), pool.locate(args.recv, bytes)});
-  if (!every(all, &Refs::send) || !every(all, &Refs::recv)) {
-    step.release();
+  InPlace call(exec, {pool.locate(args.send, bytes), pool.locate(args.recv, bytes)});
+  if (!call.agree(every(call.refs(), &Refs::send) && every(call.refs(), &Refs::recv), args, true)) {
     allReduceSplit(exec, args);
     return;
   }
-  const Views v = viewsOf(exec, all, args, true);
-  const int n = exec.size();
-  const size_t es = args.elementSize();
-  const patterns::Range slice = patterns::ringChunk(args.count, n, exec.rank());
-  const size_t off = slice.begin * es;
-  reduceInRankOrder(exec, args, v.in, off, nullptr, slice.count, &v.out);
-  finish(step);
+  const Views& v = call.views();
+  const patterns::Range slice = patterns::ringChunk(args.count, exec.size(), exec.rank());
+  reduceInRankOrder(exec, args, v.in, slice.begin * args.elementSize(), nullptr, slice.count,
+                    &v.out);
+  call.finish();
 }
 
 void allGatherPooled(Exec& exec, const CollectiveArgs& args) {
   Pool& pool = requirePool(exec);
   const size_t bytes = args.bytes();
-  SlotStep step(exec);
-  const auto all = exchangeRefs(step, exec, {pool.locate(args.send, bytes), {}});
-  if (!every(all, &Refs::send)) {
-    step.release();
+  InPlace call(exec, {pool.locate(args.send, bytes), {}});
+  if (!call.agree(every(call.refs(), &Refs::send), args, false)) {
     allGather(exec, args);
     return;
   }
-  const Views v = viewsOf(exec, all, args, false);
+  const Views& v = call.views();
   for (int i = 0; i < exec.size(); ++i) {
     const int q = (exec.rank() + i) % exec.size();  // peers in turn, not all on rank 0 at once
     auto* dst = static_cast<unsigned char*>(args.block(static_cast<size_t>(q)));
     if (dst != v.in[q]) std::memcpy(dst, v.in[q], bytes);
   }
-  finish(step);
+  call.finish();
 }
 
 void reduceScatterPooled(Exec& exec, const CollectiveArgs& args) {
   Pool& pool = requirePool(exec);
-  const int n = exec.size();
   const size_t bytes = args.bytes();
-  SlotStep step(exec);
-  const auto all =
-      exchangeRefs(step, exec, {pool.locate(args.send, bytes * static_cast<size_t>(n)), {}});
-  if (!every(all, &Refs::send)) {
-    step.release();
+  InPlace call(exec, {pool.locate(args.send, bytes * static_cast<size_t>(exec.size())), {}});
+  if (!call.agree(every(call.refs(), &Refs::send), args, false)) {
     reduceScatter(exec, args);
     return;
   }
-  const Views v = viewsOf(exec, all, args, false);
-  const size_t mine = static_cast<size_t>(exec.rank()) * bytes;
-  auto* out = static_cast<unsigned char*>(args.recv);
   // Through a cached accumulator, then into the output: in place (the output is block r of the
   // own input), each piece of block r is read before it is written; no peer reads block r.
-  reduceInRankOrder(exec, args, v.in, mine, out, args.count);
-  finish(step);
+  reduceInRankOrder(exec, args, call.views().in, static_cast<size_t>(exec.rank()) * bytes,
+                    static_cast<unsigned char*>(args.recv), args.count);
+  call.finish();
 }
 
 void broadcastPooled(Exec& exec, const CollectiveArgs& args) {
   Pool& pool = requirePool(exec);
   const size_t bytes = args.bytes();
-  SlotStep step(exec);
   const bool root = exec.rank() == args.root;
-  const auto all = exchangeRefs(step, exec, {root ? pool.locate(args.send, bytes) : PoolRef{}, {}});
-  if (!all[static_cast<size_t>(args.root)].send.inPool()) {
-    step.release();
+  InPlace call(exec, {root ? pool.locate(args.send, bytes) : PoolRef{}, {}});
+  if (!call.agree(call.refs()[static_cast<size_t>(args.root)].send.inPool(), args, false)) {
     broadcast(exec, args);
     return;
   }
-  const Views v = viewsOf(exec, all, args, false);
-  const unsigned char* from = v.in[static_cast<size_t>(args.root)];
+  const unsigned char* from = call.views().in[static_cast<size_t>(args.root)];
   if (args.recv != from) std::memcpy(args.recv, from, bytes);
-  finish(step);
+  call.finish();
 }
 
 }  // namespace smddp::algo::arena
