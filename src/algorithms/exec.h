@@ -167,6 +167,7 @@ class Exec {
   uint64_t msgBase_ = 0;
   size_t posted_ = 0;     // ops [0, posted_) of resources_ belong to this collective
   size_t firstLive_ = 0;  // every op below this index is finished
+  Clock::time_point goneSince_{};  // when a waiter first found a peer it waits on gone
 };
 
 }  // namespace smddp::algo
