@@ -78,8 +78,10 @@ class Communicator {
   // Memory held, in bytes, by name: the process's shareable memory (every communicator's):
   // "shared_allocated" (allocateShared, in use), "shared_cached" (freed, kept), "shared_blocks"
   // (a count), "shared_peer_mapped" (the host's other processes' shared memory mapped here),
-  // "shared_in_place_calls" (collectives that ran in place on it, a count); and
-  // "device_ipc_scratch" (this communicator's CUDA IPC scratch on its device, once connected).
+  // "shared_in_place_calls" (collectives that ran in place on it, a count); and this
+  // communicator's: "arena" (its shared-memory arena, every rank's region of the host's object),
+  // "staging_pinned" (pinned host memory staging CUDA calls), "device_ipc_scratch" (its CUDA IPC
+  // scratch on its device, once connected).
   std::map<std::string, uint64_t> memoryStats() const;
 
   // recv = op over all ranks' send. In place when send.data == recv.data.

@@ -5,6 +5,7 @@
 #include <string>
 #include <thread>
 
+#include "algorithms/arena/segment.h"
 #include "common/logging.h"
 #include "core/communicator_impl.h"
 #include "core/device_path.h"
@@ -150,9 +151,14 @@ std::map<std::string, uint64_t> CommunicatorImpl::memoryStats() {
                                            {"shared_blocks", pool.blocks},
                                            {"shared_peer_mapped", pool.peerMappedBytes},
                                            {"shared_in_place_calls", pool.inPlaceCalls},
-                                           {"device_ipc_scratch", 0}};
+                                           {"device_ipc_scratch", 0},
+                                           {"staging_pinned", 0},
+                                           {"arena", 0}};
+  if (arena_) stats["arena"] = arena_->segment().mappedBytes();
+  if (hostArena_) stats["arena"] = hostArena_->segment().mappedBytes();
   std::lock_guard<std::mutex> lock(stagerMutex_);
   if (ipc_) stats["device_ipc_scratch"] = 2 * ipc_->slotBytes() + 2 * ipc_->oneShotBytes();
+  if (stager_) stats["staging_pinned"] = stager_->pinnedBytes();
   return stats;
 }
 

@@ -38,7 +38,10 @@ class PinnedPool : public std::enable_shared_from_this<PinnedPool> {
         list.pop_back();
       }
     }
-    if (block == nullptr) block = static_cast<char*>(device_.allocPinned(size));
+    if (block == nullptr) {
+      block = static_cast<char*>(device_.allocPinned(size));
+      held_.fetch_add(size, std::memory_order_relaxed);
+    }
     std::weak_ptr<PinnedPool> pool = weak_from_this();
     device::Device* device = &device_;
     return std::shared_ptr<char>(block, [pool, device, size](char* b) {
@@ -58,6 +61,13 @@ class PinnedPool : public std::enable_shared_from_this<PinnedPool> {
   device::Device& device_;
   std::mutex mutex_;
   std::map<size_t, std::vector<char*>> free_;
+
+ public:
+  // Pinned bytes this pool allocated (in calls or kept for the next).
+  uint64_t held() const { return held_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> held_{0};
 };
 
 StagedCall::StagedCall(device::Device& device, int ordinal, size_t segments) : device_(device) {
@@ -282,6 +292,8 @@ void DeviceStager::abandon(const std::shared_ptr<StagedCall>& call) {
     new std::shared_ptr<StagedCall>(call);  // never freed: the device may still use it
   }
 }
+
+uint64_t DeviceStager::pinnedBytes() const { return pool_->held(); }
 
 std::shared_ptr<StagedCall> DeviceStager::stageIpc(const algo::CollectiveArgs& args,
                                                    IpcPeers& peers, const IpcHosts* hosts,

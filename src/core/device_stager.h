@@ -93,6 +93,8 @@ class DeviceStager {
   DeviceStager& operator=(const DeviceStager&) = delete;
 
   int ordinal() const { return ordinal_; }
+  // Pinned host memory held for staging (in calls or kept for the next).
+  uint64_t pinnedBytes() const;
   // Lets every queued device copy go and waits (bounded: 30 s) until the streams drained; false
   // when they did not (then what they use is left allocated, and so must be what they read).
   // The destructor calls it when nobody did.

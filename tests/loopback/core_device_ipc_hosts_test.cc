@@ -201,6 +201,9 @@ TEST(DeviceIpcHosts, ChainedCallsWithoutHostWaits) {
       ASSERT_EQ(got[i], want) << "rank " << rank << " [" << i << "]";
     }
     EXPECT_EQ(c.impl().ipcCalls(), 3u * rounds) << "rank " << rank;
+    const auto memory = c.memoryStats();  // the exchanges' pinned memory, the IPC scratch
+    EXPECT_GT(memory.at("staging_pinned"), 0u) << "rank " << rank;
+    EXPECT_EQ(memory.at("device_ipc_scratch"), 2u * kStaging + 2u * kStaging) << "rank " << rank;
   });
 }
 

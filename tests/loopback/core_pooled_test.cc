@@ -100,6 +100,8 @@ void runKinds(int n, const std::function<bool(int)>& shared, uint64_t inPlace) {
     c.broadcast(Buffer(b.data, count, i32), Buffer(b.data, count, i32), n - 1).wait();
     for (size_t i = 0; i < count; ++i) ASSERT_EQ(b.data[i], value(n - 1, i)) << "broadcast " << i;
     if (mine) EXPECT_GE(c.memoryStats().at("shared_allocated"), 4 * count * 4) << rank;
+    EXPECT_GT(c.memoryStats().at("arena"), 2u * 4096 * static_cast<uint64_t>(n)) << rank;
+    EXPECT_EQ(c.memoryStats().at("staging_pinned"), 0u) << rank;  // no CUDA call
   });
   // The ranks share the process's pool here: its count is every rank's.
   const uint64_t calls = comms[0]->memoryStats().at("shared_in_place_calls") - before;

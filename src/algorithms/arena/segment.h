@@ -81,6 +81,8 @@ class Segment {
   int rank() const { return rank_; }
   int size() const { return size_; }
   size_t slotBytes() const { return slotBytes_; }
+  // The whole shared object: every rank's region.
+  size_t mappedBytes() const { return regionBytes_ * static_cast<size_t>(size_); }
 
   std::atomic<uint64_t>& posted(int r) { return control(r)->posted; }
   std::atomic<uint64_t>& consumed(int r) { return control(r)->consumed; }
