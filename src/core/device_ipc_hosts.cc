@@ -38,55 +38,23 @@ size_t perChunk(const CollectiveArgs& args, const IpcHosts& h, size_t slotBytes)
   return std::min(per, args.count);
 }
 
-bool oneShot(const CollectiveArgs& args, size_t oneShotBytes) {
-  return args.kind == CollectiveKind::kAllReduce && args.bytes() <= oneShotBytes;
-}
-
 int worldOf(const IpcHosts& h) { return h.hosts() * h.perHost(); }
 
-// Small all_reduce: every rank reduces the whole buffer over its host (rank order), then
-// all_reduces it with its counterparts: one barrier, one exchange, no all-gather.
-void allReduceOneShot(Planner& p, const IpcHosts& h, bool average, char* pinned) {
-  const CollectiveArgs& a = p.args();
-  const int s = p.pickSmall();
-  p.beginWrite(s);
-  p.copy(p.at(p.rank(), s), a.send, a.bytes());
-  p.beginRead(s);
-  p.reduceInRankOrder(a.recv, a.count, [&](int q) { return p.at(q, s); });
-  p.copy(pinned, a.recv, a.bytes());
-  p.exchange(CollectiveKind::kAllReduce, pinned, pinned, a.count);
-  p.copy(a.recv, pinned, a.bytes());
-  if (average) p.average(a.recv, a.count, worldOf(h));
-}
-
-// Per chunk: the rank's ring slice reduced over the host, all_reduced with the counterparts,
-// then every slice to every rank of the host.
-void allReduceChunked(Planner& p, const IpcHosts& h, bool average, char* pinned, size_t per) {
-  const CollectiveArgs& a = p.args();
+// all_reduce: the within-host forms (device_ipc_plan.cc), each reduced piece (the whole buffer
+// up to the small area's size, else the rank's ring slice of a chunk) all_reduced with the
+// counterparts through pinned memory before the host's ranks read it; AVG divides by the world.
+void allReduce(Planner& p, const IpcHosts& h, bool average, char* pinned, bool oneShot) {
   const size_t es = p.es();
-  for (size_t first = 0; first < a.count; first += per) {
-    const size_t count = std::min(per, a.count - first);
-    const int inA = p.pickLarge();
-    const int outA = 1 - inA;
-    p.beginWrite(inA);
-    p.copy(p.at(p.rank(), inA), in(a) + first * es, count * es);
-    p.beginRead(inA);
-    const Range mine = ringChunk(count, p.size(), p.rank());
-    char* slice = out(a) + (first + mine.begin) * es;
-    p.reduceInRankOrder(slice, mine.count, [&](int q) { return p.at(q, inA, mine.begin * es); });
-    p.copy(pinned, slice, mine.count * es);
-    p.exchange(CollectiveKind::kAllReduce, pinned, pinned, mine.count);
-    p.copy(slice, pinned, mine.count * es);
-    if (average) p.average(slice, mine.count, worldOf(h));
-    p.beginWrite(outA);
-    p.copy(p.at(p.rank(), outA, mine.begin * es), slice, mine.count * es);
-    p.beginRead(outA);
-    for (int q = 0; q < p.size(); ++q) {
-      if (q == p.rank()) continue;
-      const Range theirs = ringChunk(count, p.size(), q);
-      p.copy(out(a) + (first + theirs.begin) * es, p.at(q, outA, theirs.begin * es),
-             theirs.count * es);
-    }
+  const ipc::Reduced across = [&](char* piece, size_t count) {
+    p.copy(pinned, piece, count * es);
+    p.exchange(CollectiveKind::kAllReduce, pinned, pinned, count);
+    p.copy(piece, pinned, count * es);
+    if (average) p.average(piece, count, worldOf(h));
+  };
+  if (oneShot) {
+    ipc::allReduceOneShot(p, across);
+  } else {
+    ipc::allReduceChunked(p, across);
   }
 }
 
@@ -201,11 +169,7 @@ std::vector<IpcOp> planIpcAcrossHosts(const CollectiveArgs& args, const IpcHosts
   const size_t per = perChunk(args, hosts, scratch.slotBytes);
   switch (args.kind) {
     case CollectiveKind::kAllReduce:
-      if (args.bytes() <= scratch.oneShotBytes) {
-        allReduceOneShot(p, hosts, average, pinned);
-      } else {
-        allReduceChunked(p, hosts, average, pinned, per);
-      }
+      allReduce(p, hosts, average, pinned, args.bytes() <= scratch.oneShotBytes);
       break;
     case CollectiveKind::kReduceScatter: reduceScatter(p, hosts, average, pinned, per); break;
     default: allGather(p, hosts, pinned, per); break;  // the last kind with a form across hosts

@@ -14,45 +14,11 @@ namespace smddp::core {
 namespace {
 
 using algo::CollectiveArgs;
+using ipc::allReduceChunked;
+using ipc::allReduceOneShot;
 using ipc::in;
 using ipc::out;
 using ipc::Planner;
-
-// One-shot: every rank reduces the whole buffer from every rank's small area.
-void allReduceOneShot(Planner& p) {
-  const CollectiveArgs& a = p.args();
-  const int s = p.pickSmall();
-  p.beginWrite(s);
-  p.copy(p.at(p.rank(), s), a.send, a.bytes());
-  p.beginRead(s);
-  p.reduceInRankOrder(a.recv, a.count, [&](int q) { return p.at(q, s); });
-}
-
-// Per chunk: every rank reduces its ring slice of the chunk from every rank's `in` into its `out`,
-// then copies every rank's reduced slice from its `out`.
-void allReduceChunked(Planner& p) {
-  const CollectiveArgs& a = p.args();
-  const size_t es = p.es();
-  const size_t per = p.perChunk(1);
-  for (size_t first = 0; first < a.count; first += per) {
-    const size_t count = std::min(per, a.count - first);
-    const int inA = p.pickLarge();
-    const int outA = 1 - inA;
-    p.beginWrite(inA);
-    p.copy(p.at(p.rank(), inA), in(a) + first * es, count * es);
-    p.beginRead(inA);
-    const algo::patterns::Range mine = algo::patterns::ringChunk(count, p.size(), p.rank());
-    p.beginWrite(outA);
-    p.reduceInRankOrder(p.at(p.rank(), outA, mine.begin * es), mine.count,
-                        [&](int q) { return p.at(q, inA, mine.begin * es); });
-    p.beginRead(outA);
-    for (int q = 0; q < p.size(); ++q) {
-      const algo::patterns::Range slice = algo::patterns::ringChunk(count, p.size(), q);
-      p.copy(out(a) + (first + slice.begin) * es, p.at(q, outA, slice.begin * es),
-             slice.count * es);
-    }
-  }
-}
 
 // The root's chunk goes through its area; every other rank copies it out.
 void broadcast(Planner& p) {
@@ -146,6 +112,45 @@ void exchange(Planner& p, bool reduces) {
 }
 
 }  // namespace
+
+namespace ipc {
+
+void allReduceOneShot(Planner& p, const Reduced& across) {
+  const CollectiveArgs& a = p.args();
+  const int s = p.pickSmall();
+  p.beginWrite(s);
+  p.copy(p.at(p.rank(), s), a.send, a.bytes());
+  p.beginRead(s);
+  p.reduceInRankOrder(a.recv, a.count, [&](int q) { return p.at(q, s); });
+  if (across) across(static_cast<char*>(a.recv), a.count);
+}
+
+void allReduceChunked(Planner& p, const Reduced& across) {
+  const CollectiveArgs& a = p.args();
+  const size_t es = p.es();
+  const size_t per = p.perChunk(1);
+  for (size_t first = 0; first < a.count; first += per) {
+    const size_t count = std::min(per, a.count - first);
+    const int inA = p.pickLarge();
+    const int outA = 1 - inA;
+    p.beginWrite(inA);
+    p.copy(p.at(p.rank(), inA), in(a) + first * es, count * es);
+    p.beginRead(inA);
+    const algo::patterns::Range mine = algo::patterns::ringChunk(count, p.size(), p.rank());
+    char* slice = p.at(p.rank(), outA, mine.begin * es);
+    p.beginWrite(outA);
+    p.reduceInRankOrder(slice, mine.count, [&](int q) { return p.at(q, inA, mine.begin * es); });
+    if (across) across(slice, mine.count);
+    p.beginRead(outA);
+    for (int q = 0; q < p.size(); ++q) {
+      const algo::patterns::Range theirs = algo::patterns::ringChunk(count, p.size(), q);
+      p.copy(out(a) + (first + theirs.begin) * es, p.at(q, outA, theirs.begin * es),
+             theirs.count * es);
+    }
+  }
+}
+
+}  // namespace ipc
 
 bool hasIpcForm(CollectiveKind kind) {
   switch (kind) {

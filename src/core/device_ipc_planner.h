@@ -129,4 +129,14 @@ class Planner {
 inline const char* in(const CollectiveArgs& a) { return static_cast<const char*>(a.send); }
 inline char* out(const CollectiveArgs& a) { return static_cast<char*>(a.recv); }
 
+// What an all_reduce does with a reduced piece (its buffer, its elements) before the host's ranks
+// read it: nothing within one host; across hosts, the exchange with the counterparts.
+using Reduced = std::function<void(char* piece, size_t count)>;
+
+// all_reduce (device_ipc_plan.cc). One-shot: every rank reduces the whole buffer from every rank's
+// small area into its output. Chunked: per chunk every rank reduces its ring slice of the chunk
+// from every rank's `in` area into its `out` area, then copies every rank's slice from their `out`.
+void allReduceOneShot(Planner& p, const Reduced& across = nullptr);
+void allReduceChunked(Planner& p, const Reduced& across = nullptr);
+
 }  // namespace smddp::core::ipc

@@ -85,6 +85,7 @@ void* Pool::allocate(size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   Block b{static_cast<unsigned char*>(base), size, fd, nextId_++, true};
   blocks_[reinterpret_cast<uintptr_t>(base)] = b;
+  byId_[b.id] = reinterpret_cast<uintptr_t>(base);
   return base;
 }
 
@@ -124,9 +125,8 @@ unsigned char* Pool::map(const PoolRef& ref) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (ref.pool == nonce_) {  // this process's own block (ranks that are threads of one process)
-      for (const auto& [base, b] : blocks_) {
-        if (b.id == ref.block) return b.base + ref.offset;
-      }
+      const auto own = byId_.find(ref.block);
+      if (own != byId_.end()) return reinterpret_cast<unsigned char*>(own->second) + ref.offset;
     }
     const auto it = peers_.find(key);
     if (it != peers_.end()) return it->second.first + ref.offset;

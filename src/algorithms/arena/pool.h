@@ -78,6 +78,7 @@ class Pool {
   mutable std::mutex mutex_;
   std::map<uintptr_t, Block> blocks_;          // by base address
   std::multimap<size_t, uintptr_t> free_;      // free blocks by size
+  std::map<uint64_t, uintptr_t> byId_;         // every block's base by its id
   // Peers' blocks mapped here, by (pool nonce, block id).
   std::map<std::pair<uint64_t, uint64_t>, std::pair<unsigned char*, size_t>> peers_;
   uint64_t nextId_ = 1;
