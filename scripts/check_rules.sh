@@ -17,8 +17,9 @@ declare -A MAY_INCLUDE=(
   [device]="common reduce"
   [transport]="common store"
   [algorithms]="common store reduce transport"
+  [model]="common reduce algorithms"
   [watch]="common store transport algorithms"
-  [core]="common store reduce device transport algorithms watch"
+  [core]="common store reduce device transport algorithms model watch"
 )
 
 # Prints one line per include of a file (paths relative to the cwd) that goes the wrong way.

@@ -99,7 +99,11 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
     "size (all_reduce, broadcast, reduce): segment k's copies overlap segment k-1's exchange.")    \
   X(dumpOnTimeout, "SMDDP_DUMP_ON_TIMEOUT", String, "",                                            \
     "When set to a path, a collective that fails by timeout, peer failure or mismatch writes "     \
-    "the flight recorder (last 256 collectives) and the peers' beacons to <path>.<rank>.")
+    "the flight recorder (last 256 collectives) and the peers' beacons to <path>.<rank>.")      \
+  X(costModel, "SMDDP_COST_MODEL", String, "",                                                     \
+    "Parameters of the cost model behind time estimates (torch's _time_estimator): a JSON file "   \
+    "of bench/model calibrate (the network's latency, rate and efficiency, the arena's costs), "   \
+    "over the priors and this machine's copy and reduction rates measured at first use.")
 
 struct Config {
   int64_t timeoutMs;
@@ -127,6 +131,7 @@ struct Config {
   int64_t stagingBytes;
   // libfabric's own FI_PROVIDER, honoured when SMDDP_PROVIDER is auto.
   std::string fiProvider;
+  std::string costModel;
 
   // Parsed once from the process environment; later changes to the environment are not seen.
   static const Config& global();

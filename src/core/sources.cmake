@@ -22,5 +22,5 @@ smddp_layer(smddp_core
   core/validate_point_to_point.cc
   core/point_to_point.cc
   core/point_to_point_mail.cc)
-target_link_libraries(smddp_core PUBLIC smddp_watch smddp_algorithms smddp_transport smddp_store
+target_link_libraries(smddp_core PUBLIC smddp_watch smddp_model smddp_algorithms smddp_transport smddp_store
   smddp_device smddp_reduce smddp_common)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""bench/model: the alpha-beta-gamma costs against closed forms (a flat ring's and a hierarchical
+"""bench/model through the library's cost model (libsmddp_model.so): costs against closed forms (a flat ring's and a hierarchical
 all_reduce's bandwidth limits on 2 hosts x 2 ranks: 1.0x and 1.5x the link; a token-bucket
 link's calls: latency-bound under the burst, never faster than the busiest link's bytes), the
 selector mirror, calibration recovering known parameters from rows the model itself produced
@@ -16,7 +16,7 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "bench"))
-from model_lib import calibrate, costs, costs_a2a  # noqa: E402
+from model_lib import calibrate, costs  # noqa: E402
 
 MODEL = os.path.join(REPO, "bench", "model")
 
@@ -30,8 +30,8 @@ def ideal(nodes, per_node, rate=1e9):
 def test_bandwidth_limits_on_two_hosts_of_two():
     m = ideal(2, 2)
     size = 64 << 20
-    ring = costs.flat_ring(m, size)
-    hier = costs.hier_split(m, size)
+    ring = costs.time(m, "ring", size)
+    hier = costs.time(m, "hier_split", size)
     assert ring == pytest.approx(1.5 * size / 1e9)  # 2(n-1)/n x size through one link
     assert hier == pytest.approx(size / 1e9)        # 2(H-1)/H x size per host
     assert costs.busbw(m, size, ring) / 1e9 == pytest.approx(1.0)
@@ -47,26 +47,26 @@ def test_cross_ring_threshold_mirrors_the_selector():
     m = ideal(128, 8)
     block = (1 << 20) // 8  # 1 MiB over 8 ranks a node: recursive doubling across 128 nodes
     lat = costs.scaled(m, net_alpha=1e-5)
-    assert costs._cross(lat, block) == pytest.approx(7 * (1e-5 + 8 * block / 1e9))
+    assert costs.time(lat, "hier_split", 1 << 20) == pytest.approx(7 * (1e-5 + 8 * block / 1e9))
 
 
 def test_latency_terms_count_steps():
     m = costs.Machine("lat", 4, 1, net_alpha=1e-5, net_rate=1e30, net_eff=1.0, arena_alpha=0.0,
                       copy_rate=1e30, gamma=0.0)
-    assert costs.flat_ring(m, 8) == pytest.approx(2 * 3 * 1e-5)
-    assert costs.flat_recursive_doubling(m, 8) == pytest.approx(2 * 1e-5)
+    assert costs.time(m, "ring", 8) == pytest.approx(2 * 3 * 1e-5)
+    assert costs.time(m, "recursive_doubling", 8) == pytest.approx(2 * 1e-5)
     m5 = costs.scaled(m, nodes=5)  # not a power of two: fold and unfold across nodes
-    assert costs.flat_recursive_doubling(m5, 8) == pytest.approx(4 * 1e-5)
+    assert costs.time(m5, "recursive_doubling", 8) == pytest.approx(4 * 1e-5)
     # msg_alpha: per message a node sends in a step; flat recursive doubling on 2 nodes x 2
     # ranks has 2 steps with both ranks of a node sending, hier_leader 1 step with one.
     busy = costs.Machine("busy", 2, 2, net_alpha=1e-5, net_rate=1e30, net_eff=1.0,
                          arena_alpha=0.0, copy_rate=1e30, gamma=0.0, msg_alpha=3e-6)
-    assert costs.flat_recursive_doubling(busy, 8) == pytest.approx(2 * (1e-5 + 2 * 3e-6))
-    assert costs.hier_leader(busy, 8) == pytest.approx(1e-5 + 3e-6)
-    assert costs.hier_direct(busy, 8) == pytest.approx(1e-5 + 2 * 3e-6)
+    assert costs.time(busy, "recursive_doubling", 8) == pytest.approx(2 * (1e-5 + 2 * 3e-6))
+    assert costs.time(busy, "hier_leader", 8) == pytest.approx(1e-5 + 3e-6)
+    assert costs.time(busy, "hier_direct", 8) == pytest.approx(1e-5 + 2 * 3e-6)
     h = costs.Machine("h", 8, 2, net_alpha=1e-5, net_rate=1e30, net_eff=1.0, arena_alpha=1e-6,
                       copy_rate=1e30, gamma=0.0)
-    assert costs.hier_direct(h, 8) == pytest.approx(1e-6 + 3 * 1e-5)
+    assert costs.time(h, "hier_direct", 8) == pytest.approx(1e-6 + 3 * 1e-5)
 
 
 def test_token_bucket_link():
@@ -74,7 +74,8 @@ def test_token_bucket_link():
                           arena_alpha=10e-6, copy_rate=1e30, gamma=0.0)
     for size in (8, 4096, 1 << 20):
         for algo in costs.applicable(plain):  # no burst: the sum of the steps
-            assert costs.time(plain, algo, size) == costs.ALGORITHMS[algo](plain, size)
+            latency, wire, _ = costs.parts(plain, algo, size)
+            assert costs.time(plain, algo, size) == pytest.approx(latency + wire / 125e6)
     bucket = costs.scaled(plain, link_burst=64 * 1024)
     # 64 B: one arena synchronisation and one exchange; the bytes pass at once.
     assert costs.time(bucket, "hier_direct", 64) == pytest.approx(40e-6)
@@ -83,11 +84,11 @@ def test_token_bucket_link():
     # 16 MiB: the latency (arena uses, ring steps) exceeds what the burst saves: the sum of the
     # steps less the burst at the rate, a little above the link's bytes (16 MiB each way).
     t = costs.time(bucket, "hier_split", 16 << 20)
-    assert t == pytest.approx(costs.hier_split(plain, 16 << 20) - 64 * 1024 / 125e6)
+    assert t == pytest.approx(costs.time(plain, "hier_split", 16 << 20) - 64 * 1024 / 125e6)
     assert (16 << 20) / 125e6 < t < 1.01 * (16 << 20) / 125e6
     # hier_leader: one sender per host, two arena synchronisations; 4 KiB once per link.
     assert costs.time(bucket, "hier_leader", 64) == pytest.approx(50e-6)
-    assert costs.link_bytes(bucket, "hier_leader", 4096) == 4096
+    assert costs.parts(bucket, "hier_leader", 4096)[2] == 4096
     assert costs.time(bucket, "hier_leader", 4096) == pytest.approx(50e-6)
     # 3 hosts: recursive doubling folds host 2 into host 0 and unfolds it: 3 steps on the
     # critical path, but each link carries 2 steps' bytes per direction.
@@ -200,7 +201,7 @@ def test_all_to_all_is_bound_by_the_bytes_every_algorithm_must_send():
         assert t == pytest.approx(size / 1e9), algo
         assert costs.busbw(m, size, t, "all_to_all") / 1e9 == pytest.approx(0.75), algo
     m3 = ideal(3, 2)
-    assert costs_a2a.link_bytes(m3, "hier", size) == pytest.approx(4 * size / 3)
+    assert costs.parts(m3, "hier", size, "all_to_all")[2] == pytest.approx(4 * size / 3)
     assert costs.time(m3, "pairwise", size, "all_to_all") == pytest.approx(4 * size / 3 / 1e9)
 
 
@@ -208,25 +209,25 @@ def test_all_to_all_latency_counts_messages():
     """msg_alpha per message a node sends: pairwise L (n - 1), hier L (H - 1), hier_leader H - 1;
     net_alpha per window of 8 steps (pairwise) or once."""
     m = costs.scaled(ideal(4, 2), msg_alpha=1.0)
-    assert costs_a2a.pairwise(m, 8) == pytest.approx(2 * 7)
-    assert costs_a2a.hier(m, 8) == pytest.approx(2 * 3)
-    assert costs_a2a.hier_leader(m, 8) == pytest.approx(3)
+    assert costs.time(m, "pairwise", 8, "all_to_all") == pytest.approx(2 * 7)
+    assert costs.time(m, "hier", 8, "all_to_all") == pytest.approx(2 * 3)
+    assert costs.time(m, "hier_leader", 8, "all_to_all") == pytest.approx(3)
     shared = costs.scaled(m, msg_share=2)  # two nodes' stacks on the busiest CPU
-    assert costs_a2a.hier_leader(shared, 8) == pytest.approx(6)
-    assert costs.hier_leader(shared, 8) == pytest.approx(2 * costs.hier_leader(m, 8))
+    assert costs.time(shared, "hier_leader", 8, "all_to_all") == pytest.approx(6)
+    assert costs.time(shared, "hier_leader", 8) == pytest.approx(2 * costs.time(m, "hier_leader", 8))
     big = costs.scaled(ideal(16, 2), net_alpha=1.0)  # 31 steps: 4 windows
-    assert costs_a2a.pairwise(big, 32) == pytest.approx(4)
-    assert costs_a2a.hier(big, 32) == pytest.approx(1)
+    assert costs.time(big, "pairwise", 32, "all_to_all") == pytest.approx(4)
+    assert costs.time(big, "hier", 32, "all_to_all") == pytest.approx(1)
 
 
 def test_all_to_all_selected_mirrors_the_selector():
     m = ideal(2, 2)
-    assert costs_a2a.selected(m, 16 * 1024) == "hier_leader"
-    assert costs_a2a.selected(m, 16 * 1024 + 4) == "hier"
-    assert costs_a2a.selected(m, 64 * 1024) == "hier"        # 16 KiB blocks
-    assert costs_a2a.selected(m, 64 * 1024 + 4) == "pairwise"
-    assert costs_a2a.selected(ideal(1, 4), 64) == "pairwise"
-    assert costs_a2a.applicable(ideal(3, 1)) == ["pairwise"]
+    assert costs.selected(m, 16 * 1024, "all_to_all") == "hier_leader"
+    assert costs.selected(m, 16 * 1024 + 4, "all_to_all") == "hier"
+    assert costs.selected(m, 64 * 1024, "all_to_all") == "hier"        # 16 KiB blocks
+    assert costs.selected(m, 64 * 1024 + 4, "all_to_all") == "pairwise"
+    assert costs.selected(ideal(1, 4), 64, "all_to_all") == "arena"  # one host: the arena
+    assert costs.applicable(ideal(3, 1), "all_to_all") == ["pairwise"]
 
 
 def test_all_to_all_calibration_recovers_known_parameters():
@@ -235,7 +236,7 @@ def test_all_to_all_calibration_recovers_known_parameters():
                           msg_alpha=5e-6)
     rows = []
     for size in (64, 4096, 1 << 18, 1 << 22):
-        for algo in (costs_a2a.selected(truth, size), "pairwise"):
+        for algo in (costs.selected(truth, size, "all_to_all"), "pairwise"):
             rows.append({"size": size, "algorithm": algo, "collective": "all_to_all",
                          "time_us": costs.time(truth, algo, size, "all_to_all") * 1e6})
     fitted = calibrate.fit(costs.scaled(truth, net_alpha=10e-6, net_eff=0.9, msg_alpha=0.0), rows)
@@ -252,7 +253,7 @@ def test_cli_check_costs_an_all_to_all_run_with_its_algorithms(tmp_path):
     for backend in ("smddp", "smddp-flat"):
         results[backend] = [
             {"size": size, "wrong": 0, "time_us": 1e6 * costs.time(
-                truth, costs_a2a.selected(truth, size) if backend == "smddp" else "pairwise",
+                truth, costs.selected(truth, size, "all_to_all") if backend == "smddp" else "pairwise",
                 size, "all_to_all")}
             for size in (64, 4096, 65536, 1 << 20, 1 << 24)]
     meta = {"hosts": 2, "per_host": 2, "world": 4, "rate": "1gbit", "cap_gbps": 0.125,

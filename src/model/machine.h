@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// Machine: what the cost model (costs.h) needs to know of a communicator's hardware, per link
+// class, on H nodes (hosts) of L ranks each:
+// - network (between nodes): net_alpha seconds per message step, msg_alpha seconds more per
+//   message a node sends in that step (its network stack's CPU time; 0 for a NIC that offloads
+//   it; msg_share nodes whose stacks share the busiest CPU, when a testbed has more hosts than
+//   CPUs), net_rate bytes/s per node and direction, net_eff the fraction of it a transfer gets;
+//   link_burst bytes a node's link lets through at once before its rate applies (a token bucket,
+//   as the testbed's rate limiter; 0 for a plain link);
+// - arena (within a node): arena_alpha seconds per synchronisation, copy_rate bytes/s one rank
+//   copies, gamma seconds per byte one rank reduces, cpu_share ranks of a node per CPU they may
+//   use (> 1: ranks take turns, so a node's copies and reductions take that many times longer);
+// - call_alpha: seconds every call costs on top of its algorithm (the path from the caller to the
+//   engine and back: a synchronous engine call, or the torch backend's Work);
+// - slot_bytes, segment_bytes: the arena's slot and segment sizes (its chunks).
+// Invariant: plain data; rates > 0; the defaults are priors for a 2-core VM of this project's
+// class (params.cc says where each comes from).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace smddp::model {
+
+struct Machine {
+  int nodes = 1;
+  int per_node = 1;
+  double net_alpha = 15e-6;
+  double net_rate = 1.25e8;  // 1 Gbit/s
+  double net_eff = 1.0;
+  double msg_alpha = 0.0;
+  double msg_share = 1.0;
+  double link_burst = 0.0;
+  double arena_alpha = 2e-6;
+  double copy_rate = 8e9;
+  double gamma = 1.0 / 8e9;
+  double cpu_share = 1.0;
+  double call_alpha = 0.0;
+  double slot_bytes = 1 << 20;
+  double segment_bytes = 1 << 20;
+
+  int ranks() const { return nodes * per_node; }
+  // CPU seconds per message on the busiest CPU: msg_alpha for each node sharing it.
+  double msgCost() const { return msg_alpha * msg_share; }
+  // Seconds per byte through one node's link (one direction).
+  double netBeta() const { return 1.0 / (net_rate * net_eff); }
+  // Seconds per byte one rank copies within its node, its CPU shared as cpu_share says.
+  double copyBeta() const { return cpu_share / copy_rate; }
+  // Seconds per byte one rank reduces, likewise.
+  double reduceBeta() const { return cpu_share * gamma; }
+  // The arena's chunk: one slot, capped by the segment.
+  double chunkBytes() const { return slot_bytes < segment_bytes ? slot_bytes : segment_bytes; }
+};
+
+}  // namespace smddp::model

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: Apache-2.0
+// Priors, this machine's rates, and the parameter file (params.h).
+//
+// Priors (each may be overridden by the file):
+// - arena_alpha: 1.5 us a synchronisation while a host's ranks have a CPU each; 4 us x
+//   (ranks per CPU - 1) more when they share (a waiter yields its CPU to the rank it waits for).
+//   Measured with the perf tools on a 2-core VM (8 B - 4 KiB calls: 2 ranks 1-2.5 us a
+//   synchronisation, 4 ranks 4-6 us).
+// - call_alpha: 0 here; the layer that calls the engine adds its own (the torch backend: its Work).
+// - the network: 15 us a step (EFA's SRD through libfabric), 90 % of 100 Gbit/s, no CPU time per
+//   message: a datacentre link; a testbed's comes from its calibration file.
+#include "model/params.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <vector>
+
+#include "reduce/reducer.h"
+#include "smddp/error.h"
+
+namespace smddp::model {
+namespace {
+
+double bestSeconds(int reps, const std::function<void()>& run) {
+  double best = 1e9;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    const std::chrono::duration<double> d = std::chrono::steady_clock::now() - t0;
+    best = std::min(best, d.count());
+  }
+  return best;
+}
+
+Rates measure() {
+  constexpr size_t kBytes = 4u << 20;
+  std::vector<float> a(kBytes / sizeof(float), 1.0f), b(a.size(), 2.0f);
+  Rates r;
+  const double copy = bestSeconds(5, [&] { std::memcpy(b.data(), a.data(), kBytes); });
+  const double sum = bestSeconds(5, [&] {
+    reduce::reduce(DataType::kFloat32, ReduceOp::kSum, b.data(), b.data(), a.data(), a.size());
+  });
+  r.copyRate = kBytes / std::max(copy, 1e-9);
+  r.gamma = std::max(sum, 1e-9) / kBytes;
+  return r;
+}
+
+[[noreturn]] void bad(const std::string& source, const std::string& what) {
+  throw Error(ErrorCode::kInvalidArgument, "smddp: cost model parameters " + source + ": " + what);
+}
+
+// A small reader of one JSON object: numbers at the top level are kept, other values skipped.
+struct Reader {
+  const std::string& s;
+  const std::string& source;
+  size_t i = 0;
+
+  void space() {
+    while (i < s.size() && std::strchr(" \t\r\n", s[i]) != nullptr) ++i;
+  }
+  char peek() {
+    space();
+    return i < s.size() ? s[i] : '\0';
+  }
+  void expect(char c) {
+    if (peek() != c) bad(source, std::string("expected '") + c + "' at offset " + std::to_string(i));
+    ++i;
+  }
+  std::string string() {
+    expect('"');
+    std::string out;
+    while (i < s.size() && s[i] != '"') {
+      if (s[i] == '\\' && i + 1 < s.size()) ++i;
+      out += s[i++];
+    }
+    expect('"');
+    return out;
+  }
+  // Skips any value; returns true with *number set when it was a number.
+  bool value(double* number) {
+    const char c = peek();
+    if (c == '"') {
+      string();
+      return false;
+    }
+    if (c == '{' || c == '[') {
+      int depth = 0;
+      do {
+        if (s[i] == '"') {
+          string();
+          continue;
+        }
+        if (s[i] == '{' || s[i] == '[') ++depth;
+        if (s[i] == '}' || s[i] == ']') --depth;
+        ++i;
+      } while (depth > 0 && i < s.size());
+      if (depth != 0) bad(source, "unterminated " + std::string(1, c));
+      return false;
+    }
+    const char* begin = s.c_str() + i;
+    char* end = nullptr;
+    const double v = std::strtod(begin, &end);
+    if (end != begin) {
+      i += static_cast<size_t>(end - begin);
+      *number = v;
+      return true;
+    }
+    for (const char* word : {"true", "false", "null"}) {
+      if (s.compare(i, std::strlen(word), word) == 0) {
+        i += std::strlen(word);
+        return false;
+      }
+    }
+    bad(source, "not a JSON value at offset " + std::to_string(i));
+  }
+};
+
+}  // namespace
+
+const Rates& measureRates() {
+  static const Rates rates = measure();
+  return rates;
+}
+
+Machine priors(const Shape& shape, const Rates& rates) {
+  Machine m;
+  m.nodes = std::max(1, shape.nodes);
+  m.per_node = std::max(1, shape.perNode);
+  m.cpu_share = shape.hostCpus > 0 ? std::max(1.0, static_cast<double>(m.per_node) / shape.hostCpus)
+                                   : 1.0;
+  m.arena_alpha = 1.5e-6 + 4e-6 * (m.cpu_share - 1.0);
+  if (rates.copyRate > 0) m.copy_rate = rates.copyRate;
+  if (rates.gamma > 0) m.gamma = rates.gamma;
+  m.net_alpha = 15e-6;
+  m.net_rate = 100e9 / 8;
+  m.net_eff = 0.9;
+  m.slot_bytes = shape.slotBytes;
+  m.segment_bytes = shape.segmentBytes;
+  return m;
+}
+
+std::map<std::string, double> parseParams(const std::string& text, const std::string& source) {
+  Reader r{text, source};
+  std::map<std::string, double> out;
+  r.expect('{');
+  if (r.peek() == '}') return out;
+  for (;;) {
+    const std::string key = r.string();
+    r.expect(':');
+    double v = 0.0;
+    if (r.value(&v)) out[key] = v;
+    if (r.peek() == ',') {
+      ++r.i;
+      continue;
+    }
+    r.expect('}');
+    return out;
+  }
+}
+
+void applyParams(Machine& m, const std::map<std::string, double>& params,
+                 const std::string& source) {
+  struct Field {
+    const char* name;
+    double Machine::*field;
+    bool positive;  // else >= 0
+  };
+  static const Field kFields[] = {
+      {"net_alpha", &Machine::net_alpha, false},   {"net_rate", &Machine::net_rate, true},
+      {"net_eff", &Machine::net_eff, true},        {"msg_alpha", &Machine::msg_alpha, false},
+      {"msg_share", &Machine::msg_share, true},    {"link_burst", &Machine::link_burst, false},
+      {"arena_alpha", &Machine::arena_alpha, false}, {"copy_rate", &Machine::copy_rate, true},
+      {"gamma", &Machine::gamma, false},           {"cpu_share", &Machine::cpu_share, true},
+      {"call_alpha", &Machine::call_alpha, false}, {"slot_bytes", &Machine::slot_bytes, true},
+      {"segment_bytes", &Machine::segment_bytes, true},
+  };
+  for (const auto& [key, value] : params) {
+    const Field* f = nullptr;
+    for (const Field& c : kFields) {
+      if (key == c.name) f = &c;
+    }
+    if (f == nullptr) bad(source, "\"" + key + "\" is not a parameter of the model");
+    if (!(value > 0 || (!f->positive && value == 0))) {
+      std::ostringstream v;
+      v << value;
+      bad(source, "\"" + key + "\" is " + v.str() + ", must be " + (f->positive ? "> 0" : ">= 0"));
+    }
+    m.*(f->field) = value;
+  }
+}
+
+void applyParamsFile(Machine& m, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) bad(path, "cannot be read (SMDDP_COST_MODEL)");
+  std::stringstream text;
+  text << in.rdbuf();
+  applyParams(m, parseParams(text.str(), path), path);
+}
+
+}  // namespace smddp::model
