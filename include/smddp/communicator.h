@@ -84,6 +84,19 @@ class Communicator {
   // scratch on its device, once connected).
   std::map<std::string, uint64_t> memoryStats() const;
 
+  // Time estimates. Between beginEstimate() and endEstimate(), collectives and send/recv on this
+  // communicator are checked as usual (bad arguments throw) but not run: each returns a completed
+  // Request, its buffers untouched, and adds its cost to the estimate: the cost model's time
+  // (docs/MODEL.md) for the algorithm this communicator would select, on its hosts, ranks per
+  // host and the CPUs they may use, with this machine's copy and reduction rates (measured at
+  // the first estimate, a few milliseconds) and SMDDP_COST_MODEL's parameters (the network's:
+  // bench/model calibrate writes them). Calls add up one after another. endEstimate() returns the
+  // total in microseconds and calls run again. Nothing is communicated: a rank may estimate alone.
+  // Error(kInvalidArgument): begin while an estimate runs (or with a SMDDP_COST_MODEL file that
+  // cannot be used, naming it), end while none does.
+  void beginEstimate();
+  double endEstimate();
+
   // recv = op over all ranks' send. In place when send.data == recv.data.
   Request allReduce(const Buffer& send, const Buffer& recv, ReduceOp op);
   // recv on every rank = send of root. In place when send.data == recv.data; only root reads send.

@@ -152,6 +152,9 @@ std::map<std::string, uint64_t> Communicator::deviceIpcCalls() const {
   return calls;
 }
 
+void Communicator::beginEstimate() { impl_->beginEstimate(); }
+double Communicator::endEstimate() { return impl_->endEstimate() * 1e6; }
+
 Request Communicator::allReduce(const Buffer& send, const Buffer& recv, ReduceOp op) {
   return impl_->post(core::checkAllReduce({rank(), size()}, send, recv, op));
 }

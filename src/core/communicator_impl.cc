@@ -81,15 +81,21 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   topology_.pool = arena_ != nullptr;  // every rank of the host has a pool with its arena
   topology_.hostArenas = hostArena_ != nullptr && hostArena.layout.hierarchical();
   topology_.unevenHosts = hostArena_ != nullptr && !topology_.hostArenas;
+  {
+    const auto& peers = transport_->peers();
+    const std::string& me = static_cast<size_t>(rank_) < peers.size() ? peers[rank_].host : "";
+    std::vector<std::string> masks;
+    for (const auto& p : peers) {
+      if (p.host == me) masks.push_back(p.cpus);
+      ranksPerHost_ = std::max(ranksPerHost_, transport::ranksOnHost(peers, p.host));
+    }
+    hostCpus_ = common::usableCpusOf(masks);
+  }
   if (settings_.spinUs < 0) {
     const auto& peers = transport_->peers();
     const std::string& me = static_cast<size_t>(rank_) < peers.size() ? peers[rank_].host : "";
     const int local = transport::ranksOnHost(peers, me);
-    std::vector<std::string> masks;
-    for (const auto& p : peers) {
-      if (p.host == me) masks.push_back(p.cpus);
-    }
-    const unsigned usable = common::usableCpusOf(masks);
+    const unsigned usable = hostCpus_;
     const unsigned cores = usable > 0 ? usable : std::thread::hardware_concurrency();
     settings_.spinUs = spinForHost(local, cores);
     SMDDP_INFO(rank_, local << " rank(s) on this host with " << cores << " usable CPU(s)"
@@ -154,6 +160,7 @@ CommunicatorImpl::~CommunicatorImpl() {
 }
 
 Request CommunicatorImpl::post(algo::CollectiveArgs args) {
+  if (estimating()) return estimated(args);
   if (args.memory == MemoryType::kCuda) return postStaged(args);
   auto state = std::allocate_shared<RequestState>(RecyclingAllocator<RequestState>());
   state->engine = engine_.get();
@@ -164,6 +171,10 @@ Request CommunicatorImpl::post(algo::CollectiveArgs args) {
 }
 
 void CommunicatorImpl::runBlocking(algo::CollectiveArgs args) {
+  if (estimating()) {
+    estimated(args);
+    return;
+  }
   if (args.memory == MemoryType::kCuda) {
     postStaged(args).wait();
     return;
@@ -376,6 +387,7 @@ Request CommunicatorImpl::postPointToPoint(const algo::CollectiveArgs& args, int
                                              toString(args.kind) +
                                              ": this communicator has no point-to-point transport");
   }
+  if (estimating()) return estimated(args);
   if (args.memory == MemoryType::kCuda) return postStagedMessage(args, peer, tag);
   return p2p_->post(args, peer, tag, timeout());
 }

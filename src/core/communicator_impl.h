@@ -19,6 +19,7 @@
 #include "core/device_path.h"
 #include "core/device_stager.h"
 #include "core/engine.h"
+#include "core/estimator.h"
 #include "core/point_to_point.h"
 #include "smddp/communicator.h"
 #include "transport/transport.h"
@@ -98,6 +99,16 @@ class CommunicatorImpl {
     return ipcCalls_[static_cast<size_t>(kind)].load(std::memory_order_relaxed);
   }
 
+  // Time estimates (Communicator::beginEstimate): while on, post, runBlocking and
+  // postPointToPoint cost their call (estimator.h) and return it completed, running nothing.
+  // begin throws Error(kInvalidArgument) when already on, or when SMDDP_COST_MODEL's file cannot
+  // be used; end when not on. end returns the seconds costed since begin.
+  void beginEstimate();
+  double endEstimate();
+  bool estimating() const { return estimating_.load(std::memory_order_acquire); }
+  // The cost of one call and the algorithm it would run (Communicator::estimateCall).
+  double estimateCall(const algo::CollectiveArgs& args, std::string* algorithm);
+
   // A checked send or recv (args.kind kSend / kRecv) to or from `peer` (transport::kAnyPeer for
   // a recv from any rank), bounded by timeout(). Error(kUnsupported) without a p2p transport.
   Request postPointToPoint(const algo::CollectiveArgs& args, int peer, uint32_t tag);
@@ -149,6 +160,10 @@ class CommunicatorImpl {
   // An error of a collective that met abort(), naming the reason given there.
   Error abortedError(const std::string& what) const;
   void settleDeferredCheck();
+  // The estimator, made at the first estimate (it measures this machine's rates then).
+  Estimator& estimator();
+  // The call costed into the running estimate; a completed request.
+  Request estimated(const algo::CollectiveArgs& args);
   void logChoice(const algo::Algorithm& algorithm, const algo::CollectiveDesc& desc, size_t bytes);
 
   std::unique_ptr<transport::Transport> transport_;
@@ -199,6 +214,11 @@ class CommunicatorImpl {
   IpcHosts ipcHosts_;  // this rank's place among the hosts (set with hostGroups_)
   static constexpr size_t kKinds = static_cast<size_t>(CollectiveKind::kControl) + 1;
   std::atomic<uint64_t> ipcCalls_[kKinds] = {};  // by CollectiveKind
+  std::mutex estimatorMutex_;               // guards the creation of estimator_
+  std::unique_ptr<Estimator> estimator_;    // made by the first estimate
+  std::atomic<bool> estimating_{false};
+  unsigned hostCpus_ = 0;  // CPUs this host's ranks may use together (0: unknown)
+  int ranksPerHost_ = 1;   // the largest host's
 };
 
 }  // namespace smddp::core

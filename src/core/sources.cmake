@@ -2,6 +2,7 @@
 # The core: Communicator, engine, requests and argument checks.
 smddp_layer(smddp_core
   core/communicator.cc
+  core/communicator_estimate.cc
   core/communicator_impl.cc
   core/communicator_staged.cc
   core/device_api.cc
@@ -13,6 +14,7 @@ smddp_layer(smddp_core
   core/device_stager_ipc.cc
   core/device_watchdog.cc
   core/engine.cc
+  core/estimator.cc
   core/request.cc
   core/request_state.cc
   core/staged_layout.cc
