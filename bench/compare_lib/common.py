@@ -111,11 +111,15 @@ def median_row(rows):
     wrong counts add up (any wrong element in any round fails the run)."""
     times = [r["time_us"] for r in rows if r.get("time_us") is not None]
     wrongs = [r["wrong"] for r in rows if r.get("wrong") is not None]
-    return {
+    estimates = [r["estimate_us"] for r in rows if r.get("estimate_us") is not None]
+    out = {
         "time_us": statistics.median(times) if times else None,
         "time_us_rounds": times,
         "wrong": sum(wrongs) if wrongs else None,
     }
+    if estimates:  # the backend's own time estimate (torch's _time_estimator), where it has one
+        out["estimate_us"] = statistics.median(estimates)
+    return out
 
 
 def human_size(n):

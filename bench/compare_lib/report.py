@@ -118,6 +118,9 @@ def markdown_group(group, backends):
     alloc = "smddp-alloc" in by and not barrier
     if alloc:
         cols += ["smddp/smddp-alloc time", "smddp-alloc %memcpy"]
+    estimates = any("estimate_us" in r for r in by.get("smddp", {}).get("rows", []))
+    if estimates:  # smddp's own time estimate (torch's _time_estimator) against its time
+        cols.append("smddp estimate/time")
     if gloo_config:
         cols.append("gloo config")
     lines = [title, "", "| size | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
@@ -140,6 +143,10 @@ def markdown_group(group, backends):
             a = rows_by.get("smddp-alloc", {}).get(size)
             cells.append(f"{rt['alloc_speedup']:.2f}" if rt.get("alloc_speedup") else "n/a")
             cells.append(f"{a['pct_memcpy']:.0f}%" if a and a["pct_memcpy"] is not None else "n/a")
+        if estimates:
+            s = rows_by.get("smddp", {}).get(size)
+            ok = s and s.get("estimate_us") is not None and s["time_us"]
+            cells.append(f"{s['estimate_us'] / s['time_us']:.2f}" if ok else "n/a")
         if gloo_config:
             cells.append(gloo_config.get(size, "n/a"))
         lines.append(f"| {human_size(size) if not barrier else '-'} | " + " | ".join(cells) + " |")

@@ -6,7 +6,9 @@ command per line on stdin ({"coll", "dtype", "sizes", "iters", "warmup"[, "budge
 "min_iters"]} or {"quit": true}), runs that sweep and answers with one line on stdout starting
 with "@@": rank 0 sends the rows (time = max over ranks of the mean of the row's barrier-aligned
 calls, `iters` of them or fewer under a budget (calls_for); wrong = sum over ranks of the
-elements that differ from the closed-form values after a separate checked call), other ranks "ok".
+elements that differ from the closed-form values after a separate checked call; estimate_us = the
+backend's time estimate of one call (torch's _time_estimator, max over ranks) where it has one),
+other ranks "ok".
 A dtype the backend rejects (gloo + bfloat16 on torch 1.13) answers {"unsupported": message}.
 Invariant: stdout carries only "@@" lines; everything else goes to stderr.
 """
@@ -144,6 +146,19 @@ def calls_for(cmd, warm_s):
     return max(cmd.get("min_iters") or 1, min(cmd["iters"], fit))
 
 
+def estimator():
+    """The group's backend when it estimates times (torch >= 2.15: smddp; gloo does not)."""
+    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    return backend if getattr(backend, "_supports_time_estimate", False) else None
+
+
+def estimate(case):
+    """One call costed by the backend's model, not run (microseconds)."""
+    with dist._time_estimator() as e:
+        case.call()
+    return e.estimated_time
+
+
 def sweep(cmd, rank, world):
     dtype = DTYPES[cmd["dtype"]]
     err = probe(cmd["coll"], dtype, rank, world)
@@ -153,6 +168,8 @@ def sweep(cmd, rank, world):
     times = torch.zeros(len(sizes), dtype=torch.float64)
     wrong = torch.zeros(len(sizes), dtype=torch.float64)
     calls = [0] * len(sizes)
+    estimates = torch.zeros(len(sizes), dtype=torch.float64)
+    estimating = estimator() is not None
     paced = max(warmup, 1 if cmd.get("budget_ms") is not None else 0)  # a pace needs a call
     for k, size in enumerate(sizes):
         count = element_count(cmd["coll"], size, world, cmd["dtype"])
@@ -168,13 +185,19 @@ def sweep(cmd, rank, world):
         times[k] = (time.perf_counter() - t0) * 1e6 / iters
         calls[k] = iters
         wrong[k] = case.check()
+        if estimating:
+            estimates[k] = estimate(case)
     dist.all_reduce(times, op=dist.ReduceOp.MAX)
+    if estimating:
+        dist.all_reduce(estimates, op=dist.ReduceOp.MAX)
     dist.all_reduce(wrong, op=dist.ReduceOp.SUM)
     rows = []
     for k, size in enumerate(sizes):
         count = element_count(cmd["coll"], size, world, cmd["dtype"])
         rows.append({"size": size, "count": count, "time_us": float(times[k]),
                      "wrong": int(wrong[k]), "iters": calls[k]})
+        if estimating:
+            rows[-1]["estimate_us"] = float(estimates[k])
     return {"rows": rows}
 
 

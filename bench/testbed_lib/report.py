@@ -68,7 +68,10 @@ def summary(results, failed, meta):
     head = "| size |" + "".join(f" {b} us | {b} x cap | #wrong |" for b in names)
     peers = [b for b in names if b not in ("smddp", "smddp-torch")]
     head += "".join(f" smddp/{b} |" for b in peers) + "".join(f" {r} |" for r in ratios)
-    lines += [head, "|" + "---|" * (1 + 3 * len(names) + len(peers) + len(ratios))]
+    # smddp's own time estimate through torch (_time_estimator) against its measured time
+    estimates = any("estimate_us" in r for r in results.get("smddp-torch", []))
+    head += " smddp-torch estimate/time |" if estimates else ""
+    lines += [head, "|" + "---|" * (1 + 3 * len(names) + len(peers) + len(ratios) + estimates)]
     by = {b: {r["size"]: r for r in results[b]} for b in names}
     for size in sorted({r["size"] for rows in results.values() for r in rows}):
         row = f"| {human_size(size)} |"
@@ -84,6 +87,10 @@ def summary(results, failed, meta):
             a, b = ratio.split("/")
             mine, theirs = by[a].get(size), by[b].get(size)
             row += (f" {mine['time_us'] / theirs['time_us']:.2f} |" if mine and theirs
+                    else " - |")
+        if estimates:
+            t = by["smddp-torch"].get(size)
+            row += (f" {t['estimate_us'] / t['time_us']:.2f} |" if t and t.get("estimate_us")
                     else " - |")
         lines.append(row)
     for b, why in failed.items():

@@ -195,6 +195,15 @@ class ProcessGroupSmddp : public compat::BackendBase {
   std::shared_ptr<c10::Allocator> getMemAllocator() override;
   std::unordered_map<std::string, uint64_t> getMemoryStats() override;
 #endif
+#if SMDDP_TORCH_TIME_ESTIMATE
+  // ---- time estimates (process_group_estimate.cc) ----
+  // Collectives between start and end are costed by the engine's model (Communicator::
+  // beginEstimate), not run: their Works complete at once, their tensors untouched; end returns
+  // the total in microseconds. Nothing is communicated.
+  bool supportsTimeEstimation() const override { return true; }
+  void startTimeEstimate() override;
+  float endTimeEstimate() override;
+#endif
   // The uuid of the current generation (0 before any reconfigure).
   int64_t generation() const { return uuid_.load(std::memory_order_relaxed); }
 

@@ -12,7 +12,8 @@
 //                  _allgather_base, ..., forward to them): SMDDP_SINGLE picks the name to override.
 //   torch >= 2.15: reconfigure (C10D_BACKEND_HAS_RECONFIGURE), abort and completion hooks and
 //                  Work::getCompletionKey (C10D_BACKEND_HAS_HOOKS); Backend's rank and size may
-//                  change; tensors allocated by the backend (SMDDP_TORCH_TENSOR_ALLOC). shrink and getError are 2.x (2.11 has them).
+//                  change; tensors allocated by the backend (SMDDP_TORCH_TENSOR_ALLOC); time estimates
+//                  (SMDDP_TORCH_TIME_ESTIMATE). shrink and getError are 2.x (2.11 has them).
 // Versions in between (2.0 - 2.10) lack parts of the 2.x API used here and are refused at compile
 // time rather than half-supported.
 #pragma once
@@ -86,6 +87,9 @@
 // Backend::supportsTensorAlloc / allocateTensor / getMemAllocator / getMemoryStats: FSDP2's
 // set_allocate_memory_from_process_group (read from the 2.15 wheel's Backend.hpp).
 #define SMDDP_TORCH_TENSOR_ALLOC SMDDP_TORCH_AT_LEAST(2, 15)
+// Backend::supportsTimeEstimation / startTimeEstimate / endTimeEstimate: dist._time_estimator
+// (read from the 2.15 wheel's Backend.hpp).
+#define SMDDP_TORCH_TIME_ESTIMATE SMDDP_TORCH_AT_LEAST(2, 15)
 
 namespace smddp::torch_shim::compat {
 

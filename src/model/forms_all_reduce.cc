@@ -105,12 +105,13 @@ double hierLeader(const Machine& m, double bytes) {
 }
 
 double arenaDirect(const Machine& m, double bytes) {
-  // Per chunk (one slot): copy in, one synchronisation, every rank reduces all n chunks.
+  // Per chunk (one slot): copy in, publish, wait for every rank's, every rank reduces all n
+  // chunks, release; the next use of the slot waits for every release: two synchronisations.
   const double n = m.per_node;
   const double chunk = m.chunkBytes();
   const double each = std::min(bytes, chunk);
   return uses(bytes, chunk) *
-         (m.arena_alpha + each * m.copyBeta() + (n - 1) * each * m.reduceBeta());
+         (2 * m.arena_alpha + each * m.copyBeta() + (n - 1) * each * m.reduceBeta());
 }
 
 double arenaSplit(const Machine& m, double bytes) {

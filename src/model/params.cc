@@ -2,14 +2,23 @@
 // Priors, this machine's rates, and the parameter file (params.h).
 //
 // Priors (each may be overridden by the file):
-// - arena_alpha: 1.5 us a synchronisation while a host's ranks have a CPU each; 4 us x
-//   (ranks per CPU - 1) more when they share (a waiter yields its CPU to the rank it waits for).
-//   Measured with the perf tools on a 2-core VM (8 B - 4 KiB calls: 2 ranks 1-2.5 us a
-//   synchronisation, 4 ranks 4-6 us).
-// - call_alpha: 0 here; the layer that calls the engine adds its own (the torch backend: its Work).
+// - arena_alpha: 1.5 us a synchronisation while a host's ranks have a CPU each; 10 us x
+//   (ranks per CPU - 1) more when they share (a waiter yields its CPU to the rank it waits for,
+//   and waits for its time slice). From the perf tools and torch on a 2-core VM: 4 KiB calls of
+//   2 ranks 1-2.5 us a synchronisation; of 4 ranks 4-6 us through the perf tools, 10-20 through
+//   torch, whose threads take time slices too.
+// - call_alpha: 8 us a call, x (ranks per CPU)^2 when they share: a call through torch's backend
+//   (its Work, the hand-offs between the caller's, the engine's and the completion thread; with
+//   shared CPUs each hand-off waits for a time slice). Measured through torch on a 2-core VM:
+//   8-10 us beside the algorithm with 2 ranks, 30-35 us with 4. A program calling the engine
+//   directly pays about 2 us; its SMDDP_COST_MODEL file may say so ("call_alpha").
 // - the network: 15 us a step (EFA's SRD through libfabric), 90 % of 100 Gbit/s, no CPU time per
 //   message: a datacentre link; a testbed's comes from its calibration file.
 #include "model/params.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +26,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "reduce/reducer.h"
@@ -36,16 +46,26 @@ double bestSeconds(int reps, const std::function<void()>& run) {
   return best;
 }
 
+// Copies and reductions at two sizes: 2 MiB, which a last-level cache holds (what moves through
+// the arena's slots: a chunk one rank writes and another reads at once), and 64 MiB, which none
+// does (the user's buffers at the sizes where bytes count: memory speed, 2-3x slower here). An
+// arena collective moves about as many bytes each way, so the rate is their harmonic mean.
+double perByte(size_t bytes, int reps, const std::function<void(unsigned char*, unsigned char*,
+                                                                 size_t)>& run) {
+  std::vector<unsigned char> a(bytes, 1), b(bytes, 2);
+  return bestSeconds(reps, [&] { run(a.data(), b.data(), bytes); }) / static_cast<double>(bytes);
+}
+
 Rates measure() {
-  constexpr size_t kBytes = 4u << 20;
-  std::vector<float> a(kBytes / sizeof(float), 1.0f), b(a.size(), 2.0f);
+  auto copy = [](unsigned char* a, unsigned char* b, size_t n) { std::memcpy(b, a, n); };
+  auto sum = [](unsigned char* a, unsigned char* b, size_t n) {
+    reduce::reduce(DataType::kFloat32, ReduceOp::kSum, b, b, a, n / sizeof(float));
+  };
+  const double copyBeta = (perByte(2u << 20, 5, copy) + perByte(64u << 20, 3, copy)) / 2;
+  const double gamma = (perByte(2u << 20, 5, sum) + perByte(64u << 20, 3, sum)) / 2;
   Rates r;
-  const double copy = bestSeconds(5, [&] { std::memcpy(b.data(), a.data(), kBytes); });
-  const double sum = bestSeconds(5, [&] {
-    reduce::reduce(DataType::kFloat32, ReduceOp::kSum, b.data(), b.data(), a.data(), a.size());
-  });
-  r.copyRate = kBytes / std::max(copy, 1e-9);
-  r.gamma = std::max(sum, 1e-9) / kBytes;
+  r.copyRate = 1.0 / std::max(copyBeta, 1e-13);
+  r.gamma = std::max(gamma, 1e-13);
   return r;
 }
 
@@ -119,10 +139,32 @@ struct Reader {
   }
 };
 
+// The ranks of a host reach their first estimate together: measured at once they would share
+// the CPUs and the memory bus and each find a fraction of the rate. A lock file takes them one
+// at a time (a few hundred milliseconds for 4 ranks), waited for at most 5 s (then measured
+// anyway, which is what a crashed holder would leave: the kernel drops its lock).
+Rates measureAlone() {
+  const int fd = ::open("/tmp/smddp-cost-model.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0666);
+  bool locked = false;
+  if (fd >= 0) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!(locked = ::flock(fd, LOCK_EX | LOCK_NB) == 0) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+  const Rates r = measure();
+  if (fd >= 0) {
+    if (locked) ::flock(fd, LOCK_UN);
+    ::close(fd);
+  }
+  return r;
+}
+
 }  // namespace
 
 const Rates& measureRates() {
-  static const Rates rates = measure();
+  static const Rates rates = measureAlone();
   return rates;
 }
 
@@ -132,7 +174,8 @@ Machine priors(const Shape& shape, const Rates& rates) {
   m.per_node = std::max(1, shape.perNode);
   m.cpu_share = shape.hostCpus > 0 ? std::max(1.0, static_cast<double>(m.per_node) / shape.hostCpus)
                                    : 1.0;
-  m.arena_alpha = 1.5e-6 + 4e-6 * (m.cpu_share - 1.0);
+  m.arena_alpha = 1.5e-6 + 10e-6 * (m.cpu_share - 1.0);
+  m.call_alpha = 8e-6 * m.cpu_share * m.cpu_share;
   if (rates.copyRate > 0) m.copy_rate = rates.copyRate;
   if (rates.gamma > 0) m.gamma = rates.gamma;
   m.net_alpha = 15e-6;

@@ -36,7 +36,7 @@ Machine bytesOnly(int n) {
 TEST(ModelCosts, ArenaSynchronisationsPerCall) {
   for (int n : {2, 3, 5, 7}) {
     const Machine m = syncsOnly(n);
-    EXPECT_DOUBLE_EQ(sumSeconds(m, K::kAllReduce, "arena_direct", 4096), 1.0) << n;
+    EXPECT_DOUBLE_EQ(sumSeconds(m, K::kAllReduce, "arena_direct", 4096), 2.0) << n;
     EXPECT_DOUBLE_EQ(sumSeconds(m, K::kAllReduce, "arena_split", 64 * 1024), 2.0) << n;
     // half a slot a chunk: 4 MiB is 8 chunks of 512 KiB, two synchronisations each
     EXPECT_DOUBLE_EQ(sumSeconds(m, K::kAllReduce, "arena_split", 4 << 20), 16.0) << n;
