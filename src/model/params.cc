@@ -7,11 +7,13 @@
 //   and waits for its time slice). From the perf tools and torch on a 2-core VM: 4 KiB calls of
 //   2 ranks 1-2.5 us a synchronisation; of 4 ranks 4-6 us through the perf tools, 10-20 through
 //   torch, whose threads take time slices too.
-// - call_alpha: 8 us a call, x (ranks per CPU)^2 when they share: a call through torch's backend
-//   (its Work, the hand-offs between the caller's, the engine's and the completion thread; with
-//   shared CPUs each hand-off waits for a time slice). Measured through torch on a 2-core VM:
-//   8-10 us beside the algorithm with 2 ranks, 30-35 us with 4. A program calling the engine
-//   directly pays about 2 us; its SMDDP_COST_MODEL file may say so ("call_alpha").
+// - call_alpha: 8 us a call with a CPU per rank, x (ranks per CPU)^3 when they share: a call
+//   through torch's backend (its Work, the hand-offs between the caller's, the engine's and the
+//   completion thread, the Python around it). Measured through torch on a 2-core VM: 8-10 us
+//   beside the algorithm with 2 ranks, 30-70 us with 4 (list-form all_gather the most); the cube
+//   fits those two points (each hand-off waits for the time slices of the ranks sharing its CPU)
+//   and is a guess beyond them. A program calling the engine directly pays about 2 us; its
+//   SMDDP_COST_MODEL file may say so ("call_alpha").
 // - the network: 15 us a step (EFA's SRD through libfabric), 90 % of 100 Gbit/s, no CPU time per
 //   message: a datacentre link; a testbed's comes from its calibration file.
 #include "model/params.h"
@@ -175,7 +177,7 @@ Machine priors(const Shape& shape, const Rates& rates) {
   m.cpu_share = shape.hostCpus > 0 ? std::max(1.0, static_cast<double>(m.per_node) / shape.hostCpus)
                                    : 1.0;
   m.arena_alpha = 1.5e-6 + 10e-6 * (m.cpu_share - 1.0);
-  m.call_alpha = 8e-6 * m.cpu_share * m.cpu_share;
+  m.call_alpha = 8e-6 * m.cpu_share * m.cpu_share * m.cpu_share;
   if (rates.copyRate > 0) m.copy_rate = rates.copyRate;
   if (rates.gamma > 0) m.gamma = rates.gamma;
   m.net_alpha = 15e-6;
