@@ -153,8 +153,8 @@ class TorchRunner:
         reply = self.group.run(self.collective, "float32", sizes, iters, warmup)
         if "unsupported" in reply:
             raise RunError(reply["unsupported"])
-        return [{"size": r["size"], "time_us": r["time_us"], "wrong": r["wrong"]}
-                for r in reply["rows"]]
+        keep = ("size", "time_us", "wrong", "estimate_us")  # estimate_us: smddp's, when asked
+        return [{k: r[k] for k in keep if k in r} for r in reply["rows"]]
 
     def close(self):
         self.group.close()

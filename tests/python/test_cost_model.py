@@ -268,3 +268,32 @@ def test_cli_check_costs_an_all_to_all_run_with_its_algorithms(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "all_to_all 2x2 @ 1gbit" in res.stdout and "hier_leader" in res.stdout
     assert "largest error: 0 %" in res.stdout, res.stdout
+
+
+def test_cli_estimates_tabulates_estimate_against_measured(tmp_path):
+    """bench/model estimates: smddp's rows of a compare.json and smddp-torch's of a testbed.json,
+    only those with an estimate, ratio = estimate / measured."""
+    compare = {"cells": [
+        {"backend": "smddp", "status": "ok", "collective": "all_reduce", "world": 2,
+         "rows": [{"size": 4096, "time_us": 20.0, "estimate_us": 10.0},
+                  {"size": 1 << 20, "time_us": 200.0, "estimate_us": 300.0}]},
+        {"backend": "gloo", "status": "ok", "collective": "all_reduce", "world": 2,
+         "rows": [{"size": 4096, "time_us": 50.0}]}]}
+    bed = {"meta": {"hosts": 2, "per_host": 2, "rate": "1gbit", "collective": "all_gather"},
+           "results": {"smddp-torch": [{"size": 4096, "time_us": 100.0, "estimate_us": 80.0},
+                                       {"size": 8, "time_us": 90.0}],
+                       "smddp": [{"size": 4096, "time_us": 30.0}]}}
+    (tmp_path / "compare.json").write_text(json.dumps(compare))
+    (tmp_path / "testbed.json").write_text(json.dumps(bed))
+    res = subprocess.run([sys.executable, MODEL, "estimates", str(tmp_path / "compare.json"),
+                          str(tmp_path / "testbed.json"), "--out", str(tmp_path / "out")],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    text = (tmp_path / "out" / "estimates.md").read_text()
+    assert "| one host | all_reduce | 2 | 20 / 10 (0.50) | 200 / 300 (1.50) |" in text, text
+    assert "| 2 hosts @ 1gbit | all_gather | 2 x 2 | 100 / 80 (0.80) | - |" in text, text
+    assert "0.50 to 1.50 over 3 cells" in text
+    assert (tmp_path / "out" / "estimates.png").stat().st_size > 0
+    res = subprocess.run([sys.executable, MODEL, "estimates", str(tmp_path / "testbed.json")],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0 and "0.80 to 0.80" in res.stdout
