@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "algorithms/patterns/common.h"
 #include "common/call.h"
 #include "model/machine.h"
 
@@ -17,16 +18,8 @@ namespace smddp::model::forms {
 
 using Cost = double (*)(const Machine&, double bytes);
 
-inline int log2Ceil(int n) {
-  int k = 0;
-  while ((1 << k) < n) ++k;
-  return k;
-}
-inline int floorPow2(int n) {
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  return p;
-}
+inline int log2Ceil(int n) { return algo::patterns::ceilLog2(n); }
+inline int floorPow2(int n) { return algo::patterns::floorPowerOfTwo(n); }
 // Recursive doubling's message steps on the critical path (fold and unfold when n is not a
 // power of two).
 inline int rdSteps(int n) {
