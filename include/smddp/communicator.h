@@ -19,6 +19,7 @@
 #include "smddp/request.h"
 #include "smddp/store.h"
 #include "smddp/types.h"
+#include "smddp/window.h"
 
 namespace smddp {
 
@@ -84,6 +85,12 @@ class Communicator {
   // scratch on its device, once connected).
   std::map<std::string, uint64_t> memoryStats() const;
 
+  // One-sided communication (smddp/window.h). Collective: every rank calls it in the same order
+  // with its own memory (data may be null when bytes is 0; sizes may differ). The memory must
+  // outlive the window, and the window must not outlive this communicator. Windows whose memory
+  // came from allocateShared are read and written in place by the host's other ranks.
+  std::shared_ptr<Window> createWindow(void* data, size_t bytes);
+
   // Time estimates. Between beginEstimate() and endEstimate(), collectives and send/recv on this
   // communicator are checked as usual (bad arguments throw) but not run: each returns a completed
   // Request, its buffers untouched, and adds its cost to the estimate: the cost model's time
@@ -142,7 +149,9 @@ class Communicator {
   // Point to point. Not collectives: only the two ranks take part, and they are in no order
   // with the collectives (a send may complete while a collective posted before it still runs).
   // Messages from one rank to another with one tag match in the order they were posted. Each
-  // operation is bounded by the communicator's timeout; a peer that is gone fails it.
+  // operation is bounded by the communicator's timeout; a peer that is gone fails it. Tags from
+  // kWindowTags up are the windows' (Error(kInvalidArgument) here).
+  static constexpr uint32_t kWindowTags = 0xFFFF0000u;
   static constexpr int kAnySource = -1;
   // Sends buf to rank `peer` (not this rank); done once buf may be reused.
   Request send(const Buffer& buf, int peer, uint32_t tag = 0);

@@ -8,3 +8,4 @@
 #include "smddp/store.h"
 #include "smddp/types.h"
 #include "smddp/version.h"
+#include "smddp/window.h"

@@ -7,6 +7,7 @@
 #include "common/config.h"
 #include "common/logging.h"
 #include "core/communicator_impl.h"
+#include "core/window_impl.h"
 #include "core/validate.h"
 #include "smddp/error.h"
 
@@ -216,12 +217,30 @@ Request Communicator::allToAllV(const Buffer& send, const std::vector<size_t>& s
                            core::piecesOf(at, "recv", recv, recvCounts, recvOffsets)));
 }
 
+namespace {
+void checkUserTag(int rank, const char* what, uint32_t tag) {
+  if (tag >= Communicator::kWindowTags) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "smddp: rank " + std::to_string(rank) + ": " + what + ": tag " +
+                    std::to_string(tag) + " is reserved for windows (tags from " +
+                    std::to_string(Communicator::kWindowTags) + " up)");
+  }
+}
+}  // namespace
+
 Request Communicator::send(const Buffer& buf, int peer, uint32_t tag) {
+  checkUserTag(rank(), "send", tag);
   return impl_->postPointToPoint(core::checkSend({rank(), size()}, buf, peer), peer, tag);
 }
 
 Request Communicator::recv(const Buffer& buf, int peer, uint32_t tag) {
+  checkUserTag(rank(), "recv", tag);
   return impl_->postPointToPoint(core::checkRecv({rank(), size()}, buf, peer), peer, tag);
+}
+
+std::shared_ptr<Window> Communicator::createWindow(void* data, size_t bytes) {
+  return std::make_shared<Window>(
+      core::WindowImpl::create(*this, *impl_, impl_->nextWindowId(), data, bytes));
 }
 
 void Communicator::allReduceBlocking(const Buffer& send, const Buffer& recv, ReduceOp op) {

@@ -64,9 +64,13 @@ double CommunicatorImpl::estimateCall(const algo::CollectiveArgs& args, std::str
 
 Request CommunicatorImpl::estimated(const algo::CollectiveArgs& args) {
   estimator().add(args);
+  return completedRequest(args.kind);
+}
+
+Request CommunicatorImpl::completedRequest(CollectiveKind kind) {
   auto state = std::allocate_shared<RequestState>(RecyclingAllocator<RequestState>());
   state->engine = engine_.get();
-  state->desc.call() = args.call();
+  state->desc.kind = kind;
   state->complete(nullptr);
   return Request(std::move(state));
 }

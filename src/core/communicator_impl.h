@@ -109,6 +109,11 @@ class CommunicatorImpl {
   // The cost of one call and the algorithm it would run (Communicator::estimateCall).
   double estimateCall(const algo::CollectiveArgs& args, std::string* algorithm);
 
+  // A request that is already done (nothing to run).
+  Request completedRequest(CollectiveKind kind);
+  // The next window's number (Communicator::createWindow).
+  int nextWindowId() { return windows_.fetch_add(1, std::memory_order_relaxed); }
+
   // A checked send or recv (args.kind kSend / kRecv) to or from `peer` (transport::kAnyPeer for
   // a recv from any rank), bounded by timeout(). Error(kUnsupported) without a p2p transport.
   Request postPointToPoint(const algo::CollectiveArgs& args, int peer, uint32_t tag);
@@ -217,6 +222,7 @@ class CommunicatorImpl {
   std::mutex estimatorMutex_;               // guards the creation of estimator_
   std::unique_ptr<Estimator> estimator_;    // made by the first estimate
   std::atomic<bool> estimating_{false};
+  std::atomic<int> windows_{0};
   unsigned hostCpus_ = 0;  // CPUs this host's ranks may use together (0: unknown)
   int ranksPerHost_ = 1;   // the largest host's
 };

@@ -22,6 +22,8 @@ smddp_layer(smddp_core
   core/validate_all_to_all.cc
   core/validate_lists.cc
   core/validate_point_to_point.cc
+  core/window.cc
+  core/window_impl.cc
   core/point_to_point.cc
   core/point_to_point_mail.cc)
 target_link_libraries(smddp_core PUBLIC smddp_watch smddp_model smddp_algorithms smddp_transport smddp_store

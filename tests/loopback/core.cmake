@@ -9,6 +9,8 @@ if(TARGET smddp_core)
                  SOURCES loopback/core_blocking_test.cc)
   smddp_add_test(smddp_loopback_core_estimate loopback 120 LIBS smddp_core
                  SOURCES loopback/core_estimate_test.cc)
+  smddp_add_test(smddp_loopback_core_window loopback 180 LIBS smddp_core
+                 SOURCES loopback/core_window_test.cc)
   smddp_add_test(smddp_loopback_core_spin loopback 60 LIBS smddp_core SOURCES loopback/core_spin_test.cc)
   smddp_add_test(smddp_loopback_core_dtypes loopback 300 LIBS smddp_core
                  SOURCES loopback/core_dtypes_test.cc)

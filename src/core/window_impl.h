@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+// WindowImpl: the machinery of smddp::Window (include/smddp/window.h).
+//
+// Creation (collective, Communicator::createWindow): every rank publishes its window's size, where
+// it lies in the shareable pool (algo::arena::PoolRef; none for ordinary memory) and the pool
+// block of its signal counters (one cache line per rank: how many signals that rank sent it);
+// each maps the windows and counters of the peers on its host that have both, then all publish
+// which peers they mapped, so both ends of a pair agree on its path:
+//   mapped   the origin copies into the target's window and bumps the target's counter for it
+//            (a release increment, after the copies); waitSignal acquires the counter.
+//   message  a put is a header (put, offset, bytes) and the bytes, a signal a header (signal),
+//            sent to the target with the window's tag over point-to-point (the origin's copy of
+//            the bytes, so a put is done at once); waitSignal receives the peer's headers in
+//            order, each put's bytes into the window, until a signal. Messages of one pair and
+//            tag arrive in order, so the bytes before a signal are in place when it is taken.
+// A waitSignal that fails (timeout, gone peer) may leave a receive posted: the window is then
+// unusable, and says so.
+// Invariants: a put's range is checked before anything moves; the counters only grow.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "algorithms/arena/pool.h"
+#include "smddp/communicator.h"
+#include "smddp/request.h"
+
+namespace smddp::core {
+
+class CommunicatorImpl;
+
+class WindowImpl {
+ public:
+  // Tags of window messages: kTagBase | (id & 0xffff).
+  static constexpr uint32_t kTagBase = 0xFFFF0000u;
+
+  // Collective over `comm`. data may be null when bytes is 0.
+  static std::unique_ptr<WindowImpl> create(Communicator& comm, CommunicatorImpl& impl, int id,
+                                            void* data, size_t bytes);
+  ~WindowImpl();
+
+  int id() const { return id_; }
+  size_t bytes(int rank) const;
+  void* data() const { return data_; }
+  void* mapped(int rank) const;
+  Request put(const void* src, size_t bytes, int dst, size_t offset);
+  Request signal(int peer);
+  void waitSignal(int peer, std::chrono::milliseconds timeout);
+
+ private:
+  struct Peer {
+    size_t bytes = 0;
+    algo::arena::PoolRef data;
+    algo::arena::PoolRef flags;
+    unsigned char* memory = nullptr;          // its window, mapped (mapped path)
+    std::atomic<uint64_t>* counter = nullptr;  // its counter of my signals (mapped path)
+    bool mapsMe = false;                       // it puts into my window directly
+    uint64_t taken = 0;                        // its signals consumed here
+  };
+  WindowImpl(Communicator& comm, CommunicatorImpl& impl, int id, void* data, size_t bytes);
+  std::string where() const;  // "smddp: rank R: window N"
+  int checkPeer(int peer, const char* what) const;
+  void checkUsable() const;
+  Request message(int peer, uint32_t kind, uint64_t offset, const void* src, size_t bytes);
+  std::atomic<uint64_t>* myCounter(int peer) const;
+  void waitMapped(int peer, std::chrono::steady_clock::time_point deadline);
+  void waitMessages(int peer, std::chrono::steady_clock::time_point deadline);
+
+  Communicator& comm_;
+  CommunicatorImpl& impl_;
+  int id_;
+  int rank_;
+  int size_;
+  void* data_;
+  std::shared_ptr<algo::arena::Pool> pool_;
+  std::shared_ptr<void> flags_;  // this rank's counters (n cache lines, in the pool)
+  std::vector<Peer> peers_;
+  std::atomic<bool> broken_{false};
+  std::string brokenWhy_;
+  std::mutex sendMutex_;  // a put's header and bytes go out back to back
+};
+
+}  // namespace smddp::core
