@@ -195,6 +195,18 @@ class ProcessGroupSmddp : public compat::BackendBase {
   std::shared_ptr<c10::Allocator> getMemAllocator() override;
   std::unordered_map<std::string, uint64_t> getMemoryStats() override;
 #endif
+#if SMDDP_TORCH_WINDOW
+  // ---- one-sided windows (process_group_window.cc) ----
+  // A c10d::Window over the engine's (smddp/window.h) on CPU tensors: puts in place within a host
+  // when the windows' tensors come from allocate_tensor, as messages otherwise.
+  bool supportsWindow() const override { return true; }
+  c10::intrusive_ptr<::c10d::Window> new_window(
+      const std::optional<at::Tensor>& tensor = std::nullopt) override;
+#endif
+  // The current communicator, entered (window calls; collectives enter it themselves).
+  CommUse enterComm() const { return enter(); }
+  // A Work that is already done (window calls), bounded like the group's collectives.
+  c10::intrusive_ptr<Work> doneWork(::c10d::OpType opType) const;
 #if SMDDP_TORCH_TIME_ESTIMATE
   // ---- time estimates (process_group_estimate.cc) ----
   // Collectives between start and end are costed by the engine's model (Communicator::

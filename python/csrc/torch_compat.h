@@ -68,6 +68,13 @@
 #define SMDDP_OVERRIDE_HOOKS
 #endif
 
+// One-sided windows (Window.hpp): Backend::supportsWindow / new_window.
+#if defined(C10D_BACKEND_HAS_WINDOW)
+#define SMDDP_TORCH_WINDOW 1
+#else
+#define SMDDP_TORCH_WINDOW 0
+#endif
+
 #if SMDDP_TORCH_AT_LEAST(2, 14)
 #define SMDDP_SINGLE(newName, oldName) newName
 #define SMDDP_TORCH_SINGLE_NAMES 1
