@@ -81,6 +81,7 @@ class Communicator {
   // (a count), "shared_peer_mapped" (the host's other processes' shared memory mapped here),
   // "shared_in_place_calls" (collectives that ran in place on it, a count); and this
   // communicator's: "arena" (its shared-memory arena, every rank's region of the host's object),
+  // "windows" (this rank's memory registered in its live windows),
   // "staging_pinned" (pinned host memory staging CUDA calls), "device_ipc_scratch" (its CUDA IPC
   // scratch on its device, once connected).
   std::map<std::string, uint64_t> memoryStats() const;

@@ -113,6 +113,8 @@ class CommunicatorImpl {
   Request completedRequest(CollectiveKind kind);
   // The next window's number (Communicator::createWindow).
   int nextWindowId() { return windows_.fetch_add(1, std::memory_order_relaxed); }
+  // This rank's memory registered in live windows (shared with them: a window may outlive this).
+  const std::shared_ptr<std::atomic<uint64_t>>& windowBytes() const { return windowBytes_; }
 
   // A checked send or recv (args.kind kSend / kRecv) to or from `peer` (transport::kAnyPeer for
   // a recv from any rank), bounded by timeout(). Error(kUnsupported) without a p2p transport.
@@ -223,6 +225,7 @@ class CommunicatorImpl {
   std::unique_ptr<Estimator> estimator_;    // made by the first estimate
   std::atomic<bool> estimating_{false};
   std::atomic<int> windows_{0};
+  std::shared_ptr<std::atomic<uint64_t>> windowBytes_ = std::make_shared<std::atomic<uint64_t>>(0);
   unsigned hostCpus_ = 0;  // CPUs this host's ranks may use together (0: unknown)
   int ranksPerHost_ = 1;   // the largest host's
 };

@@ -153,7 +153,8 @@ std::map<std::string, uint64_t> CommunicatorImpl::memoryStats() {
                                            {"shared_in_place_calls", pool.inPlaceCalls},
                                            {"device_ipc_scratch", 0},
                                            {"staging_pinned", 0},
-                                           {"arena", 0}};
+                                           {"arena", 0},
+                                           {"windows", windowBytes_->load()}};
   if (arena_) stats["arena"] = arena_->segment().mappedBytes();
   if (hostArena_) stats["arena"] = hostArena_->segment().mappedBytes();
   std::lock_guard<std::mutex> lock(stagerMutex_);

@@ -46,7 +46,9 @@ WindowImpl::WindowImpl(Communicator& comm, CommunicatorImpl& impl, int id, void*
   peers_[rank_].bytes = bytes;
 }
 
-WindowImpl::~WindowImpl() = default;
+WindowImpl::~WindowImpl() {
+  if (registered_) registered_->fetch_sub(peers_[static_cast<size_t>(rank_)].bytes);
+}
 
 std::string WindowImpl::where() const {
   return "smddp: rank " + std::to_string(rank_) + ": window " + std::to_string(id_);
@@ -100,6 +102,8 @@ std::unique_ptr<WindowImpl> WindowImpl::create(Communicator& comm, CommunicatorI
   for (int r = 0; r < n; ++r) {
     w->peers_[static_cast<size_t>(r)].mapsMe = rows[static_cast<size_t>(r) * n + w->rank_] != 0;
   }
+  w->registered_ = impl.windowBytes();
+  w->registered_->fetch_add(bytes);
   return w;
 }
 

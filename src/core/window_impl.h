@@ -78,6 +78,7 @@ class WindowImpl {
   void* data_;
   std::shared_ptr<algo::arena::Pool> pool_;
   std::shared_ptr<void> flags_;  // this rank's counters (n cache lines, in the pool)
+  std::shared_ptr<std::atomic<uint64_t>> registered_;  // the communicator's window bytes
   std::vector<Peer> peers_;
   std::atomic<bool> broken_{false};
   std::string brokenWhy_;

@@ -154,7 +154,9 @@ TEST(Window, MappedPeersShowTheirWindows) {
   runRanks(comms, [&](int rank, Communicator& c) {
     WindowMemory mem(c, Memory::kShared, 1024);
     std::memset(mem.data, rank + 1, 1024);
+    EXPECT_EQ(c.memoryStats().at("windows"), 0u);
     auto w = c.createWindow(mem.data, 1024);
+    EXPECT_EQ(c.memoryStats().at("windows"), 1024u);
     c.barrierBlocking();
     for (int r = 0; r < 3; ++r) {
       const auto* p = static_cast<const unsigned char*>(w->mapped(r));
@@ -162,6 +164,8 @@ TEST(Window, MappedPeersShowTheirWindows) {
       for (int i = 0; i < 1024; ++i) ASSERT_EQ(p[i], r + 1);
     }
     c.barrierBlocking();
+    w.reset();
+    EXPECT_EQ(c.memoryStats().at("windows"), 0u);
   });
 }
 
