@@ -39,12 +39,14 @@ class Window {
   // The peer's window mapped into this process (same host, shareable memory), else nullptr.
   void* mapped(int rank) const;
 
-  // Writes src[0, bytes) into rank dst's window at byte `offset`. The Request is done once src
-  // may be reused (a mapped peer: the bytes are already there). Error(kInvalidArgument) naming
+  // Writes src[0, bytes) into rank dst's window at byte `offset`. The Request is done at once:
+  // src may be reused (a mapped peer: the bytes are already there; else a copy is sent). Error(kInvalidArgument) naming
   // this rank, the window, dst and the range when it does not fit dst's window; a put to this
   // rank's own window is a copy.
   Request put(const void* src, size_t bytes, int dst, size_t offset);
-  // Marks the end of the puts this rank issued to `peer` so far (see above). Done once sent.
+  // Marks the end of the puts this rank issued to `peer` so far (see above). Done at once; a put
+  // or signal that could not be delivered (the peer gone, the timeout) fails the window's next
+  // call on this rank, which names it, and leaves the window unusable.
   Request signal(int peer);
   // Waits, up to `timeout`, for the next signal from `peer` and lands the puts before it.
   // Error(kTimeout) naming both ranks and the window when none came; kPeerFailure when the peer

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // One-sided windows for torch (process_group.h): c10d::Window over smddp::Window. The window's
 // tensor is registered collectively (new_window(tensor) or tensor_register); offsets are in its
-// elements; put and signal are done when they return (the engine copies or sends at once);
+// elements; put and signal are done when they return (the engine copies, or sends a copy, at
+// once; one that could not be delivered fails the window's next call);
 // wait_signal blocks (its per-call timeout, else the group's). A window belongs to the
 // communicator it was registered on: after a reconfigure or a shutdown of the group its calls
 // fail, saying so.
 #include "process_group.h"
+
+#include <cstdint>
 
 #include "smddp/error.h"
 
@@ -48,10 +51,13 @@ class SmddpWindow final : public ::c10d::Window {
     checked();
     TORCH_CHECK(tensor.device().is_cpu() && tensor.is_contiguous(),
                 "smddp: window ", window_->id(), ": put takes a contiguous CPU tensor");
-    TORCH_CHECK(targetOffsetNelems >= 0, "smddp: rank ", group_->getRank(), ": window ",
-                window_->id(), ": negative offset ", targetOffsetNelems);
+    TORCH_CHECK(targetOffsetNelems >= 0 &&
+                    static_cast<uint64_t>(targetOffsetNelems) <= SIZE_MAX / element_,
+                "smddp: rank ", group_->getRank(), ": window ", window_->id(), ": offset ",
+                targetOffsetNelems, " elements is out of range");
+    const int dst = rankOf(dstRank, "put");
     const CommUse use = group_->enterComm();
-    window_->put(tensor.data_ptr(), tensor.nbytes(), static_cast<int>(dstRank),
+    window_->put(tensor.data_ptr(), tensor.nbytes(), dst,
                  static_cast<size_t>(targetOffsetNelems) * element_)
         .wait();
     return group_->doneWork(::c10d::OpType::SEND);
@@ -59,7 +65,7 @@ class SmddpWindow final : public ::c10d::Window {
 
   at::Tensor map_remote_tensor(int64_t rank) override {
     checked();
-    void* p = window_->mapped(static_cast<int>(rank));
+    void* p = window_->mapped(rankOf(rank, "map_remote_tensor"));
     TORCH_CHECK(p != nullptr, "smddp: rank ", group_->getRank(), ": window ", window_->id(),
                 ": rank ", rank, "'s window is not mapped here (another host, or not in "
                 "smddp's memory: allocate it with allocate_tensor)");
@@ -71,7 +77,7 @@ class SmddpWindow final : public ::c10d::Window {
                                           const ::c10d::SignalOptions& /*opts*/) override {
     checked();
     const CommUse use = group_->enterComm();
-    window_->signal(static_cast<int>(peerRank)).wait();
+    window_->signal(rankOf(peerRank, "signal")).wait();
     return group_->doneWork(::c10d::OpType::SEND);
   }
 
@@ -81,7 +87,7 @@ class SmddpWindow final : public ::c10d::Window {
     const auto timeout =
         opts.timeout == ::c10d::kUnsetTimeout ? group_->timeout() : opts.timeout;
     const CommUse use = group_->enterComm();
-    window_->waitSignal(static_cast<int>(peerRank), timeout);
+    window_->waitSignal(rankOf(peerRank, "wait_signal"), timeout);
     return group_->doneWork(::c10d::OpType::RECV);
   }
 
@@ -91,6 +97,12 @@ class SmddpWindow final : public ::c10d::Window {
 
  private:
   int id() const { return window_ ? window_->id() : -1; }
+  int rankOf(int64_t rank, const char* what) const {
+    TORCH_CHECK(rank >= 0 && rank < group_->getSize(), "smddp: rank ", group_->getRank(),
+                ": window ", id(), ": ", what, ": rank ", rank, " is not in [0, ",
+                group_->getSize(), ")");
+    return static_cast<int>(rank);
+  }
   void checked() const {
     TORCH_CHECK(window_ != nullptr, "smddp: rank ", group_->getRank(),
                 ": this window has no tensor registered (new_window(tensor) or tensor_register)");
@@ -112,7 +124,7 @@ class SmddpWindow final : public ::c10d::Window {
 c10::intrusive_ptr<::c10d::Window> ProcessGroupSmddp::new_window(
     const std::optional<at::Tensor>& tensor) {
   auto window = c10::make_intrusive<SmddpWindow>(
-      c10::intrusive_ptr<ProcessGroupSmddp>::reclaim_copy(this));
+      c10::intrusive_ptr<ProcessGroupSmddp>::unsafe_reclaim_from_nonowning(this));
   if (tensor.has_value()) window->tensor_register(*tensor, true);
   return window;
 }

@@ -392,6 +392,16 @@ Request CommunicatorImpl::postPointToPoint(const algo::CollectiveArgs& args, int
   return p2p_->post(args, peer, tag, timeout());
 }
 
+Request CommunicatorImpl::postWindowMessage(const algo::CollectiveArgs& args, int peer,
+                                            uint32_t tag, std::chrono::milliseconds timeout) {
+  if (!p2p_) {
+    throw Error(ErrorCode::kUnsupported, "smddp: rank " + std::to_string(rank_) +
+                                             ": windows need the point-to-point transport, "
+                                             "which this communicator does not have");
+  }
+  return p2p_->post(args, peer, tag, timeout);
+}
+
 void CommunicatorImpl::abort(const std::string& reason) {
   {
     std::lock_guard<std::mutex> lock(stateMutex_);

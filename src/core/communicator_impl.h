@@ -118,6 +118,10 @@ class CommunicatorImpl {
 
   // A checked send or recv (args.kind kSend / kRecv) to or from `peer` (transport::kAnyPeer for
   // a recv from any rank), bounded by timeout(). Error(kUnsupported) without a p2p transport.
+  // A window's message (window_impl.h): never costed by an estimate (windows refuse to run then),
+  // bounded by `timeout` (its own deadline: the operation is withdrawn when it passes).
+  Request postWindowMessage(const algo::CollectiveArgs& args, int peer, uint32_t tag,
+                            std::chrono::milliseconds timeout);
   Request postPointToPoint(const algo::CollectiveArgs& args, int peer, uint32_t tag);
 
   // Fails pending and later collectives with kAborted naming `reason`; breaks the communicator.

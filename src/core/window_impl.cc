@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -28,6 +29,7 @@ struct Header {
 
 // What each rank publishes at creation.
 struct Entry {
+  uint64_t ok = 1;
   uint64_t bytes = 0;
   algo::arena::PoolRef data;
   algo::arena::PoolRef flags;
@@ -48,32 +50,60 @@ WindowImpl::WindowImpl(Communicator& comm, CommunicatorImpl& impl, int id, void*
 
 WindowImpl::~WindowImpl() {
   if (registered_) registered_->fetch_sub(peers_[static_cast<size_t>(rank_)].bytes);
+  // held_ goes with the window: requests that failed keep their buffers to here.
 }
 
 std::string WindowImpl::where() const {
   return "smddp: rank " + std::to_string(rank_) + ": window " + std::to_string(id_);
 }
 
+void WindowImpl::checkNotEstimating(const char* what) const {
+  if (impl_.estimating()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                where() + ": " + what + " during a time estimate: windows run for real, so " +
+                    "they are refused between beginEstimate and endEstimate");
+  }
+}
+
+void WindowImpl::markBroken(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!broken_.load(std::memory_order_relaxed)) brokenWhy_ = why;
+  broken_.store(true, std::memory_order_release);
+}
+
+void WindowImpl::hold(Request& request, std::shared_ptr<void> buffer) {
+  // mutex_ held by the caller. Completed well: the transport let go of the buffer.
+  held_.erase(std::remove_if(held_.begin(), held_.end(),
+                             [](Held& h) { return h.request.completed() && !h.request.error(); }),
+              held_.end());
+  held_.push_back(Held{request, std::move(buffer)});
+}
+
 std::unique_ptr<WindowImpl> WindowImpl::create(Communicator& comm, CommunicatorImpl& impl,
                                                int id, void* data, size_t bytes) {
   std::unique_ptr<WindowImpl> w(new WindowImpl(comm, impl, id, data, bytes));
+  w->checkNotEstimating("createWindow");
   const int n = w->size_;
-  if (bytes > 0 && data == nullptr) {
-    throw Error(ErrorCode::kInvalidArgument, w->where() + ": no memory for " +
-                                                 std::to_string(bytes) + " bytes");
-  }
-  void* counters = w->pool_->allocate(kLine * static_cast<size_t>(n));
-  std::memset(counters, 0, kLine * static_cast<size_t>(n));
-  auto pool = w->pool_;
-  w->flags_ = std::shared_ptr<void>(counters, [pool](void* p) { pool->release(p); });
+  const size_t lines = kLine * static_cast<size_t>(n);
+  w->flags_ = w->pool_->allocate(lines);
+  std::memset(w->flags_, 0, lines);
   Entry mine;
-  mine.bytes = bytes;
-  mine.data = bytes > 0 ? w->pool_->locate(data, bytes) : algo::arena::PoolRef{};
-  mine.flags = w->pool_->locate(counters, kLine * static_cast<size_t>(n));
+  mine.ok = bytes == 0 || data != nullptr;  // published, so every rank fails alike
+  mine.bytes = mine.ok ? bytes : 0;
+  mine.data = bytes > 0 && mine.ok ? w->pool_->locate(data, bytes) : algo::arena::PoolRef{};
+  mine.flags = w->pool_->locate(w->flags_, lines);
   std::vector<Entry> all(static_cast<size_t>(n));
   comm.allGatherBlocking(bytesOf(&mine, sizeof(Entry)),
                          Buffer(all.data(), sizeof(Entry) * static_cast<size_t>(n),
                                 DataType::kUInt8));
+  for (int r = 0; r < n; ++r) {
+    if (!all[static_cast<size_t>(r)].ok) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  w->where() + ": rank " + std::to_string(r) + " registered no memory for its " +
+                      "window of " + std::to_string(r == w->rank_ ? bytes : 0) +
+                      " B (a null pointer)");
+    }
+  }
   const auto& infos = impl.transport().peers();
   const std::string& host = infos[static_cast<size_t>(w->rank_)].host;
   std::vector<uint8_t> mapped(static_cast<size_t>(n), 0);
@@ -100,7 +130,10 @@ std::unique_ptr<WindowImpl> WindowImpl::create(Communicator& comm, CommunicatorI
   comm.allGatherBlocking(bytesOf(mapped.data(), mapped.size()),
                          Buffer(rows.data(), rows.size(), DataType::kUInt8));
   for (int r = 0; r < n; ++r) {
-    w->peers_[static_cast<size_t>(r)].mapsMe = rows[static_cast<size_t>(r) * n + w->rank_] != 0;
+    Peer& p = w->peers_[static_cast<size_t>(r)];
+    p.mapped = mapped[static_cast<size_t>(r)] != 0;
+    p.mapsMe = rows[static_cast<size_t>(r) * n + w->rank_] != 0;
+    if (r != w->rank_ && !p.mapsMe) p.header.reset(new unsigned char[sizeof(Header)]);
   }
   w->registered_ = impl.windowBytes();
   w->registered_->fetch_add(bytes);
@@ -125,7 +158,22 @@ int WindowImpl::checkPeer(int peer, const char* what) const {
   return peer;
 }
 
-void WindowImpl::checkUsable() const {
+void WindowImpl::checkUsable() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!broken_.load(std::memory_order_acquire)) {
+    for (Held& h : held_) {  // a message sent earlier that failed: the pair's order is lost
+      if (!h.request.completed()) continue;
+      if (const std::exception_ptr e = h.request.error()) {
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& x) {
+          brokenWhy_ = std::string("a message to a peer failed: ") + x.what();
+        }
+        broken_.store(true, std::memory_order_release);
+        break;
+      }
+    }
+  }
   if (broken_.load(std::memory_order_acquire)) {
     throw Error(ErrorCode::kBroken, where() + " is unusable after an earlier failure: " +
                                         brokenWhy_);
@@ -133,11 +181,12 @@ void WindowImpl::checkUsable() const {
 }
 
 std::atomic<uint64_t>* WindowImpl::myCounter(int peer) const {
-  return reinterpret_cast<std::atomic<uint64_t>*>(static_cast<unsigned char*>(flags_.get()) +
+  return reinterpret_cast<std::atomic<uint64_t>*>(static_cast<unsigned char*>(flags_) +
                                                   kLine * static_cast<size_t>(peer));
 }
 
 Request WindowImpl::put(const void* src, size_t bytes, int dst, size_t offset) {
+  checkNotEstimating("put");
   checkUsable();
   checkPeer(dst, "put");
   const Peer& p = peers_[static_cast<size_t>(dst)];
@@ -150,7 +199,7 @@ Request WindowImpl::put(const void* src, size_t bytes, int dst, size_t offset) {
   if (bytes > 0 && src == nullptr) {
     throw Error(ErrorCode::kInvalidArgument, where() + ": put from a null source");
   }
-  if (dst == rank_ || p.memory != nullptr) {
+  if (dst == rank_ || p.mapped) {
     unsigned char* to = dst == rank_ ? static_cast<unsigned char*>(data_) : p.memory;
     if (bytes > 0) std::memmove(to + offset, src, bytes);
     return impl_.completedRequest(CollectiveKind::kSend);
@@ -159,6 +208,7 @@ Request WindowImpl::put(const void* src, size_t bytes, int dst, size_t offset) {
 }
 
 Request WindowImpl::signal(int peer) {
+  checkNotEstimating("signal");
   checkUsable();
   checkPeer(peer, "signal");
   if (peer == rank_) {
@@ -166,7 +216,7 @@ Request WindowImpl::signal(int peer) {
     return impl_.completedRequest(CollectiveKind::kSend);
   }
   const Peer& p = peers_[static_cast<size_t>(peer)];
-  if (p.counter != nullptr) {
+  if (p.mapped) {
     p.counter->fetch_add(1, std::memory_order_release);  // after this rank's copies
     return impl_.completedRequest(CollectiveKind::kSend);
   }
@@ -180,23 +230,28 @@ Request WindowImpl::message(int peer, uint32_t kind, uint64_t offset, const void
   header->kind = kind;
   header->offset = offset;
   header->bytes = bytes;
-  // The origin's copy: the put is done at once, the bytes leave when the transport takes them.
+  // The origin's copy: src may be reused at once; the bytes leave when the transport takes them.
   auto copy = std::make_shared<std::vector<unsigned char>>(
       static_cast<const unsigned char*>(src), static_cast<const unsigned char*>(src) + bytes);
   const CallSite at{rank_, size_};
-  std::lock_guard<std::mutex> lock(sendMutex_);
-  Request h = impl_.postPointToPoint(checkSend(at, bytesOf(header.get(), sizeof(Header)), peer),
-                                     peer, tag);
-  h.onComplete([header] {});
+  const auto bound = comm_.timeout();
+  std::lock_guard<std::mutex> lock(mutex_);
+  Request last = impl_.postWindowMessage(checkSend(at, bytesOf(header.get(), sizeof(Header)), peer),
+                                         peer, tag, bound);
+  hold(last, header);
   if (kind == kPut && bytes > 0) {
-    Request d = impl_.postPointToPoint(checkSend(at, bytesOf(copy->data(), bytes), peer), peer,
-                                       tag);
-    d.onComplete([copy] {});
+    last = impl_.postWindowMessage(checkSend(at, bytesOf(copy->data(), bytes), peer), peer, tag,
+                                   bound);
+    hold(last, copy);
   }
+  (void)last;
+  // Done at once: waiting here for the target's transport could wait for the target itself
+  // (a large message), which may be putting too. A send that fails surfaces at the next call.
   return impl_.completedRequest(CollectiveKind::kSend);
 }
 
 void WindowImpl::waitSignal(int peer, std::chrono::milliseconds timeout) {
+  checkNotEstimating("waitSignal");
   checkUsable();
   checkPeer(peer, "waitSignal");
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -207,10 +262,7 @@ void WindowImpl::waitSignal(int peer, std::chrono::milliseconds timeout) {
       waitMessages(peer, deadline);
     }
   } catch (const Error& e) {
-    if (peer != rank_ && !peers_[static_cast<size_t>(peer)].mapsMe) {
-      brokenWhy_ = e.what();
-      broken_.store(true, std::memory_order_release);
-    }
+    if (peer != rank_ && !peers_[static_cast<size_t>(peer)].mapsMe) markBroken(e.what());
     throw;
   }
 }
@@ -241,25 +293,28 @@ void WindowImpl::waitMapped(int peer, std::chrono::steady_clock::time_point dead
 void WindowImpl::waitMessages(int peer, std::chrono::steady_clock::time_point deadline) {
   const uint32_t tag = kTagBase | (static_cast<uint32_t>(id_) & 0xffffu);
   const CallSite at{rank_, size_};
-  auto left = [&] {
-    const auto d = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    return std::max(d, std::chrono::milliseconds(1));
-  };
-  auto take = [&](const Buffer& b, const char* what) {
-    Request r = impl_.postPointToPoint(checkRecv(at, b, peer), peer, tag);
+  // Each receive expires at the wait's deadline (then withdrawn), and is waited for to its end,
+  // so no receive outlives this call.
+  auto take = [&](void* into, size_t bytes, const char* what) {
+    const auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   deadline - std::chrono::steady_clock::now()),
+                               std::chrono::milliseconds(1));
+    Request r = impl_.postWindowMessage(checkRecv(at, bytesOf(into, bytes), peer), peer, tag,
+                                        left);
     try {
-      r.wait(left());
+      r.wait();
     } catch (const Error& e) {
       throw Error(e.code(), where() + ": waitSignal: " + what + " from rank " +
                                 std::to_string(peer) + ": " + e.what());
     }
   };
+  Peer& p = peers_[static_cast<size_t>(peer)];
+  const Peer& me = peers_[static_cast<size_t>(rank_)];
   for (;;) {
+    take(p.header.get(), sizeof(Header), "the next message");
     Header h;
-    take(bytesOf(&h, sizeof(Header)), "the next message");
+    std::memcpy(&h, p.header.get(), sizeof(Header));
     if (h.kind == kSignal) return;
-    const Peer& me = peers_[static_cast<size_t>(rank_)];
     if (h.kind != kPut || h.offset > me.bytes || h.bytes > me.bytes - h.offset) {
       throw Error(ErrorCode::kMismatch,
                   where() + ": waitSignal: rank " + std::to_string(peer) +
@@ -268,7 +323,7 @@ void WindowImpl::waitMessages(int peer, std::chrono::steady_clock::time_point de
                       std::to_string(h.offset) + ")");
     }
     if (h.bytes > 0) {
-      take(bytesOf(static_cast<unsigned char*>(data_) + h.offset, h.bytes), "a put's bytes");
+      take(static_cast<unsigned char*>(data_) + h.offset, h.bytes, "a put's bytes");
     }
   }
 }

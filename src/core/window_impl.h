@@ -13,9 +13,18 @@
 //            the bytes, so a put is done at once); waitSignal receives the peer's headers in
 //            order, each put's bytes into the window, until a signal. Messages of one pair and
 //            tag arrive in order, so the bytes before a signal are in place when it is taken.
-// A waitSignal that fails (timeout, gone peer) may leave a receive posted: the window is then
-// unusable, and says so.
-// Invariants: a put's range is checked before anything moves; the counters only grow.
+// Puts and signals by message are done at once (the origin's copy is sent); one that fails makes
+// the window's next call fail, naming it. A waitSignal's receives expire at its own deadline; one that failed (timeout, gone peer) leaves
+// the pair's order unknown, so the window is then unusable, and says so. Buffers of messages in
+// flight (a put's copy, the headers) belong to the window until their operation completed; those
+// of a failed operation stay with it to its end (the transport may not have let go of them).
+// The signal counters are never handed back to the pool: a slow peer may still bump them after
+// this rank dropped the window (64 B per rank and window).
+// Window calls are refused during a time estimate (they would be costed, not run).
+// Window numbers go into the tags modulo 65536: a window stays distinct from the 65535 created
+// after it.
+// Invariants: a put's range is checked before anything moves; the counters only grow; both ends
+// of a pair take the same path (the mapped bits every rank published).
 #pragma once
 
 #include <atomic>
@@ -58,13 +67,19 @@ class WindowImpl {
     algo::arena::PoolRef flags;
     unsigned char* memory = nullptr;          // its window, mapped (mapped path)
     std::atomic<uint64_t>* counter = nullptr;  // its counter of my signals (mapped path)
+    bool mapped = false;                       // I put into its window directly
     bool mapsMe = false;                       // it puts into my window directly
+    std::unique_ptr<unsigned char[]> header;   // its next header lands here (message path)
     uint64_t taken = 0;                        // its signals consumed here
   };
   WindowImpl(Communicator& comm, CommunicatorImpl& impl, int id, void* data, size_t bytes);
   std::string where() const;  // "smddp: rank R: window N"
+  void checkNotEstimating(const char* what) const;
+  void markBroken(const std::string& why);
+  // Keeps a message's buffer until its request completed well (failed: to the window's end).
+  void hold(Request& request, std::shared_ptr<void> buffer);
   int checkPeer(int peer, const char* what) const;
-  void checkUsable() const;
+  void checkUsable();  // also surfaces a failed message sent earlier
   Request message(int peer, uint32_t kind, uint64_t offset, const void* src, size_t bytes);
   std::atomic<uint64_t>* myCounter(int peer) const;
   void waitMapped(int peer, std::chrono::steady_clock::time_point deadline);
@@ -77,12 +92,17 @@ class WindowImpl {
   int size_;
   void* data_;
   std::shared_ptr<algo::arena::Pool> pool_;
-  std::shared_ptr<void> flags_;  // this rank's counters (n cache lines, in the pool)
+  void* flags_ = nullptr;  // this rank's counters (n cache lines, in the pool; never freed)
   std::shared_ptr<std::atomic<uint64_t>> registered_;  // the communicator's window bytes
   std::vector<Peer> peers_;
   std::atomic<bool> broken_{false};
+  mutable std::mutex mutex_;  // brokenWhy_, held_; a put's header and bytes go out back to back
   std::string brokenWhy_;
-  std::mutex sendMutex_;  // a put's header and bytes go out back to back
+  struct Held {
+    Request request;
+    std::shared_ptr<void> buffer;
+  };
+  std::vector<Held> held_;
 };
 
 }  // namespace smddp::core

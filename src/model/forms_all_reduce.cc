@@ -78,7 +78,8 @@ double hierSplit(const Machine& m, double bytes) {
   const double block = bytes / L;
   const double piece = std::max(1.0, m.chunkBytes() / L);  // per block and arena use
   const double usesRs = std::ceil(block / piece);
-  const double usesAg = std::ceil(block / std::min(std::floor(m.slot_bytes / 2), m.segment_bytes));
+  const double usesAg =
+      std::ceil(block / std::max(1.0, std::min(std::floor(m.slot_bytes / 2), m.segment_bytes)));
   const double scatter =
       2 * usesRs * m.arena_alpha + bytes * m.copyBeta() + (L - 1) * block * m.reduceBeta();
   const double gather = 2 * usesAg * m.arena_alpha + (block + bytes) * m.copyBeta();

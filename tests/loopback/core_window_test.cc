@@ -201,3 +201,36 @@ TEST(Window, BadCallsAreNamedAndLeaveTheGroupUsable) {
 
 }  // namespace
 }  // namespace smddp::testing
+
+namespace smddp::testing {
+namespace {
+
+TEST(Window, NoMemoryFailsEveryRankAndEstimatesRefuseWindows) {
+  auto comms = makeLoopbackGroup(3);
+  runRanks(comms, [&](int rank, Communicator& c) {
+    std::vector<unsigned char> mem(64);
+    // Rank 1 registers a null pointer: every rank fails, naming it, none waits for the others.
+    const std::string why = expectError(
+        [&] { c.createWindow(rank == 1 ? nullptr : mem.data(), 64); },
+        ErrorCode::kInvalidArgument);
+    EXPECT_NE(why.find("rank 1 registered no memory"), std::string::npos) << why;
+    auto w = c.createWindow(mem.data(), 64);
+    c.beginEstimate();
+    const uint32_t v = 1;
+    const std::string est = expectError([&] { w->put(&v, sizeof v, 0, 0); },
+                                        ErrorCode::kInvalidArgument);
+    EXPECT_NE(est.find("during a time estimate"), std::string::npos) << est;
+    expectError([&] { w->signal(0); }, ErrorCode::kInvalidArgument);
+    c.endEstimate();
+    w->put(&v, sizeof v, (rank + 1) % 3, 0);
+    w->signal((rank + 1) % 3);
+    w->waitSignal((rank + 2) % 3, std::chrono::milliseconds(20000));
+    uint32_t got;
+    std::memcpy(&got, mem.data(), sizeof got);
+    EXPECT_EQ(got, 1u);
+    c.barrierBlocking();
+  });
+}
+
+}  // namespace
+}  // namespace smddp::testing

@@ -12,9 +12,6 @@ a 1F1B pipeline equal to the unsplit model, tensor parallelism and compiled func
 collectives; and FSDP2 on 2 namespace hosts x 2 through CUDA IPC within each host, each rank's
 share exchanged across hosts."""
 import os
-import signal
-import subprocess
-import sys
 
 import pytest
 
@@ -82,29 +79,12 @@ def test_tensor_parallel_and_compiled_collectives_on_the_fake_device():
 @pytest.mark.skipif(netns_hosts.skip_reason() is not None, reason=str(netns_hosts.skip_reason()))
 def test_fsdp2_across_namespace_hosts_on_the_fake_device(monkeypatch):
     monkeypatch.setenv("SMDDP_DEVICE_IPC", "1")
-    tag = f"fdh{os.getpid() % 10000}"
-    hosts = netns_hosts.HOSTS_SH
     worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fsdp_worker_env.py")
-    try:
-        subprocess.run([hosts, "up", tag, "2"], check=True, timeout=30, capture_output=True)
-        procs = [subprocess.Popen(
-            [hosts, "exec", tag, host, sys.executable, "-m", "torch.distributed.run",
-             "--nnodes=2", "--nproc_per_node=2", f"--node_rank={i}",
-             "--master_addr=192.0.2.101", "--master_port=29541", worker],
-            env=dict(os.environ, SMDDP_DEBUG="INFO"), stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-            for i, host in enumerate("ab")]
-        outs = []
-        for p in procs:
-            try:
-                outs.append(p.communicate(timeout=300)[0])
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                outs.append(p.communicate()[0] + "\n(timed out)")
-    finally:
-        subprocess.run([hosts, "down", tag], timeout=60, capture_output=True)
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, out[-4000:]
+    runs = netns_hosts.torchrun_on_hosts(f"fdh{os.getpid() % 10000}", [worker], 29541,
+                                         env=dict(os.environ, SMDDP_DEBUG="INFO"), timeout=300)
+    for code, out in runs:
+        assert code == 0, out[-4000:]
+    outs = [out for _, out in runs]
     text = "".join(outs)
     assert text.count("fsdp suite passed on rank") == 4, text[-4000:]
     assert "across hosts: each rank's share staged" in text, text[-4000:]

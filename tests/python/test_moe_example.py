@@ -37,26 +37,10 @@ def test_moe_example_on_one_host():
 
 @pytest.mark.skipif(netns_hosts.skip_reason() is not None, reason=str(netns_hosts.skip_reason()))
 def test_moe_example_across_namespace_hosts():
-    tag = f"moe{os.getpid() % 10000}"
-    hosts = netns_hosts.HOSTS_SH
     env = dict(os.environ, SMDDP_ALGO="all_to_all:hier")
-    try:
-        subprocess.run([hosts, "up", tag, "2"], check=True, timeout=30, capture_output=True)
-        procs = [subprocess.Popen(
-            [hosts, "exec", tag, host, sys.executable, "-m", "torch.distributed.run",
-             "--nnodes=2", "--nproc_per_node=2", f"--node_rank={i}",
-             "--master_addr=192.0.2.101", "--master_port=29540", EXAMPLE, "--compare", "gloo"],
-            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            for i, host in enumerate("ab")]
-        outs = []
-        for p in procs:
-            try:
-                outs.append(p.communicate(timeout=240)[0])
-            except subprocess.TimeoutExpired:
-                p.kill()
-                outs.append(p.communicate()[0] + "\n(timed out)")
-        for p, out in zip(procs, outs):
-            assert p.returncode == 0, out[-4000:]
-    finally:
-        subprocess.run([hosts, "down", tag], timeout=60, capture_output=True)
+    runs = netns_hosts.torchrun_on_hosts(f"moe{os.getpid() % 10000}",
+                                         [EXAMPLE, "--compare", "gloo"], 29540, env=env, cwd=REPO)
+    for code, out in runs:
+        assert code == 0, out[-4000:]
+    outs = [out for _, out in runs]
     check(outs[0])

@@ -3,9 +3,6 @@
 ordering of puts and signals, map_remote_tensor, refusals, a dead peer named; windows in smddp's
 memory (mapped, in place) and in torch's (messages); and across namespace hosts."""
 import os
-import signal
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -49,26 +46,9 @@ def test_a_dead_peer_is_named(alloc):
 def test_windows_across_namespace_hosts():
     """2 namespace hosts x 2 ranks under torchrun: puts into every rank (mapped within a host,
     messages between hosts), windows in torch's memory, ordering across the hosts."""
-    tag = f"win{os.getpid() % 10000}"
-    hosts = netns_hosts.HOSTS_SH
     worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "window_worker_env.py")
-    try:
-        subprocess.run([hosts, "up", tag, "2"], check=True, timeout=30, capture_output=True)
-        procs = [subprocess.Popen(
-            [hosts, "exec", tag, host, sys.executable, "-m", "torch.distributed.run",
-             "--nnodes=2", "--nproc_per_node=2", f"--node_rank={i}",
-             "--master_addr=192.0.2.101", "--master_port=29547", worker],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-            for i, host in enumerate("ab")]
-        outs = []
-        for p in procs:
-            try:
-                outs.append(p.communicate(timeout=240)[0])
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                outs.append(p.communicate()[0] + "\n(timed out)")
-    finally:
-        subprocess.run([hosts, "down", tag], timeout=60, capture_output=True)
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, out[-4000:]
-    assert "".join(outs).count("window suite passed on rank") == 4, "".join(outs)[-4000:]
+    runs = netns_hosts.torchrun_on_hosts(f"win{os.getpid() % 10000}", [worker], 29547)
+    for code, out in runs:
+        assert code == 0, out[-4000:]
+    assert "".join(out for _, out in runs).count("window suite passed on rank") == 4, \
+        "".join(out for _, out in runs)[-4000:]
