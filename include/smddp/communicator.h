@@ -151,8 +151,8 @@ class Communicator {
   // with the collectives (a send may complete while a collective posted before it still runs).
   // Messages from one rank to another with one tag match in the order they were posted. Each
   // operation is bounded by the communicator's timeout; a peer that is gone fails it. Tags from
-  // kWindowTags up are the windows' (Error(kInvalidArgument) here).
-  static constexpr uint32_t kWindowTags = 0xFFFF0000u;
+  // kWindowTags to kWindowTags + 0xFFFF are the windows' (Error(kInvalidArgument) here).
+  static constexpr uint32_t kWindowTags = 0xFFFE0000u;
   static constexpr int kAnySource = -1;
   // Sends buf to rank `peer` (not this rank); done once buf may be reused.
   Request send(const Buffer& buf, int peer, uint32_t tag = 0);

@@ -10,7 +10,7 @@
 // a signal a counter in shared memory; mapped() gives the peer's memory itself. Otherwise (other
 // hosts, ordinary memory) a put travels as a message over the communicator's point-to-point
 // path and lands in the window when the target waits for the signal that follows it.
-// Tags from 0xFFFF0000 up are the windows' (Communicator::send/recv refuse them).
+// Tags 0xFFFE0000 - 0xFFFEFFFF are the windows' (Communicator::send/recv refuse them).
 // Thread-safe for puts and signals to different peers; one thread per (peer, direction).
 #pragma once
 

@@ -219,11 +219,12 @@ Request Communicator::allToAllV(const Buffer& send, const std::vector<size_t>& s
 
 namespace {
 void checkUserTag(int rank, const char* what, uint32_t tag) {
-  if (tag >= Communicator::kWindowTags) {
+  if (tag >= Communicator::kWindowTags && tag - Communicator::kWindowTags <= 0xFFFFu) {
     throw Error(ErrorCode::kInvalidArgument,
                 "smddp: rank " + std::to_string(rank) + ": " + what + ": tag " +
                     std::to_string(tag) + " is reserved for windows (tags from " +
-                    std::to_string(Communicator::kWindowTags) + " up)");
+                    std::to_string(Communicator::kWindowTags) + " to " +
+                    std::to_string(Communicator::kWindowTags + 0xFFFFu) + ")");
   }
 }
 }  // namespace

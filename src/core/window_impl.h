@@ -45,7 +45,7 @@ class CommunicatorImpl;
 class WindowImpl {
  public:
   // Tags of window messages: kTagBase | (id & 0xffff).
-  static constexpr uint32_t kTagBase = 0xFFFF0000u;
+  static constexpr uint32_t kTagBase = Communicator::kWindowTags;
 
   // Collective over `comm`. data may be null when bytes is 0.
   static std::unique_ptr<WindowImpl> create(Communicator& comm, CommunicatorImpl& impl, int id,

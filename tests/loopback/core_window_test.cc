@@ -189,7 +189,7 @@ TEST(Window, BadCallsAreNamedAndLeaveTheGroupUsable) {
       EXPECT_NE(late.find("rank " + std::to_string(rank) + ": window 0: waitSignal"),
                 std::string::npos)
           << late;
-      expectError([&] { c.send(Buffer(&v, 1, DataType::kUInt32), (rank + 1) % 3, 0xFFFF0001u); },
+      expectError([&] { c.send(Buffer(&v, 1, DataType::kUInt32), (rank + 1) % 3, 0xFFFE0001u); },
                   ErrorCode::kInvalidArgument);
       std::vector<int32_t> x(5, rank), out(5);
       c.allReduceBlocking(Buffer(x.data(), 5, DataType::kInt32),
