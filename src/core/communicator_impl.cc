@@ -6,6 +6,7 @@
 #include "core/communicator_impl.h"
 
 #include <algorithm>
+#include <map>
 #include <cstring>
 #include <thread>
 
@@ -85,9 +86,10 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
     const auto& peers = transport_->peers();
     const std::string& me = static_cast<size_t>(rank_) < peers.size() ? peers[rank_].host : "";
     std::vector<std::string> masks;
+    std::map<std::string, int> perHost;
     for (const auto& p : peers) {
       if (p.host == me) masks.push_back(p.cpus);
-      ranksPerHost_ = std::max(ranksPerHost_, transport::ranksOnHost(peers, p.host));
+      ranksPerHost_ = std::max(ranksPerHost_, ++perHost[p.host]);
     }
     hostCpus_ = common::usableCpusOf(masks);
   }
