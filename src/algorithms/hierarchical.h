@@ -8,6 +8,10 @@
 //   all_gather, reduce_scatter, broadcast, barrier (hierarchical_collectives.cc): hier;
 //   broadcast, all_gather, reduce_scatter for small messages (hierarchical_leader.cc):
 //   hier_leader (one rank per host on the network).
+// Hosts with different numbers of ranks (HostLayout::unevenHierarchical) run the forms with one
+// rank per host on the network: all_reduce, broadcast, all_gather, reduce_scatter and all_to_all
+// hier_leader, barrier, reduce, gather and scatter hier (their carriers: the root and the other
+// hosts' leaders).
 #pragma once
 
 #include <algorithm>
@@ -60,6 +64,20 @@ inline int hostOf(const Exec& exec, const HostGroups& groups, int rank) {
                                                  std::to_string(rank));
   }
   return groups.layout.hostOf[static_cast<size_t>(rank)];
+}
+
+// The ranks that carry each host's part of a rooted collective (broadcast, reduce, gather,
+// scatter) over the network, in host order: the root on its own host; on the others the rank of
+// the root's local index where every host has the same number of ranks (so a host's ranks take
+// turns as roots change), the host's leader (local index 0) where the hosts differ.
+inline std::vector<int> carriers(const patterns::HostLayout& layout, int root) {
+  const int rootHost = layout.hostOf[static_cast<size_t>(root)];
+  const size_t index = layout.ranksPerHost() > 0 ? static_cast<size_t>(layout.localIndex(root)) : 0;
+  std::vector<int> ranks;
+  for (int h = 0; h < layout.hosts(); ++h) {
+    ranks.push_back(h == rootHost ? root : layout.ranksOf[static_cast<size_t>(h)][index]);
+  }
+  return ranks;
 }
 
 // Arena broadcast of `bytes` from local rank `source` (its `from`) into every other rank's `out`,

@@ -17,7 +17,8 @@
 // host's L send buffers through the arena, exchanges with every other host's leader one message
 // of the L x L blocks that cross between the two hosts (pairwise among the leaders), and hands
 // each rank its whole output back through the arena: H-1 network messages per host instead of
-// (H-1) L, at the price of the leader's copies and two arena passes of every byte.
+// (H-1) L, at the price of the leader's copies and two arena passes of every byte. Hosts may hold
+// different numbers of ranks: between hosts of L_h and L_g ranks the message is L_h x L_g blocks.
 // all_to_allv counts that disagree: within a host every rank of the host fails in step 0 naming
 // the pair; across hosts the receiver fails the cross step's size check (kMismatch, naming the
 // counterpart that forwards the pieces).
@@ -219,28 +220,34 @@ void allToAllHierLeader(Exec& exec, const CollectiveArgs& args) {
   auto* rows = leader ? static_cast<unsigned char*>(exec.scratch(ranksHere * row, 0)) : nullptr;
   hier::hostGather(local, 0, static_cast<const unsigned char*>(args.send), row, es, rows);
   if (leader) {
-    // [g][j][k]: block (h, j) -> (g, k) to send; (g, j) -> (h, k) received.
+    // To host g of L_g ranks, [j][k]: block (h, j) -> (g, k); from g, [j][k]: (g, j) -> (h, k).
     auto* out = static_cast<unsigned char*>(exec.scratch(ranksHere * row, 1));
     auto* in = static_cast<unsigned char*>(exec.scratch(ranksHere * row, 2));
-    const size_t perHost = ranksHere * ranksHere * block;
-    for (size_t g = 0; g < hosts; ++g) {
+    std::vector<unsigned char*> sends(hosts), recvs(hosts);
+    std::vector<size_t> pairBytes(hosts);
+    for (size_t g = 0, at = 0; g < hosts; ++g) {
+      const size_t there = layout.ranksOf[g].size();
+      sends[g] = out + at;
+      recvs[g] = in + at;
+      pairBytes[g] = ranksHere * there * block;
       for (size_t j = 0; j < ranksHere; ++j) {
-        for (size_t k = 0; k < ranksHere; ++k) {
-          std::memcpy(out + g * perHost + (j * ranksHere + k) * block,
-                      rows + j * row + rankAt(layout, g, k) * block, block);
+        for (size_t k = 0; k < there; ++k) {
+          std::memcpy(sends[g] + (j * there + k) * block, rows + j * row + rankAt(layout, g, k) * block,
+                      block);
         }
       }
+      at += pairBytes[g];
     }
     {
       Exec cross(exec, groups.cross, groups.crossSettings, 0);
-      const Call packed = Call::of(CollectiveKind::kAllToAll, DataType::kUInt8, perHost);
-      allToAllPairwise(cross, CollectiveArgs(packed, out, in));
+      allToAllPairwise(cross, bytePieces(sends, pairBytes, recvs, pairBytes));
     }
     for (size_t g = 0; g < hosts; ++g) {
-      for (size_t j = 0; j < ranksHere; ++j) {
+      const size_t there = layout.ranksOf[g].size();
+      for (size_t j = 0; j < there; ++j) {
         for (size_t k = 0; k < ranksHere; ++k) {
           std::memcpy(rows + k * row + rankAt(layout, g, j) * block,
-                      in + g * perHost + (j * ranksHere + k) * block, block);
+                      recvs[g] + (j * ranksHere + k) * block, block);
         }
       }
     }

@@ -113,13 +113,13 @@ const std::vector<Algorithm>& registry() {
        "counterparts on the other hosts, arena all-gather there",
        broadcastHier, arena::Use::kNone, true},
       {K::kBroadcast, "hier_leader",
-       "several hosts: the root's counterparts on the other hosts get the whole buffer, each "
-       "hands it to its host through the arena; for small messages",
-       broadcastHierLeader, arena::Use::kNone, true},
+       "several hosts: the root's counterparts (or leaders) on the other hosts get the whole "
+       "buffer, each hands it to its host through the arena; for small messages",
+       broadcastHierLeader, arena::Use::kNone, true, true},
       {K::kAllGather, "hier_leader",
        "several hosts: one rank per host gathers its host's blocks through the arena, "
        "all_gathers them with the other hosts' and hands all back; for small messages",
-       allGatherHierLeader, arena::Use::kNone, true},
+       allGatherHierLeader, arena::Use::kNone, true, true},
       {K::kAllGather, "hier",
        "several hosts: each rank all_gathers its block with its counterparts on the other hosts, "
        "then the host's ranks exchange what they received through the arena",
@@ -128,7 +128,7 @@ const std::vector<Algorithm>& registry() {
        "several hosts: one rank per host reduces its host's inputs through the arena, "
        "reduce-scatters them with the other hosts' and hands each rank its block; for small "
        "messages",
-       reduceScatterHierLeader, arena::Use::kNone, true},
+       reduceScatterHierLeader, arena::Use::kNone, true, true},
       {K::kReduceScatter, "hier",
        "several hosts: the host's ranks reduce each other's blocks through the arena, each rank "
        "reduce-scatters its partial blocks with its counterparts on the other hosts",
@@ -138,17 +138,17 @@ const std::vector<Algorithm>& registry() {
        "dissemination barrier with the other hosts', then releases the others",
        barrierHier, arena::Use::kNone, true, true},
       {K::kReduce, "hier",
-       "several hosts: the root's counterpart on each host reduces its host through the arena, "
-       "the counterparts reduce to the root (binomial)",
-       reduceHier, arena::Use::kNone, true},
+       "several hosts: the root's counterpart (or leader) on each host reduces its host through "
+       "the arena, the counterparts reduce to the root (binomial)",
+       reduceHier, arena::Use::kNone, true, true},
       {K::kGather, "hier",
-       "several hosts: the root's counterpart on each host packs its host's blocks through the "
-       "arena, the counterparts gather them to the root",
-       gatherHier, arena::Use::kNone, true},
+       "several hosts: the root's counterpart (or leader) on each host packs its host's blocks "
+       "through the arena and sends them to the root",
+       gatherHier, arena::Use::kNone, true, true},
       {K::kScatter, "hier",
-       "several hosts: the root scatters each host's blocks to the root's counterpart there, "
-       "which hands them out through the arena",
-       scatterHier, arena::Use::kNone, true},
+       "several hosts: the root sends each host's blocks to the root's counterpart (or leader) "
+       "there, which hands them out through the arena",
+       scatterHier, arena::Use::kNone, true, true},
       {K::kBroadcast, "binomial", "binomial tree, ceil(log2 n) rounds of the whole buffer",
        broadcastBinomial},
       {K::kBroadcast, "chain", "segmented pipelined chain, bytes once per rank; for large messages",
@@ -227,7 +227,7 @@ const std::vector<Algorithm>& registry() {
       {K::kAllToAll, "hier_leader",
        "several hosts: one rank per host gathers its host's inputs through the arena, sends each "
        "other host's leader one message and hands the outputs back; H-1 messages per host",
-       allToAllHierLeader, arena::Use::kNone, true},
+       allToAllHierLeader, arena::Use::kNone, true, true},
       {K::kAllToAllV, "hier",
        "as all_to_all's hier, after the host's ranks share their piece sizes in the arena",
        allToAllHier, arena::Use::kNone, true},

@@ -34,13 +34,15 @@ namespace smddp::algo {
 constexpr int kPassDepth = 4;
 
 // Where the n blocks of a pass live: either one buffer split by patterns::ringChunk (list ==
-// nullptr) or one pointer per block, each of count elements.
+// nullptr) or one pointer per block, each of count elements, or of sizes[b] elements (count is
+// then the largest; hosts of different sizes: hierarchical_leader.cc).
 struct BlockLayout {
   char* base = nullptr;
   void* const* list = nullptr;
   size_t count = 0;
   int n = 1;
   size_t elementSize = 1;
+  const size_t* sizes = nullptr;
 
   static BlockLayout split(const void* buffer, size_t count, int n, size_t elementSize) {
     return BlockLayout{static_cast<char*>(const_cast<void*>(buffer)), nullptr, count, n,
@@ -49,7 +51,16 @@ struct BlockLayout {
   static BlockLayout perBlock(void* const* list, size_t count, int n, size_t elementSize) {
     return BlockLayout{nullptr, list, count, n, elementSize};
   }
-  size_t elems(int b) const { return list ? count : patterns::ringChunk(count, n, b).count; }
+  // `list` and `sizes` must outlive the layout.
+  static BlockLayout varied(void* const* list, const size_t* sizes, int n, size_t elementSize) {
+    size_t largest = 0;
+    for (int b = 0; b < n; ++b) largest = std::max(largest, sizes[b]);
+    return BlockLayout{nullptr, list, largest, n, elementSize, sizes};
+  }
+  size_t elems(int b) const {
+    if (list) return sizes ? sizes[b] : count;
+    return patterns::ringChunk(count, n, b).count;
+  }
   size_t maxElems() const { return list ? count : patterns::ringMaxChunk(count, n); }
   char* at(int b, size_t elemOffset) const {
     if (list) return static_cast<char*>(list[b]) + elemOffset * elementSize;

@@ -49,9 +49,12 @@
 // hier at 16 KiB blocks, 538 against 552 us for hier_leader at 64 KiB buffers); all_to_allv
 // pairwise (its sizes differ per rank, so no size can choose alike on every rank;
 // SMDDP_ALGO=all_to_all:hier selects hier for both forms). Hosts with different numbers of ranks
-// (topology.unevenHosts): all_reduce hier_leader at every size (one rank per host on the network:
-// a host's link carries 2(H-1)/H of the buffer each way where a flat ring carries 2(n-1)/n) and
-// barrier hier; the other collectives flat until they have leader forms for uneven hosts.
+// (topology.unevenHosts): the forms with one rank per host on the network, at every size:
+// all_reduce, broadcast, all_gather, reduce_scatter and all_to_all hier_leader (for all_reduce a
+// host's link carries 2(H-1)/H of the buffer each way where a flat ring carries 2(n-1)/n; for the
+// others the same bytes as the flat ring's busiest host in H-1 steps instead of n-1), barrier,
+// reduce, gather and scatter hier (the root and the other hosts' leaders carry); all_to_allv
+// pairwise (its sizes are per rank).
 #include "algorithms/patterns/recursive_doubling.h"
 #include "algorithms/registry.h"
 #include "smddp/error.h"
@@ -86,6 +89,7 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
       return bytes <= kAllReduceSmallBytes ? "recursive_doubling" : "ring";
     case K::kBroadcast:
       if (topology.hostArenas) return bytes <= kHierLeaderBytes ? "hier_leader" : "hier";
+      if (topology.unevenHosts) return "hier_leader";
       if (topology.arena && topology.pool && bytes >= kPooledBytes) return "pooled";
       if (topology.arena)
         return bytes > 0 && bytes <= topology.eagerBytes ? "arena_eager" : "arena";
@@ -94,6 +98,7 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
       if (topology.hostArenas) {
         return bytes * ranks <= kAllGatherSmallTotalBytes ? "hier_leader" : "hier";
       }
+      if (topology.unevenHosts) return "hier_leader";
       if (topology.arena && topology.pool && bytes * ranks >= kPooledBytes) return "pooled";
       if (topology.arena) return "arena";
       return bytes * ranks <= kAllGatherSmallTotalBytes ? "bruck" : "ring";
@@ -101,20 +106,22 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
       if (topology.hostArenas) {
         return bytes * ranks <= kAllGatherSmallTotalBytes ? "hier_leader" : "hier";
       }
+      if (topology.unevenHosts) return "hier_leader";
       if (topology.arena && topology.pool && bytes * ranks >= kPooledBytes) return "pooled";
       return topology.arena ? "arena" : "ring";
     case K::kReduce:
-      if (topology.hostArenas) return "hier";
+      if (topology.hostArenas || topology.unevenHosts) return "hier";
       return topology.arena ? "arena" : "binomial";
     case K::kGather:
     case K::kScatter:
-      if (topology.hostArenas) return "hier";
+      if (topology.hostArenas || topology.unevenHosts) return "hier";
       return topology.arena ? "arena" : "linear";
     case K::kAllToAll:
       if (topology.hostArenas) {
         if (bytes * ranks <= kAllToAllHierLeaderTotalBytes) return "hier_leader";
         return bytes <= kAllToAllHierBlockBytes ? "hier" : "pairwise";
       }
+      if (topology.unevenHosts) return "hier_leader";
       return topology.arena && bytes < kAllToAllArenaBlockBytes ? "arena" : "pairwise";
     case K::kAllToAllV:  // its sizes are per rank: no size to choose by
       return topology.arena ? "arena" : "pairwise";

@@ -7,7 +7,7 @@
 // in every dtype; outputs are checked element by element, inputs unmodified, gaps and guards
 // untouched. Mismatched uneven counts fail with kMismatch on every rank. hier (and hier_leader,
 // equal blocks) run the same checks over 2 and 3 hosts of 2 and 3 ranks, interleaved and
-// consecutive.
+// consecutive; hier_leader also over hosts of different sizes.
 #include <cstring>
 
 #include "algorithms_checks.h"
@@ -198,6 +198,22 @@ TEST_P(HierAllToAll, MismatchedCountsFailOnEveryRank) {
   runRanksOnHosts(hosts, perHost, [&](RankContext& ctx) {
     checkUneven(ctx, a, DataType::kInt32, false, 1);
   }, 4096, consecutive);
+}
+
+// Hosts of different sizes (3 + 2 + 1 consecutive and interleaved, 1 + 2, 2 + 1 + 4): hier_leader,
+// where a pair of hosts exchanges L_h x L_g blocks.
+TEST(HierAllToAllUnevenHosts, LeaderEqualBlocks) {
+  const Algorithm& a = algorithm(CollectiveKind::kAllToAll, "hier_leader");
+  const std::vector<std::vector<int>> layouts = {
+      {0, 0, 0, 1, 1, 2}, {0, 1, 0, 2, 1, 0}, {0, 1, 1}, {0, 0, 1, 2, 2, 2, 2}};
+  for (const auto& hostOf : layouts) {
+    const size_t counts[] = {0, 1, 13, 5 * hostOf.size() + 1, 1037};
+    runRanksOnUnevenHosts(hostOf, [&](RankContext& ctx) {
+      for (size_t count : counts) {
+        for (DataType dt : kAllDataTypes) checkEqual(ctx, a, count, dt, kTinySegment);
+      }
+    });
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, HierAllToAll,

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """The engine on hosts with different numbers of ranks: 3 namespace hosts (tests/netns/hosts.sh)
 with 3, 2 and 1 ranks, through the C++ perf tools (no torch). Every host gets its arena; all_reduce
-runs hier_leader at every size (one rank per host on the network) and barrier hier, asserted from
-the log; every dtype and op on exact values from 8 B to 1 MiB equals the closed form bit for bit
-(#wrong 0 on every row), as the flat path (SMDDP_ARENA=0) does; all_gather, which has no form
-for uneven hosts yet, runs flat and is correct.
+and every other collective run a form with one rank per host on the network at every size
+(hier_leader; barrier, reduce, gather and scatter hier), asserted from the log; every dtype, op
+and root on exact values equals the closed form bit for bit (#wrong 0 on every row), as the flat
+path (SMDDP_ARENA=0) does.
 Invariant: bounded (every process has a deadline; its process group is killed past it) and clean
 (the namespaces are deleted in a finally).
 """
@@ -73,12 +73,31 @@ def test_all_reduce_exact_on_three_two_and_one_ranks(hosts, tmp_path, mode):
         assert chosen <= {"recursive_doubling", "ring"} and chosen, chosen
 
 
-def test_barrier_and_a_flat_all_gather(hosts, tmp_path):
+# tool: (its flags, the collective, the algorithm it must choose on 3 + 2 + 1 ranks at every size).
+LEADER_FORMS = {
+    "broadcast_perf": (["-r", "-1", "-d", "all"], "broadcast", "hier_leader"),
+    "all_gather_perf": (["-d", "all"], "all_gather", "hier_leader"),
+    "reduce_scatter_perf": (["-o", "all", "-d", "all"], "reduce_scatter", "hier_leader"),
+    "alltoall_perf": (["-d", "all"], "all_to_all", "hier_leader"),
+    "reduce_perf": (["-r", "-1", "-o", "all", "-d", "all"], "reduce", "hier"),
+    "gather_perf": (["-r", "-1", "-d", "all"], "gather", "hier"),
+    "scatter_perf": (["-r", "-1", "-d", "all"], "scatter", "hier"),
+}
+
+
+@pytest.mark.parametrize("tool", list(LEADER_FORMS))
+def test_every_collective_takes_a_leader_form(hosts, tmp_path, tool):
+    """8 B to 256 KiB, every dtype (and op, and root): #wrong 0 is the closed form bit for bit,
+    which the flat path also gives; the log names the leader form at every size."""
+    flags, collective, form = LEADER_FORMS[tool]
+    args = ["-b", "8", "-e", "256K", "-f", "8", "-n", "2", "-w", "1", "-c", "1"] + flags
+    out = run_tool(hosts, tool, args, 29730 + 2 * list(LEADER_FORMS).index(tool), tmp_path, {})
+    counts = wrong_counts(out[0])
+    assert len(counts) >= 6 and set(counts) == {0}, f"#wrong {counts}\n{out[0][-3000:]}"
+    chosen = set(re.findall(r"\b" + collective + r" uses algorithm (\w+)", "\n".join(out)))
+    assert chosen == {form}, chosen
+
+
+def test_barrier(hosts, tmp_path):
     out = run_tool(hosts, "barrier_perf", ["-n", "20", "-w", "2"], 29724, tmp_path, {})
     assert "barrier uses algorithm hier" in "\n".join(out), out[0][-3000:]
-    out = run_tool(hosts, "all_gather_perf", ["-b", "8", "-e", "64K", "-f", "8", "-n", "2", "-w",
-                                              "1", "-c", "1", "-d", "all"], 29726, tmp_path, {})
-    counts = wrong_counts(out[0])
-    assert counts and set(counts) == {0}, f"#wrong {counts}\n{out[0][-3000:]}"
-    chosen = set(re.findall(r"\ball_gather uses algorithm (\w+)", "\n".join(out)))
-    assert chosen <= {"bruck", "ring"} and chosen, chosen

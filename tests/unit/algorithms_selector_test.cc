@@ -147,22 +147,24 @@ TEST(Selector, HandMadeBadOverrideIsAnError) {
   }
 }
 
-// Hosts with different numbers of ranks: all_reduce hier_leader at every size and barrier hier
-// (leaders on the network); the forms that pair every local index across hosts are refused by
-// name, naming the layout; the rest is flat.
+// Hosts with different numbers of ranks: every collective but all_to_allv takes its form with one
+// rank per host on the network, at every size; the forms that pair every local index across hosts
+// are refused by name, naming the layout; all_to_allv stays flat.
 TEST(Selector, UnevenHostsTakeTheLeaderForms) {
   const AlgorithmOverrides none;
   Topology t{6, 3};
   t.unevenHosts = true;
-  for (size_t bytes : {size_t{8}, size_t{16} * 1024 + 4, size_t{64} << 20}) {
-    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, bytes, t, none).name, "hier_leader");
+  for (size_t bytes : {size_t{0}, size_t{8}, size_t{16} * 1024 + 4, size_t{64} << 20}) {
+    for (K kind : {K::kAllReduce, K::kBroadcast, K::kAllGather, K::kReduceScatter, K::kAllToAll}) {
+      EXPECT_STREQ(selectAlgorithm(kind, bytes, t, none).name, "hier_leader") << toString(kind);
+    }
+    for (K kind : {K::kBarrier, K::kReduce, K::kGather, K::kScatter}) {
+      EXPECT_STREQ(selectAlgorithm(kind, bytes, t, none).name, "hier") << toString(kind);
+    }
+    EXPECT_STREQ(selectAlgorithm(K::kAllToAllV, bytes, t, none).name, "pairwise");
   }
-  EXPECT_STREQ(selectAlgorithm(K::kBarrier, 0, t, none).name, "hier");
-  EXPECT_STREQ(selectAlgorithm(K::kBroadcast, 8, t, none).name, "binomial");
-  EXPECT_STREQ(selectAlgorithm(K::kAllGather, 8, t, none).name, "bruck");
-  EXPECT_STREQ(selectAlgorithm(K::kAllToAll, 8, t, none).name, "pairwise");
   for (const char* spec : {"allreduce:hier_split", "allreduce:hier_direct", "allgather:hier",
-                           "broadcast:hier_leader"}) {
+                           "broadcast:hier", "reduce_scatter:hier", "all_to_all:hier"}) {
     const AlgorithmOverrides o = parseAlgorithmOverrides(spec);
     try {
       selectAlgorithm(o.begin()->first, 1024, t, o);

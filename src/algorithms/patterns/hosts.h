@@ -39,6 +39,19 @@ struct HostLayout {
   // heterogeneous job): the forms with one rank per host on the network (its leader, local index
   // 0) run there.
   bool unevenHierarchical() const { return hosts() >= 2 && ranksPerHost() == 0; }
+  // Every rank, host by host (each host's ranks ascending): the order the leader forms pack
+  // their hosts' blocks in.
+  std::vector<int> hostMajor() const {
+    std::vector<int> order;
+    for (const auto& host : ranksOf) order.insert(order.end(), host.begin(), host.end());
+    return order;
+  }
+  // Where each host's first block is in that order; hosts() + 1 entries, the last the rank count.
+  std::vector<size_t> hostFirsts() const {
+    std::vector<size_t> firsts(1, 0);
+    for (const auto& host : ranksOf) firsts.push_back(firsts.back() + host.size());
+    return firsts;
+  }
   const std::vector<int>& local(int rank) const {
     return ranksOf[static_cast<size_t>(hostOf[static_cast<size_t>(rank)])];
   }
