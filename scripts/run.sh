@@ -94,8 +94,8 @@ run_main() {
 }
 
 # The legacy tier: what torch 1.13 offers (collectives, DDP, errors, exits, crashes); the tests
-# of 2.x-only features skip themselves there, saying so. The crash-exit job runs 10 times there
-# (20 on torch 2.x: the exit path is smddp's, not torch's).
+# of 2.x-only features skip themselves there, saying so. The crash-exit job runs 5 times there
+# (10 on torch 2.x: the exit path is smddp's, not torch's).
 LEGACY_TESTS=(test_registration.py test_collectives.py test_ddp.py test_errors.py test_faults.py
               test_groups.py test_exit.py test_crash.py)
 
@@ -108,7 +108,7 @@ run_tests() {
   step "Python tests, torch $(.venv/bin/python -c 'import torch; print(torch.__version__)')"
   .venv/bin/python -m pytest -q -p no:cacheprovider --durations=10 tests/python
   step "Python tests, legacy tier: torch 1.13"
-  (cd tests/python && SMDDP_CRASH_RUNS=10 ../../.venv113/bin/python -m pytest -q -p no:cacheprovider --durations=5 "${LEGACY_TESTS[@]}")
+  (cd tests/python && SMDDP_CRASH_RUNS=5 ../../.venv113/bin/python -m pytest -q -p no:cacheprovider --durations=5 "${LEGACY_TESTS[@]}")
   # Debian's interpreter: python3-kubernetes is its package; the image test only drives podman.
   step "deployment: Kubernetes manifests (offline), the BYOC image built and checked (podman)"
   base_images_wait

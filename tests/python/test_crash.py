@@ -6,7 +6,7 @@
   with PSM's backtrace and exit(1).
 - IPATH_NO_BACKTRACE / HFI_NO_BACKTRACE that the user set are left as they are.
 - smddp's own threads block SIGINT and SIGTERM, so a signal reaches the application's threads.
-- A 2-rank job whose ranks raise inside and after collectives (crash_job.py), 20 runs
+- A 2-rank job whose ranks raise inside and after collectives (crash_job.py), 10 runs
   (SMDDP_CRASH_RUNS: the legacy tier runs fewer): every process exits with status 1 within
   EXIT_BOUND_S of the first rank's start, none is left behind.
 """
@@ -21,7 +21,7 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXIT_BOUND_S = 30.0  # import + init + peer-exit detection + bounded shutdown, on a loaded 2-core box
-RUNS = int(os.environ.get("SMDDP_CRASH_RUNS", "20"))
+RUNS = int(os.environ.get("SMDDP_CRASH_RUNS", "10"))
 # What each rank's last words must contain (the error that ended it), per scenario.
 SCENARIOS = {
     "after": ["planned error after collectives"] * 2,
