@@ -8,10 +8,10 @@
 //   all_gather, reduce_scatter, broadcast, barrier (hierarchical_collectives.cc): hier;
 //   broadcast, all_gather, reduce_scatter for small messages (hierarchical_leader.cc):
 //   hier_leader (one rank per host on the network).
-// Hosts with different numbers of ranks (HostLayout::unevenHierarchical) run the forms with one
-// rank per host on the network: all_reduce, broadcast, all_gather, reduce_scatter and all_to_all
-// hier_leader, barrier, reduce, gather and scatter hier (their carriers: the root and the other
-// hosts' leaders).
+// Hosts with different numbers of ranks (HostLayout::unevenHierarchical) can run the forms with
+// one rank per host on the network (selector.cc says at which sizes): all_reduce, broadcast,
+// all_gather, reduce_scatter and all_to_all hier_leader, barrier, reduce, gather and scatter hier
+// (their carriers: the root and the other hosts' leaders).
 #pragma once
 
 #include <algorithm>

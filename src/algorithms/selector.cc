@@ -49,12 +49,17 @@
 // hier at 16 KiB blocks, 538 against 552 us for hier_leader at 64 KiB buffers); all_to_allv
 // pairwise (its sizes differ per rank, so no size can choose alike on every rank;
 // SMDDP_ALGO=all_to_all:hier selects hier for both forms). Hosts with different numbers of ranks
-// (topology.unevenHosts): the forms with one rank per host on the network, at every size:
-// all_reduce, broadcast, all_gather, reduce_scatter and all_to_all hier_leader (for all_reduce a
-// host's link carries 2(H-1)/H of the buffer each way where a flat ring carries 2(n-1)/n; for the
-// others the same bytes as the flat ring's busiest host in H-1 steps instead of n-1), barrier,
-// reduce, gather and scatter hier (the root and the other hosts' leaders carry); all_to_allv
-// pairwise (its sizes are per rank).
+// (topology.unevenHosts), measured on the testbed with hosts of 3, 2 and 1 ranks (docs/PERF.md):
+// all_reduce hier_leader at every size (a host's link carries 2(H-1)/H of the buffer each way
+// where a flat ring carries 2(n-1)/n: 1.17-1.20x the flat busbw from 1 MiB); broadcast hier_leader
+// above 16 KiB (0.83-0.93x the flat time from 256 KiB; below, the flat binomial tree is up to 2x
+// faster than a leader's network step plus the arena hand-out); all_gather and reduce_scatter
+// hier_leader up to 128 KiB over all ranks (0.42-0.94x the flat time to 64 KiB), the flat ring
+// above (where the link rules the flat ring's busiest host carries no more than the leaders' and
+// the leader's copies and reductions cost 3-28 %); all_to_all hier_leader up to 64 KiB over all
+// ranks (0.41-0.70x the flat time to 16 KiB, equal at 64 KiB, 1.12-1.25x above), pairwise above;
+// barrier, reduce, gather and scatter hier (the root and the other hosts' leaders carry);
+// all_to_allv pairwise (its sizes are per rank).
 #include "algorithms/patterns/recursive_doubling.h"
 #include "algorithms/registry.h"
 #include "smddp/error.h"
@@ -75,6 +80,8 @@ constexpr size_t kCrossRingBytes = 64 * 1024;  // crossRingMinBytes with 2 hosts
 constexpr size_t kHierLeaderBytes = 16 * 1024;
 constexpr size_t kAllToAllHierBlockBytes = 16 * 1024;
 constexpr size_t kAllToAllHierLeaderTotalBytes = 16 * 1024;
+constexpr size_t kUnevenLeaderTotalBytes = 128 * 1024;
+constexpr size_t kUnevenAllToAllLeaderTotalBytes = 64 * 1024;
 
 // The default algorithm's name.
 const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topology) {
@@ -89,7 +96,7 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
       return bytes <= kAllReduceSmallBytes ? "recursive_doubling" : "ring";
     case K::kBroadcast:
       if (topology.hostArenas) return bytes <= kHierLeaderBytes ? "hier_leader" : "hier";
-      if (topology.unevenHosts) return "hier_leader";
+      if (topology.unevenHosts && bytes > kHierLeaderBytes) return "hier_leader";
       if (topology.arena && topology.pool && bytes >= kPooledBytes) return "pooled";
       if (topology.arena)
         return bytes > 0 && bytes <= topology.eagerBytes ? "arena_eager" : "arena";
@@ -98,7 +105,9 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
       if (topology.hostArenas) {
         return bytes * ranks <= kAllGatherSmallTotalBytes ? "hier_leader" : "hier";
       }
-      if (topology.unevenHosts) return "hier_leader";
+      if (topology.unevenHosts) {
+        return bytes * ranks <= kUnevenLeaderTotalBytes ? "hier_leader" : "ring";
+      }
       if (topology.arena && topology.pool && bytes * ranks >= kPooledBytes) return "pooled";
       if (topology.arena) return "arena";
       return bytes * ranks <= kAllGatherSmallTotalBytes ? "bruck" : "ring";
@@ -106,7 +115,9 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
       if (topology.hostArenas) {
         return bytes * ranks <= kAllGatherSmallTotalBytes ? "hier_leader" : "hier";
       }
-      if (topology.unevenHosts) return "hier_leader";
+      if (topology.unevenHosts) {
+        return bytes * ranks <= kUnevenLeaderTotalBytes ? "hier_leader" : "ring";
+      }
       if (topology.arena && topology.pool && bytes * ranks >= kPooledBytes) return "pooled";
       return topology.arena ? "arena" : "ring";
     case K::kReduce:
@@ -121,7 +132,9 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
         if (bytes * ranks <= kAllToAllHierLeaderTotalBytes) return "hier_leader";
         return bytes <= kAllToAllHierBlockBytes ? "hier" : "pairwise";
       }
-      if (topology.unevenHosts) return "hier_leader";
+      if (topology.unevenHosts) {
+        return bytes * ranks <= kUnevenAllToAllLeaderTotalBytes ? "hier_leader" : "pairwise";
+      }
       return topology.arena && bytes < kAllToAllArenaBlockBytes ? "arena" : "pairwise";
     case K::kAllToAllV:  // its sizes are per rank: no size to choose by
       return topology.arena ? "arena" : "pairwise";

@@ -147,16 +147,27 @@ TEST(Selector, HandMadeBadOverrideIsAnError) {
   }
 }
 
-// Hosts with different numbers of ranks: every collective but all_to_allv takes its form with one
-// rank per host on the network, at every size; the forms that pair every local index across hosts
-// are refused by name, naming the layout; all_to_allv stays flat.
+// Hosts with different numbers of ranks: the forms with one rank per host on the network where
+// they were measured faster (all_reduce always; broadcast above 16 KiB; all_gather and
+// reduce_scatter up to 128 KiB, all_to_all up to 64 KiB over all ranks; barrier, reduce, gather,
+// scatter); the forms that pair every local index across hosts are refused by name, naming the
+// layout; all_to_allv stays flat.
 TEST(Selector, UnevenHostsTakeTheLeaderForms) {
   const AlgorithmOverrides none;
   Topology t{6, 3};
   t.unevenHosts = true;
   for (size_t bytes : {size_t{0}, size_t{8}, size_t{16} * 1024 + 4, size_t{64} << 20}) {
-    for (K kind : {K::kAllReduce, K::kBroadcast, K::kAllGather, K::kReduceScatter, K::kAllToAll}) {
-      EXPECT_STREQ(selectAlgorithm(kind, bytes, t, none).name, "hier_leader") << toString(kind);
+    EXPECT_STREQ(selectAlgorithm(K::kAllReduce, bytes, t, none).name, "hier_leader");
+    EXPECT_STREQ(selectAlgorithm(K::kBroadcast, bytes, t, none).name,
+                 bytes > 16 * 1024 ? "hier_leader" : "binomial");
+    EXPECT_STREQ(selectAlgorithm(K::kAllToAll, bytes, t, none).name,
+                 bytes * 6 <= 64 * 1024 ? "hier_leader" : "pairwise");
+    // all_gather and reduce_scatter: the flat ring from 128 KiB over all ranks, where the link
+    // rules and the flat ring's busiest host carries no more than the leader's.
+    for (K kind : {K::kAllGather, K::kReduceScatter}) {
+      EXPECT_STREQ(selectAlgorithm(kind, bytes, t, none).name,
+                   bytes * 6 <= 128 * 1024 ? "hier_leader" : "ring")
+          << toString(kind) << " " << bytes;
     }
     for (K kind : {K::kBarrier, K::kReduce, K::kGather, K::kScatter}) {
       EXPECT_STREQ(selectAlgorithm(kind, bytes, t, none).name, "hier") << toString(kind);
