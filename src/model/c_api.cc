@@ -14,28 +14,8 @@ namespace {
 
 thread_local std::string lastError;
 
-struct Field {
-  const char* name;
-  double Machine::*value;  // null for the two counts
-};
-const Field kFields[] = {
-    {"nodes", nullptr},
-    {"per_node", nullptr},
-    {"net_alpha", &Machine::net_alpha},
-    {"net_rate", &Machine::net_rate},
-    {"net_eff", &Machine::net_eff},
-    {"msg_alpha", &Machine::msg_alpha},
-    {"msg_share", &Machine::msg_share},
-    {"link_burst", &Machine::link_burst},
-    {"arena_alpha", &Machine::arena_alpha},
-    {"copy_rate", &Machine::copy_rate},
-    {"gamma", &Machine::gamma},
-    {"cpu_share", &Machine::cpu_share},
-    {"call_alpha", &Machine::call_alpha},
-    {"slot_bytes", &Machine::slot_bytes},
-    {"segment_bytes", &Machine::segment_bytes},
-};
-constexpr size_t kCount = sizeof(kFields) / sizeof(kFields[0]);
+// The C ABI's machine array: nodes, per_node, then kMachineFields in order.
+constexpr size_t kCount = 2 + sizeof(kMachineFields) / sizeof(kMachineFields[0]);
 
 Machine machineOf(const double* v, size_t n) {
   if (n != kCount) {
@@ -46,7 +26,7 @@ Machine machineOf(const double* v, size_t n) {
   m.nodes = static_cast<int>(v[0]);
   m.per_node = static_cast<int>(v[1]);
   if (m.nodes < 1 || m.per_node < 1) throw std::invalid_argument("nodes and per_node must be >= 1");
-  for (size_t i = 2; i < kCount; ++i) m.*(kFields[i].value) = v[i];
+  for (size_t i = 2; i < kCount; ++i) m.*(kMachineFields[i - 2].value) = v[i];
   return m;
 }
 
@@ -81,8 +61,8 @@ using namespace smddp::model;
 
 extern "C" const char* smddp_model_fields(void) {
   static const std::string names = [] {
-    std::string s;
-    for (const Field& f : kFields) s += std::string(s.empty() ? "" : ",") + f.name;
+    std::string s = "nodes,per_node";
+    for (const MachineField& f : kMachineFields) s += std::string(",") + f.name;
     return s;
   }();
   return names.c_str();

@@ -52,4 +52,21 @@ struct Machine {
   double chunkBytes() const { return slot_bytes < segment_bytes ? slot_bytes : segment_bytes; }
 };
 
+// The Machine's real-valued parameters by name, in the order of the C ABI's array (after nodes and
+// per_node) and the parameter file's keys; `positive`: must be > 0, else >= 0.
+struct MachineField {
+  const char* name;
+  double Machine::*value;
+  bool positive;
+};
+inline constexpr MachineField kMachineFields[] = {
+    {"net_alpha", &Machine::net_alpha, false},     {"net_rate", &Machine::net_rate, true},
+    {"net_eff", &Machine::net_eff, true},          {"msg_alpha", &Machine::msg_alpha, false},
+    {"msg_share", &Machine::msg_share, true},      {"link_burst", &Machine::link_burst, false},
+    {"arena_alpha", &Machine::arena_alpha, false}, {"copy_rate", &Machine::copy_rate, true},
+    {"gamma", &Machine::gamma, false},             {"cpu_share", &Machine::cpu_share, true},
+    {"call_alpha", &Machine::call_alpha, false},   {"slot_bytes", &Machine::slot_bytes, true},
+    {"segment_bytes", &Machine::segment_bytes, true},
+};
+
 }  // namespace smddp::model

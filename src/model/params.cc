@@ -209,23 +209,9 @@ std::map<std::string, double> parseParams(const std::string& text, const std::st
 
 void applyParams(Machine& m, const std::map<std::string, double>& params,
                  const std::string& source) {
-  struct Field {
-    const char* name;
-    double Machine::*field;
-    bool positive;  // else >= 0
-  };
-  static const Field kFields[] = {
-      {"net_alpha", &Machine::net_alpha, false},   {"net_rate", &Machine::net_rate, true},
-      {"net_eff", &Machine::net_eff, true},        {"msg_alpha", &Machine::msg_alpha, false},
-      {"msg_share", &Machine::msg_share, true},    {"link_burst", &Machine::link_burst, false},
-      {"arena_alpha", &Machine::arena_alpha, false}, {"copy_rate", &Machine::copy_rate, true},
-      {"gamma", &Machine::gamma, false},           {"cpu_share", &Machine::cpu_share, true},
-      {"call_alpha", &Machine::call_alpha, false}, {"slot_bytes", &Machine::slot_bytes, true},
-      {"segment_bytes", &Machine::segment_bytes, true},
-  };
   for (const auto& [key, value] : params) {
-    const Field* f = nullptr;
-    for (const Field& c : kFields) {
+    const MachineField* f = nullptr;
+    for (const MachineField& c : kMachineFields) {
       if (key == c.name) f = &c;
     }
     if (f == nullptr) bad(source, "\"" + key + "\" is not a parameter of the model");
@@ -234,7 +220,7 @@ void applyParams(Machine& m, const std::map<std::string, double>& params,
       v << value;
       bad(source, "\"" + key + "\" is " + v.str() + ", must be " + (f->positive ? "> 0" : ">= 0"));
     }
-    m.*(f->field) = value;
+    m.*(f->value) = value;
   }
 }
 
