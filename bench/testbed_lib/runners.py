@@ -95,8 +95,9 @@ class EngineRunner:
                            SMDDP_TIMEOUT_MS=str(int(self.timeout * 1000)))
                 if self.cores == "free":
                     env.setdefault("SMDDP_SPIN_US", "0")
-                if self.flat:
+                if self.flat:  # the flat algorithms' own choice: an SMDDP_ALGO is smddp's
                     env["SMDDP_ARENA"] = "0"
+                    env.pop("SMDDP_ALGO", None)
                 if self.provider:
                     env["SMDDP_PROVIDER"] = self.provider
                 argv = [HOSTS_SH, "exec", self.tag, h] + pin_of(h, self.cores) + [
