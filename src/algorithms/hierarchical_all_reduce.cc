@@ -27,11 +27,17 @@
 //      phase. AVG divides by n.
 //   Latency: one arena synchronisation + ceil(log2 H) network exchanges.
 //
-// hier_leader (small messages, few network messages; the chunk is one arena slot):
-//   1. arena: every rank copies the chunk into its slot and publishes; the host's leader (local
-//      index 0) reduces the L slots in local rank order into its output;
-//   2. network: the leaders all_reduce the chunk with each other (recursive doubling);
+// hier_leader (small messages, few network messages; on hosts of different sizes every size;
+// the chunk is one arena slot):
+//   1. arena: every other rank copies the chunk into its slot and publishes; the host's leader
+//      (local index 0) reduces its input and the L-1 slots in local rank order into its output;
+//   2. network: the leaders all_reduce the chunk with each other (recursive doubling; a ring
+//      above crossRingMinBytes);
 //   3. arena: the leader copies the result into its slot and publishes it; the others copy it out.
+//   The others run one use ahead: they copy chunk k+1 in before they wait for chunk k's result,
+//   so their copies overlap the leader's network step (they publish a use before they release
+//   the previous one, so the leader acquires its slot by their releases, not by what they
+//   published, and waits for their last release before it leaves).
 //   Latency: two arena synchronisations + ceil(log2 H) network exchanges, with one message per
 //   host and step where hier_direct sends L: each host's link carries B once per step, not L x B.
 //   The same bits as hier_direct (same reduction order).
@@ -42,6 +48,7 @@
 // many as its algorithm may use), so chunks cannot match each other's messages.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "algorithms/algorithms.h"
 #include "algorithms/arena/slot_step.h"
@@ -173,33 +180,67 @@ void allReduceHierLeader(Exec& exec, const CollectiveArgs& args) {
   Exec local(exec, groups.local, groups.localSettings, 0);  // no messages
   const CollectiveArgs sum = summed(args);
   const bool leader = local.rank() == 0;
+  const int ranksHere = local.size();
   const size_t es = args.elementSize();
   const size_t chunk = arena::SlotStep::chunkBytes(local, es);
   const auto* in = static_cast<const unsigned char*>(args.send);
   auto* out = static_cast<unsigned char*>(args.recv);
-  uint64_t msg = 0;  // only the leaders send, all in their cross group (local index 0)
-  for (size_t off = 0; off < args.bytes(); off += chunk) {
-    const size_t bytes = std::min(chunk, args.bytes() - off);
-    const size_t count = bytes / es;
-    arena::SlotStep step(local);
-    step.acquire();
-    std::memcpy(step.mine(), in + off, bytes);
-    step.publish(1);
-    if (leader) {
-      step.awaitAll(1);
-      arena::reduceSlots(step, sum, local.size(), out + off, 0, count);
-      msg = crossAllReduce(exec, groups, sum, out + off, count, msg);
-      if (args.op == ReduceOp::kAvg) {
-        reduce::finishAverage(args.dtype, out + off, count, exec.size());
-      }
-      std::memcpy(step.mine(), out + off, bytes);  // the others read no slot before phase 2
-      step.publish(2);
-    } else {
+  const size_t total = args.bytes();
+  if (total == 0) return;
+  const auto bytesAt = [&](size_t off) { return std::min(chunk, total - off); };
+  if (!leader) {
+    // One use ahead: chunk k+1 goes into the arena before chunk k's result comes back, so the
+    // copy-in runs while the leader's network step of chunk k waits on the link.
+    std::optional<arena::SlotStep> ahead;
+    const auto fill = [&](size_t off) {
+      ahead.emplace(local);
+      ahead->acquire();
+      std::memcpy(ahead->mine(), in + off, bytesAt(off));
+      ahead->publish(1);
+    };
+    fill(0);
+    for (size_t off = 0; off < total; off += chunk) {
+      arena::SlotStep step = std::move(*ahead);
+      ahead.reset();
+      if (off + chunk < total) fill(off + chunk);
       step.await(0, 1);
       step.await(0, 2);
-      std::memcpy(out + off, step.slotOf(0), bytes);
+      std::memcpy(out + off, step.slotOf(0), bytesAt(off));
+      step.release();
     }
+    return;
+  }
+  uint64_t msg = 0;  // only the leaders send, all in their cross group (local index 0)
+  std::optional<uint64_t> lastUse;
+  for (size_t off = 0; off < total; off += chunk) {
+    const size_t bytes = bytesAt(off);
+    const size_t count = bytes / es;
+    arena::SlotStep step(local);
+    // The others publish a use before they release the previous one, whose slot of ours they may
+    // still be reading: wait for their releases themselves.
+    step.acquireStrict();
+    step.publish(1);  // identity only: the others read no data of ours in phase 1
+    step.awaitAll(1);
+    // Local rank order, as arena::reduceSlots, with this rank's input read in place.
+    if (ranksHere == 1) {
+      std::memmove(out + off, in + off, bytes);
+    } else {
+      reduce::reduce(sum.dtype, sum.op, out + off, in + off, step.slotOf(1), count);
+      for (int r = 2; r < ranksHere; ++r) {
+        reduce::reduce(sum.dtype, sum.op, out + off, out + off, step.slotOf(r), count);
+      }
+    }
+    msg = crossAllReduce(exec, groups, sum, out + off, count, msg);
+    if (args.op == ReduceOp::kAvg) reduce::finishAverage(args.dtype, out + off, count, exec.size());
+    std::memcpy(step.mine(), out + off, bytes);
+    step.publish(2);
     step.release();
+    lastUse = step.use();
+  }
+  // The next collective's acquire() trusts `posted` again only once the others released the
+  // last-but-one use, whose slot of ours they may be reading now.
+  if (lastUse && *lastUse > 0) {
+    arena::SlotStep::awaitReleased(local, *lastUse - 1);
   }
 }
 

@@ -80,6 +80,25 @@ class SlotStep {
       exec_.waitWord(segment_.consumed(r), use_ - 1, r, "release a slot");
     }
   }
+  // acquire() without its shortcut through `posted`, for the writer of a slot that its peers read
+  // in an algorithm whose other ranks publish a use before they release the previous one
+  // (hier_leader all_reduce's pipeline): every peer's `consumed` itself.
+  void acquireStrict() {
+    if (use_ < 2) return;
+    for (int r = 0; r < exec_.size(); ++r) {
+      if (r != exec_.rank()) exec_.waitWord(segment_.consumed(r), use_ - 1, r, "release a slot");
+    }
+  }
+  // Waits until every peer released `use` (the end of such a pipeline, so that the next
+  // collective's acquire() may take its shortcut again).
+  static void awaitReleased(Exec& exec, uint64_t use) {
+    Segment& segment = requireArena(exec).segment();
+    for (int r = 0; r < exec.size(); ++r) {
+      if (r != exec.rank()) exec.waitWord(segment.consumed(r), use + 1, r, "release a slot");
+    }
+  }
+  uint64_t use() const { return use_; }
+
   // Publishes phase 1 (data written, identity set) or phase 2 of this use. Call acquire() first.
   void publish(int phase) {
     if (phase == 1) {
