@@ -66,6 +66,32 @@ TEST(UnevenHosts, AllReduceHierLeaderManyChunksAndTheCrossRing) {
   }
 }
 
+// The others run one slot ahead of the leader in a many-chunk all_reduce, and the collective after
+// it reuses the slots at once: rounds of all_reduce (20 arena uses), all_gather and broadcast back
+// to back, with a rank that is late in turn, every result checked. (A sequence check: the
+// ordering that acquireStrict guards did not show as wrong data here without it in 30 runs.)
+TEST(UnevenHosts, AllReducePipelineThenOtherCollectives) {
+  const Algorithm& ar = algorithm(K::kAllReduce, "hier_leader");
+  const Algorithm& ag = algorithm(K::kAllGather, "hier_leader");
+  const Algorithm& bc = algorithm(K::kBroadcast, "hier_leader");
+  for (const auto& hostOf : {layouts()[0], layouts()[1]}) {
+    SCOPED_TRACE(describe(hostOf));
+    const int n = static_cast<int>(hostOf.size());
+    runRanksOnUnevenHosts(hostOf, [&](RankContext& ctx) {
+      for (int round = 0; round < 12; ++round) {
+        if ((ctx.rank + round) % n == 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+        checkAllReduce(ctx, ar, {20011, DataType::kFloat32, ReduceOp::kSum, round % 2 == 0,
+                                 65536});
+        checkAllGather(ctx, ag, 301, DataType::kInt32, Output::kContiguous, 65536);
+        checkBroadcast(ctx, bc, 3001, DataType::kFloat32, round % n, false, 65536,
+                       static_cast<size_t>(round) + 1);
+      }
+    });
+  }
+}
+
 TEST(UnevenHosts, BroadcastHierLeaderFromEveryRoot) {
   const Algorithm& a = algorithm(K::kBroadcast, "hier_leader");
   for (const auto& hostOf : layouts()) {
