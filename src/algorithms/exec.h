@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/collective.h"
@@ -67,8 +68,22 @@ struct HostGroups {
   std::vector<int> local;      // the ranks on this rank's host, ascending (this rank included)
   std::vector<int> cross;      // the ranks with this rank's local index, one per host, host order
   patterns::HostLayout layout;  // who is on which host (every host's ranks, each rank's host)
+  // The leader forms' packing (fixed per communicator, so not rebuilt per call): every rank host
+  // by host (HostLayout::hostMajor), and where each host's first block is in that order
+  // (HostLayout::hostFirsts: hosts() + 1 entries).
+  std::vector<int> hostMajor;
+  std::vector<size_t> hostFirsts;
   ExecSettings localSettings;  // the communicator's, with this host's arena
   ExecSettings crossSettings;  // the communicator's, without an arena
+
+  // Sets every member above but the settings, for `rank` on `hosts`.
+  void place(patterns::HostLayout hosts, int rank) {
+    local = hosts.local(rank);
+    cross = hosts.cross(rank);
+    hostMajor = hosts.hostMajor();
+    hostFirsts = hosts.hostFirsts();
+    layout = std::move(hosts);
+  }
 };
 
 class Exec {

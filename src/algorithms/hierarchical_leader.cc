@@ -45,7 +45,7 @@ namespace smddp::algo {
 namespace {
 
 // Packed offset [off, off + bytes) of the host-major blocks to the output blocks: block k of the
-// packed order is the block of rank order[k] (HostLayout::hostMajor).
+// packed order is the block of rank order[k] (HostGroups::hostMajor).
 void unpack(const CollectiveArgs& args, const std::vector<int>& order, const unsigned char* from,
             size_t off, size_t bytes) {
   const size_t block = args.bytes();
@@ -103,8 +103,8 @@ void allGatherHierLeader(Exec& exec, const CollectiveArgs& args) {
   const patterns::HostLayout& layout = groups.layout;
   const int hosts = layout.hosts();
   const auto myHost = static_cast<size_t>(layout.hostOf[static_cast<size_t>(exec.rank())]);
-  const std::vector<int> order = layout.hostMajor();
-  const std::vector<size_t> firsts = layout.hostFirsts();
+  const std::vector<int>& order = groups.hostMajor;
+  const std::vector<size_t>& firsts = groups.hostFirsts;
   Exec local(exec, groups.local, groups.localSettings, 0);
   const bool leader = local.rank() == 0;
   const size_t es = args.elementSize();
@@ -156,8 +156,8 @@ void reduceScatterHierLeader(Exec& exec, const CollectiveArgs& args) {
   const HostGroups& groups = hier::requireHosts(exec);
   const patterns::HostLayout& layout = groups.layout;
   const int hosts = layout.hosts();
-  const std::vector<int> order = layout.hostMajor();
-  const std::vector<size_t> firsts = layout.hostFirsts();
+  const std::vector<int>& order = groups.hostMajor;
+  const std::vector<size_t>& firsts = groups.hostFirsts;
   const CollectiveArgs sum = hier::summed(args);
   Exec local(exec, groups.local, groups.localSettings, 0);
   const auto perHost = static_cast<size_t>(local.size());

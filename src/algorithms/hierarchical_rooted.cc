@@ -34,7 +34,7 @@ struct Rooted {
   const HostGroups& groups;
   int rootHost;
   std::vector<int> carriers;  // one per host, in host order
-  std::vector<size_t> firsts;  // HostLayout::hostFirsts
+  const std::vector<size_t>& firsts;  // HostGroups::hostFirsts
   size_t myHost;
   int index;  // this host's carrier's local index
   Exec local;
@@ -46,7 +46,7 @@ struct Rooted {
       : groups(hier::requireHosts(exec)),
         rootHost(hier::hostOf(exec, groups, args.root)),
         carriers(hier::carriers(groups.layout, args.root)),
-        firsts(groups.layout.hostFirsts()),
+        firsts(groups.hostFirsts),
         myHost(static_cast<size_t>(groups.layout.hostOf[static_cast<size_t>(exec.rank())])),
         index(groups.layout.localIndex(carriers[myHost])),
         local(exec, groups.local, groups.localSettings, 0),
@@ -128,7 +128,7 @@ void gatherHier(Exec& exec, const CollectiveArgs& args) {
     cross.irecv(static_cast<int>(h), 0, all + r.packAt(h, block), r.packBytes(h, block));
   }
   cross.waitAll();
-  const std::vector<int> order = r.groups.layout.hostMajor();
+  const std::vector<int>& order = r.groups.hostMajor;
   for (size_t k = 0; k < n; ++k) {
     std::memcpy(args.block(static_cast<size_t>(order[k])), all + k * block, block);
   }
@@ -142,7 +142,7 @@ void scatterHier(Exec& exec, const CollectiveArgs& args) {
   if (r.carrier) {
     Exec cross(exec, r.carriers, r.groups.crossSettings, 0);
     if (r.isRoot) {
-      const std::vector<int> order = r.groups.layout.hostMajor();
+      const std::vector<int>& order = r.groups.hostMajor;
       auto* all = static_cast<unsigned char*>(exec.scratch(block * order.size(), 1));
       for (size_t k = 0; k < order.size(); ++k) {
         std::memcpy(all + k * block, args.sendBlock(static_cast<size_t>(order[k])), block);

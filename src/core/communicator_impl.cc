@@ -128,9 +128,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   exec_.arena = arena_.get();
   exec_.pool = arena_ ? pool_.get() : nullptr;
   if (hostArena_) {
-    hostGroups_.local = hostArena.layout.local(rank_);
-    hostGroups_.cross = hostArena.layout.cross(rank_);
-    hostGroups_.layout = std::move(hostArena.layout);
+    hostGroups_.place(std::move(hostArena.layout), rank_);
     ipcHosts_.ranksOf = hostGroups_.layout.ranksOf;
     ipcHosts_.host = hostGroups_.layout.hostOf[static_cast<size_t>(rank_)];
     ipcHosts_.local = hostGroups_.layout.localIndex(rank_);

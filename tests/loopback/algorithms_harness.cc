@@ -225,9 +225,7 @@ void runOnHostNames(const std::vector<std::string>& names, const RankBody& body,
     endpoints.push_back(fabric->endpoint(r));
     const auto& segs = *segments[static_cast<size_t>(layout.hostOf[static_cast<size_t>(r)])];
     arenas.push_back(std::make_unique<arena::Arena>(segs.view(layout.localIndex(r))));
-    groups[static_cast<size_t>(r)].local = layout.local(r);
-    groups[static_cast<size_t>(r)].cross = layout.cross(r);
-    groups[static_cast<size_t>(r)].layout = layout;
+    groups[static_cast<size_t>(r)].place(layout, r);
   }
   std::vector<RankContext> contexts;
   for (int r = 0; r < n; ++r) {
