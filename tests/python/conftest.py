@@ -1,12 +1,20 @@
 # SPDX-License-Identifier: Apache-2.0
 """pytest setup for the torch_smddp suite: find the package (installed, or the in-tree dev build
 under python/), and stop with a clear error when the extension is not built.
-Invariant: spawned ranks see the same torch_smddp as the test process (sys.path and PYTHONPATH).
+Invariant: spawned ranks see the same torch_smddp as the test process (sys.path and PYTHONPATH),
+and one intra-op thread each (OMP_NUM_THREADS=1 unless set).
 """
 import os
 import sys
 
 import pytest
+
+# Several ranks share this machine's cores in every test: one intra-op thread each, as torchrun
+# gives every rank of a multi-process job. Left at the core count, each rank's OpenMP pool spins
+# after every parallel op on the CPUs its peers need (a fifth of the CPU time of the tests that
+# spawn ranks, on 2 cores).
+# Set before torch is imported here: libgomp reads it once, and the ranks inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
