@@ -12,6 +12,11 @@
 //      cross group, H ranks: ring above crossRingMinBytes(H) (registry.h), segmented and
 //      pipelined; recursive doubling below), in place in the output. AVG divides by n here.
 //   3. arena all-gather: every block to every rank of the host (hostAllGather).
+//   When every buffer of the host's ranks is in their shareable memory (arena/in_place.h:
+//   torch's allocate_tensor, Communicator::allocateShared), phases 1 and 3 read the peers'
+//   buffers directly (block r reduced from the L inputs into the own output; each other block
+//   copied from its owner's output): no copy through the arena. Each host decides for itself;
+//   the network phase is the same either way.
 //   The network phase is one pipelined transfer of bytes / L per rank, not one exchange per arena
 //   chunk, so a handshake's round trip is paid a few times per collective, not per chunk. Cost per
 //   rank: copy in (bytes), (L-1)/L x bytes reduced, a cross all_reduce of bytes / L, copy in
@@ -51,6 +56,7 @@
 #include <optional>
 
 #include "algorithms/algorithms.h"
+#include "algorithms/arena/in_place.h"
 #include "algorithms/arena/slot_step.h"
 #include "algorithms/hierarchical.h"
 #include "algorithms/patterns/recursive_doubling.h"
@@ -251,12 +257,41 @@ void allReduceHierSplit(Exec& exec, const CollectiveArgs& args) {
   const size_t es = args.elementSize();
   auto* out = static_cast<unsigned char*>(args.recv);
   const patterns::Range mine = patterns::ringChunk(args.count, local.size(), local.rank());
-  hostReduceScatter(local, sum, out);
-  crossAllReduce(exec, groups, sum, out + mine.begin * es, mine.count, 0);
-  if (args.op == ReduceOp::kAvg && mine.count > 0) {
-    reduce::finishAverage(args.dtype, out + mine.begin * es, mine.count, exec.size());
+  const auto network = [&] {
+    crossAllReduce(exec, groups, sum, out + mine.begin * es, mine.count, 0);
+    if (args.op == ReduceOp::kAvg && mine.count > 0) {
+      reduce::finishAverage(args.dtype, out + mine.begin * es, mine.count, exec.size());
+    }
+  };
+  std::optional<arena::InPlace> call;
+  if (local.pool() != nullptr) {
+    arena::Pool& pool = *local.pool();
+    call.emplace(local, arena::Refs{pool.locate(args.send, args.bytes()),
+                                    pool.locate(args.recv, args.bytes())});
+    const bool candidate = arena::every(call->refs(), &arena::Refs::send) &&
+                           arena::every(call->refs(), &arena::Refs::recv);
+    if (!call->agree(candidate, args, true)) call.reset();
   }
-  hier::hostAllGather(local, args.count, es, out);
+  if (!call) {  // through the arena
+    hostReduceScatter(local, sum, out);
+    network();
+    hier::hostAllGather(local, args.count, es, out);
+    return;
+  }
+  // In place on the host's tensors: block r reduced straight from the host's inputs (block r of
+  // every buffer is written by local rank r only, and read by it before written), the network
+  // step, then every rank copies each other block from its owner's output once the owner is done.
+  const arena::Views& v = call->views();
+  arena::reduceInRankOrder(local, sum, v.in, mine.begin * es, out + mine.begin * es, mine.count);
+  network();
+  call->allReached();
+  for (int i = 1; i < local.size(); ++i) {
+    const int q = (local.rank() + i) % local.size();  // owners in turn, not all on one at once
+    const patterns::Range block = patterns::ringChunk(args.count, local.size(), q);
+    std::memcpy(out + block.begin * es, v.out[static_cast<size_t>(q)] + block.begin * es,
+                block.count * es);
+  }
+  call->finish();
 }
 
 }  // namespace smddp::algo

@@ -33,6 +33,7 @@ smddp_layer(smddp_algorithms
   algorithms/arena/gather_scatter.cc
   algorithms/arena/all_to_all.cc
   algorithms/arena/pool.cc
+  algorithms/arena/in_place.cc
   algorithms/arena/pooled.cc
   algorithms/registry.cc
   algorithms/scoped.cc

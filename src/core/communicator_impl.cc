@@ -134,6 +134,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
     ipcHosts_.local = hostGroups_.layout.localIndex(rank_);
     hostGroups_.localSettings = exec_;
     hostGroups_.localSettings.arena = hostArena_.get();
+    hostGroups_.localSettings.pool = pool_.get();  // the host's ranks map each other's tensors
     hostGroups_.crossSettings = exec_;
     hostGroups_.crossSettings.segmentBytes = std::min(exec_.segmentBytes, kCrossSegmentBytes);
     exec_.hosts = &hostGroups_;
