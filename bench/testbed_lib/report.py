@@ -10,8 +10,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from compare_lib.common import algbw_gbps, busbw_factor, human_size  # noqa: E402
 
 COLORS = {"smddp": "tab:blue", "smddp-rxm": "tab:purple", "smddp-flat": "tab:cyan",
-          "smddp-torch": "tab:red", "gloo": "tab:orange", "mpi": "tab:green"}
-BACKENDS = ("smddp", "smddp-rxm", "smddp-flat", "smddp-torch", "gloo", "mpi")
+          "smddp-torch": "tab:red", "smddp-alloc": "tab:brown", "gloo": "tab:orange", "mpi": "tab:green"}
+BACKENDS = ("smddp", "smddp-rxm", "smddp-flat", "smddp-torch", "smddp-alloc", "gloo", "mpi")
 
 
 BUSBW_TEXT = {"all_reduce": "2(n-1)/n", "broadcast": "1", "all_gather": "(n-1)/n",
@@ -60,13 +60,13 @@ def summary(results, failed, meta):
              f"links capped at {meta['rate']} each way ({cap:.4g} GB/s)", "",
              f"busbw = size / time x {BUSBW_TEXT[coll]} (nccl-tests); `x cap` = busbw / link cap; "
              "ratios are smddp's time / the peer's time (below 1: smddp faster); smddp-torch is "
-             "smddp through torch.distributed, smddp its engine tool.", ""]
-    if "smddp-torch" in results:  # through torch against the engine and against gloo
-        ratios = ["smddp-torch/smddp"] + (["smddp-torch/gloo"] if "gloo" in results else [])
-    else:
-        ratios = []
+             "smddp through torch.distributed (smddp-alloc: on tensors from its allocate_tensor), "
+             "smddp its engine tool.", ""]
+    # through torch against the engine and against gloo; on allocated against ordinary tensors
+    ratios = [r for r in ("smddp-torch/smddp", "smddp-torch/gloo", "smddp-alloc/smddp-torch")
+              if all(b in results for b in r.split("/"))]
     head = "| size |" + "".join(f" {b} us | {b} x cap | #wrong |" for b in names)
-    peers = [b for b in names if b not in ("smddp", "smddp-torch")]
+    peers = [b for b in names if b not in ("smddp", "smddp-torch", "smddp-alloc")]
     head += "".join(f" smddp/{b} |" for b in peers) + "".join(f" {r} |" for r in ratios)
     # smddp's own time estimate through torch (_time_estimator) against its measured time
     estimates = any("estimate_us" in r for r in results.get("smddp-torch", []))

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Smoke test of bench/testbed: 2 namespace hosts x 2 ranks with capped links, a short all_reduce
-sweep (8 B - 64 KiB, a few calls) with every backend available here in one run, and shorter ones
+sweep (8 B - 64 KiB, a few calls) with every backend available here in one run (smddp also
+through torch on tensors it allocated), and shorter ones
 of broadcast, all_gather and reduce_scatter (smddp hierarchical and flat, gloo, Open MPI). Each
 must exit 0 (every result checked, nothing wrong, no backend failed), write testbed.json with
 rows for each backend at every size, and its summary and plot. Open MPI is asked for only when
@@ -37,7 +38,9 @@ pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_rea
 @pytest.mark.parametrize("collective", ["all_reduce", "broadcast", "all_gather",
                                         "reduce_scatter"])
 def test_testbed_short_sweep(tmp_path, collective):
-    backends = ["smddp", "smddp-rxm"] if collective == "all_reduce" else ["smddp"]
+    # smddp-alloc: through torch on tensors from allocate_tensor (all_reduce at 64 KiB runs
+    # hier_split, in place within each host)
+    backends = ["smddp", "smddp-rxm", "smddp-alloc"] if collective == "all_reduce" else ["smddp"]
     backends += ["smddp-flat", "gloo"]
     backends += ["mpi"] if shutil.which("mpirun") else []
     top = "64K" if collective == "all_reduce" else "16K"
