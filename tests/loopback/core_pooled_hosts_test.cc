@@ -12,25 +12,13 @@
 #include <vector>
 
 #include "loopback/loopback_group.h"
+#include "loopback/shared_buffer.h"
 
 namespace smddp::testing {
 namespace {
 
 template <typename T>
-struct Buf {
-  std::shared_ptr<void> shared;
-  std::vector<T> plain;
-  T* data = nullptr;
-  Buf(Communicator& c, size_t count, bool useShared) {
-    if (useShared) {
-      shared = c.allocateShared(count * sizeof(T) + 1);  // a zero count still gets a block
-      data = static_cast<T*>(shared.get());
-    } else {
-      plain.resize(count + 1);
-      data = plain.data();
-    }
-  }
-};
+using Buf = SharedOrPlain<T>;
 
 int32_t value(int r, size_t i) { return r * 100 + static_cast<int32_t>(i % 89); }
 

@@ -14,26 +14,13 @@
 
 #include "algorithms/arena/pool.h"
 #include "loopback/loopback_group.h"
+#include "loopback/shared_buffer.h"
 
 namespace smddp::testing {
 namespace {
 
-// A buffer of `count` T: shared (allocateShared) or ordinary.
 template <typename T>
-struct Buf {
-  std::shared_ptr<void> shared;
-  std::vector<T> plain;
-  T* data = nullptr;
-  Buf(Communicator& c, size_t count, bool useShared) {
-    if (useShared) {
-      shared = c.allocateShared(count * sizeof(T));
-      data = static_cast<T*>(shared.get());
-    } else {
-      plain.resize(count);
-      data = plain.data();
-    }
-  }
-};
+using Buf = SharedOrPlain<T>;
 
 Options bounded() {
   Options o;
