@@ -98,11 +98,7 @@ void reduceInRankOrder(Exec& exec, const CollectiveArgs& args,
   for (size_t done = 0; done < count; done += piece) {
     const size_t k = std::min(piece, count - done);
     const size_t at = off + done * es;
-    if (n == 1) {
-      std::memcpy(acc, in[0] + at, k * es);
-    } else {
-      reduce::reduce(args.dtype, args.op, acc, in[0] + at, in[1] + at, k);
-    }
+    reduce::reduce(args.dtype, args.op, acc, in[0] + at, in[1] + at, k);  // an arena group: n >= 2
     for (int q = 2; q < n; ++q) reduce::reduce(args.dtype, args.op, acc, acc, in[q] + at, k);
     if (args.op == ReduceOp::kAvg) reduce::finishAverage(args.dtype, acc, k, n);
     if (outs == nullptr) {
