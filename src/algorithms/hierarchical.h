@@ -7,7 +7,8 @@
 //   all_reduce (hierarchical_all_reduce.cc): hier_leader, hier_direct, hier_split;
 //   all_gather, reduce_scatter, broadcast, barrier (hierarchical_collectives.cc): hier;
 //   broadcast, all_gather, reduce_scatter for small messages (hierarchical_leader.cc):
-//   hier_leader (one rank per host on the network).
+//   hier_leader (one rank per host on the network);
+//   their host phases on tensors in shareable memory (hierarchical_in_place.cc).
 // Hosts with different numbers of ranks (HostLayout::unevenHierarchical) can run the forms with
 // one rank per host on the network (selector.cc says at which sizes): all_reduce, broadcast,
 // all_gather, reduce_scatter and all_to_all hier_leader, barrier, reduce, gather and scatter hier
@@ -102,5 +103,25 @@ void hostScatter(Exec& local, int source, const unsigned char* pack, size_t bloc
 // (patterns::ringChunk; block r: local index r, finished in out on rank r) to every rank of the
 // host. Per use each rank copies a piece of its own block into its slot; the others copy it out.
 void hostAllGather(Exec& local, size_t count, size_t es, unsigned char* out);
+
+// The arena phases above on tensors in the host's shareable memory (hierarchical_in_place.cc):
+// from kInPlaceMinBytes each agrees with the host's ranks and returns false, having moved nothing,
+// when a buffer it would read in a peer is not shareable (the caller runs the arena phase).
+//   allGatherHostInPlace       all_gather's phase 2: blocks (0, q) .. (H-1, q) of every local
+//                              peer q copied from q's output (after the network phase);
+//   hostReduceScatterInPlace   reduce_scatter's phase 1: `partials` block h = the block of rank
+//                              (h, own index) reduced over the host's inputs in local rank order;
+//   hostBroadcastInPlace       the root's host: every rank copies local rank `source`'s input;
+//   hostAllGatherInPlace       hostAllGather: the other blocks copied from their owners' outputs.
+bool allGatherHostInPlace(Exec& local, const HostGroups& groups, const CollectiveArgs& args);
+bool hostReduceScatterInPlace(Exec& local, const HostGroups& groups, const CollectiveArgs& sum,
+                              unsigned char* partials);
+bool hostBroadcastInPlace(Exec& local, int source, const CollectiveArgs& args);
+bool hostAllGatherInPlace(Exec& local, const CollectiveArgs& args);
+
+// Every block of `out` (count elements cut as patterns::ringChunk over the host's ranks) but
+// this rank's copied from its owner's output `outs[q]` (mapped).
+void copyFromOwners(Exec& local, const std::vector<unsigned char*>& outs, size_t count, size_t es,
+                    unsigned char* out);
 
 }  // namespace smddp::algo::hier

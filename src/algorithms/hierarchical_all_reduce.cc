@@ -12,11 +12,11 @@
 //      cross group, H ranks: ring above crossRingMinBytes(H) (registry.h), segmented and
 //      pipelined; recursive doubling below), in place in the output. AVG divides by n here.
 //   3. arena all-gather: every block to every rank of the host (hostAllGather).
-//   When every buffer of the host's ranks is in their shareable memory (arena/in_place.h:
-//   torch's allocate_tensor, Communicator::allocateShared), phases 1 and 3 read the peers'
-//   buffers directly (block r reduced from the L inputs into the own output; each other block
-//   copied from its owner's output): no copy through the arena. Each host decides for itself;
-//   the network phase is the same either way.
+//   From kInPlaceMinBytes, when every buffer of the host's ranks is in their shareable memory
+//   (arena/in_place.h: torch's allocate_tensor, Communicator::allocateShared), phases 1 and 3
+//   read the peers' buffers directly (block r reduced from the L inputs into the own output;
+//   each other block copied from its owner's output): no copy through the arena. Each host
+//   decides for itself; the network phase is the same either way.
 //   The network phase is one pipelined transfer of bytes / L per rank, not one exchange per arena
 //   chunk, so a handshake's round trip is paid a few times per collective, not per chunk. Cost per
 //   rank: copy in (bytes), (L-1)/L x bytes reduced, a cross all_reduce of bytes / L, copy in
@@ -264,7 +264,7 @@ void allReduceHierSplit(Exec& exec, const CollectiveArgs& args) {
     }
   };
   std::optional<arena::InPlace> call;
-  if (local.pool() != nullptr) {
+  if (local.pool() != nullptr && args.bytes() >= kInPlaceMinBytes) {
     arena::Pool& pool = *local.pool();
     call.emplace(local, arena::Refs{pool.locate(args.send, args.bytes()),
                                     pool.locate(args.recv, args.bytes())});
@@ -285,12 +285,7 @@ void allReduceHierSplit(Exec& exec, const CollectiveArgs& args) {
   arena::reduceInRankOrder(local, sum, v.in, mine.begin * es, out + mine.begin * es, mine.count);
   network();
   call->allReached();
-  for (int i = 1; i < local.size(); ++i) {
-    const int q = (local.rank() + i) % local.size();  // owners in turn, not all on one at once
-    const patterns::Range block = patterns::ringChunk(args.count, local.size(), q);
-    std::memcpy(out + block.begin * es, v.out[static_cast<size_t>(q)] + block.begin * es,
-                block.count * es);
-  }
+  hier::copyFromOwners(local, v.out, args.count, es, out);
   call->finish();
 }
 

@@ -31,6 +31,8 @@
 //   0) waits for the host's ranks, runs the dissemination barrier with the other hosts' leaders,
 //   then publishes again, which releases the others: ceil(log2 H) rounds of one message per
 //   host instead of ceil(log2 n) from every rank.
+// From kInPlaceMinBytes, on tensors in the host's shareable memory, the arena phases of all_gather,
+// reduce_scatter and broadcast read the host's peers' buffers directly (hierarchical_in_place.cc).
 // Latency: one arena synchronisation per host (barrier: two) plus the network algorithm's rounds
 // among H ranks instead of n; hierarchical_leader.cc has broadcast's and all_gather's forms for
 // small messages, with one sender per host.
@@ -130,6 +132,7 @@ void allGatherHier(Exec& exec, const CollectiveArgs& args) {
     cross.waitAll();
   }
   Exec local(exec, groups.local, groups.localSettings, 0);
+  if (hier::allGatherHostInPlace(local, groups, args)) return;
   const int ranksHere = local.size();
   const size_t es = args.elementSize();
   const size_t piece = arena::piecePer(local, es, static_cast<size_t>(hosts), 2) / es;
@@ -165,8 +168,8 @@ void reduceScatterHier(Exec& exec, const CollectiveArgs& args) {
   const size_t es = args.elementSize();
   const size_t blockBytes = args.bytes();
   auto* partials = static_cast<unsigned char*>(exec.scratch(blockBytes * hosts, 2));
-  {
-    Exec local(exec, groups.local, groups.localSettings, 0);
+  Exec local(exec, groups.local, groups.localSettings, 0);
+  if (!hier::hostReduceScatterInPlace(local, groups, sum, partials)) {
     const int ranksHere = local.size();
     const size_t piece =
         arena::piecePer(local, es, static_cast<size_t>(hosts) * static_cast<size_t>(ranksHere)) /
@@ -217,7 +220,9 @@ void broadcastHier(Exec& exec, const CollectiveArgs& args) {
   if (myHost == rootHost) {
     const int root = groups.layout.localIndex(args.root);
     const auto* in = static_cast<const unsigned char*>(args.send);
-    hier::hostBroadcast(local, root, in, out, args.bytes(), es);
+    if (!hier::hostBroadcastInPlace(local, root, args)) {
+      hier::hostBroadcast(local, root, in, out, args.bytes(), es);
+    }
     if (local.rank() == root && !args.inPlace()) std::memcpy(out, in, args.bytes());
   }
   const patterns::Range slice = patterns::ringChunk(args.count, local.size(), local.rank());
@@ -230,7 +235,9 @@ void broadcastHier(Exec& exec, const CollectiveArgs& args) {
     crossAlgorithm(CollectiveKind::kBroadcast, part.bytes(), hosts).run(cross, part);
     cross.waitAll();
   }
-  if (myHost != rootHost) hier::hostAllGather(local, args.count, es, out);
+  if (myHost != rootHost && !hier::hostAllGatherInPlace(local, args)) {
+    hier::hostAllGather(local, args.count, es, out);
+  }
 }
 
 void barrierHier(Exec& exec, const CollectiveArgs& args) {

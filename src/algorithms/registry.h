@@ -55,6 +55,13 @@ struct Topology {
   bool pool = false;
 };
 
+// From this size (a call's largest buffer) the algorithms that can work in place on tensors in
+// the ranks' shareable memory (arena/in_place.h) ask whether they are: `pooled` on one host, the
+// host phases of the hierarchical forms across hosts. Asking costs one arena synchronisation when
+// they are not, small beside the copies of a buffer this large; below it the arena's copies run
+// from the caches and in place saves nothing measurable.
+constexpr size_t kInPlaceMinBytes = 1024 * 1024;
+
 const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topology& topology,
                                  const AlgorithmOverrides& overrides);
 

@@ -71,10 +71,6 @@ constexpr size_t kAllReduceSmallBytes = 64 * 1024;
 constexpr size_t kBroadcastSmallBytes = 64 * 1024;
 constexpr size_t kAllGatherSmallTotalBytes = 64 * 1024;
 constexpr size_t kArenaDirectBytes = 16 * 1024;
-// From here (the call's largest buffer), `pooled` first asks whether the tensors are in the
-// ranks' shareable memory: one synchronisation more when they are not, small beside the copies of
-// a buffer this large.
-constexpr size_t kPooledBytes = 1024 * 1024;
 constexpr size_t kAllToAllArenaBlockBytes = 64 * 1024;
 constexpr size_t kCrossRingBytes = 64 * 1024;  // crossRingMinBytes with 2 hosts
 constexpr size_t kHierLeaderBytes = 16 * 1024;
@@ -91,13 +87,13 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
     case K::kAllReduce:
       if (topology.hostArenas) return bytes <= kHierLeaderBytes ? "hier_leader" : "hier_split";
       if (topology.unevenHosts) return "hier_leader";
-      if (topology.arena && topology.pool && bytes >= kPooledBytes) return "pooled";
+      if (topology.arena && topology.pool && bytes >= kInPlaceMinBytes) return "pooled";
       if (topology.arena) return bytes <= kArenaDirectBytes ? "arena_direct" : "arena_split";
       return bytes <= kAllReduceSmallBytes ? "recursive_doubling" : "ring";
     case K::kBroadcast:
       if (topology.hostArenas) return bytes <= kHierLeaderBytes ? "hier_leader" : "hier";
       if (topology.unevenHosts && bytes > kHierLeaderBytes) return "hier_leader";
-      if (topology.arena && topology.pool && bytes >= kPooledBytes) return "pooled";
+      if (topology.arena && topology.pool && bytes >= kInPlaceMinBytes) return "pooled";
       if (topology.arena)
         return bytes > 0 && bytes <= topology.eagerBytes ? "arena_eager" : "arena";
       return bytes <= kBroadcastSmallBytes || ranks <= 2 ? "binomial" : "chain";
@@ -108,7 +104,7 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
       if (topology.unevenHosts) {
         return bytes * ranks <= kUnevenLeaderTotalBytes ? "hier_leader" : "ring";
       }
-      if (topology.arena && topology.pool && bytes * ranks >= kPooledBytes) return "pooled";
+      if (topology.arena && topology.pool && bytes * ranks >= kInPlaceMinBytes) return "pooled";
       if (topology.arena) return "arena";
       return bytes * ranks <= kAllGatherSmallTotalBytes ? "bruck" : "ring";
     case K::kReduceScatter:
@@ -118,7 +114,7 @@ const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topol
       if (topology.unevenHosts) {
         return bytes * ranks <= kUnevenLeaderTotalBytes ? "hier_leader" : "ring";
       }
-      if (topology.arena && topology.pool && bytes * ranks >= kPooledBytes) return "pooled";
+      if (topology.arena && topology.pool && bytes * ranks >= kInPlaceMinBytes) return "pooled";
       return topology.arena ? "arena" : "ring";
     case K::kReduce:
       if (topology.hostArenas || topology.unevenHosts) return "hier";

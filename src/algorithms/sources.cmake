@@ -11,6 +11,7 @@ smddp_layer(smddp_algorithms
   algorithms/all_reduce_ring.cc
   algorithms/hierarchical_all_reduce.cc
   algorithms/hierarchical_collectives.cc
+  algorithms/hierarchical_in_place.cc
   algorithms/hierarchical_leader.cc
   algorithms/hierarchical_all_to_all.cc
   algorithms/hierarchical_rooted.cc

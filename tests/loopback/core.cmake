@@ -23,6 +23,8 @@ if(TARGET smddp_core)
                  SOURCES loopback/core_pooled_test.cc)
   smddp_add_test(smddp_loopback_core_pooled_hosts loopback 300 LIBS smddp_core
                  SOURCES loopback/core_pooled_hosts_test.cc)
+  smddp_add_test(smddp_loopback_core_pooled_hosts_kinds loopback 300 LIBS smddp_core
+                 SOURCES loopback/core_pooled_hosts_kinds_test.cc)
   smddp_add_test(smddp_loopback_core_device_ipc_hosts loopback 300 LIBS smddp_core
                  SOURCES loopback/core_device_ipc_hosts_test.cc)
 endif()

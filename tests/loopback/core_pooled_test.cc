@@ -3,8 +3,8 @@
 // over thread-ranks with a heap arena: all_reduce (SUM on integers, AVG, in place), all_gather
 // (in place, as FSDP2 calls it), reduce_scatter (in place) and broadcast from 1 MiB on 2, 3 and
 // 5 ranks equal the closed form; they ran in place (counted) when every rank's buffers were
-// shared, and through the arena when one rank's were ordinary (mixed calls stay right). Small calls keep the arena. memoryStats accounts for the memory; freed memory is
-// reused.
+// shared, and through the arena when one rank's were ordinary (mixed calls stay right). Small calls
+// keep the arena. memoryStats accounts for the memory; freed memory is reused.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -63,7 +63,8 @@ void runKinds(int n, const std::function<bool(int)>& shared, uint64_t inPlace) {
     // all_gather in place: the input is block `rank` of the output
     const size_t block = count / un + 1;
     Buf<int32_t> g(c, block * un, mine);
-    for (size_t i = 0; i < block; ++i) g.data[static_cast<size_t>(rank) * block + i] = value(rank, i);
+    for (size_t i = 0; i < block; ++i)
+      g.data[static_cast<size_t>(rank) * block + i] = value(rank, i);
     c.allGather(Buffer(g.data + static_cast<size_t>(rank) * block, block, i32),
                 Buffer(g.data, block * un, i32))
         .wait();
@@ -86,7 +87,9 @@ void runKinds(int n, const std::function<bool(int)>& shared, uint64_t inPlace) {
     for (size_t i = 0; i < count; ++i) b.data[i] = rank == n - 1 ? value(rank, i) : -1;
     c.broadcast(Buffer(b.data, count, i32), Buffer(b.data, count, i32), n - 1).wait();
     for (size_t i = 0; i < count; ++i) ASSERT_EQ(b.data[i], value(n - 1, i)) << "broadcast " << i;
-    if (mine) EXPECT_GE(c.memoryStats().at("shared_allocated"), 4 * count * 4) << rank;
+    if (mine) {
+      EXPECT_GE(c.memoryStats().at("shared_allocated"), 4 * count * 4) << rank;
+    }
     EXPECT_GT(c.memoryStats().at("arena"), 2u * 4096 * static_cast<uint64_t>(n)) << rank;
     EXPECT_EQ(c.memoryStats().at("staging_pinned"), 0u) << rank;  // no CUDA call
   });
@@ -98,7 +101,8 @@ void runKinds(int n, const std::function<bool(int)>& shared, uint64_t inPlace) {
 TEST(Pooled, EveryKindInPlaceOnSharedMemory) {
   for (int n : {2, 3, 5}) {
     SCOPED_TRACE("world " + std::to_string(n));
-    runKinds(n, [](int) { return true; }, 5);  // all_reduce x2, all_gather, reduce_scatter, bcast
+    runKinds(
+        n, [](int) { return true; }, 5);  // all_reduce x2, all_gather, reduce_scatter, bcast
   }
 }
 
@@ -106,8 +110,10 @@ TEST(Pooled, EveryKindInPlaceOnSharedMemory) {
 TEST(Pooled, OneOrdinaryRankTakesTheArenaAndStaysRight) {
   for (int n : {2, 3}) {
     SCOPED_TRACE("world " + std::to_string(n));
-    runKinds(n, [](int r) { return r != 1; }, n == 3 ? 1 : 0);
-    runKinds(n, [](int) { return false; }, 0);
+    runKinds(
+        n, [](int r) { return r != 1; }, n == 3 ? 1 : 0);
+    runKinds(
+        n, [](int) { return false; }, 0);
   }
 }
 
@@ -138,7 +144,7 @@ TEST(Pooled, FreedMemoryIsReusedAndAccounted) {
   EXPECT_FALSE(pool.locate(a, 16).inPool());  // freed: no longer a tensor's
   EXPECT_EQ(pool.stats().allocatedBytes, 0u);
   EXPECT_EQ(pool.stats().cachedBytes, 4096u);
-  EXPECT_EQ(pool.allocate(3000), a);  // the same class comes back
+  EXPECT_EQ(pool.allocate(3000), a);                 // the same class comes back
   void* big = pool.allocate((size_t{3} << 20) + 5);  // whole MiB above 1 MiB
   EXPECT_EQ(pool.stats().allocatedBytes, 4096u + (size_t{4} << 20));
   EXPECT_EQ(pool.stats().blocks, 2u);

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// The arena phases of the hierarchical all_gather, reduce_scatter and broadcast
+// (hierarchical_collectives.cc) and hier_split's last phase, on tensors in the ranks' shareable
+// memory (arena/in_place.h: torch's allocate_tensor, Communicator::allocateShared): the host's
+// ranks read each other's buffers directly instead of copying through the arena's slots. From
+// kInPlaceMinBytes (the call's largest buffer) each first agrees with the host's ranks (one slot
+// use, two when every buffer is shareable) and returns false, having moved nothing, when some
+// buffer it would read in a peer is not shareable: the caller runs its arena phase. Each host
+// decides alone; the network phases are the same either way. Every rank waits for the host's
+// others before it returns (InPlace::finish), so no peer still reads a buffer its owner reuses.
+#include <cstring>
+#include <optional>
+
+#include "algorithms/arena/in_place.h"
+#include "algorithms/hierarchical.h"
+
+namespace smddp::algo::hier {
+namespace {
+
+using arena::InPlace;
+using arena::Refs;
+
+// The pool to locate the call's buffers in, or null when the call is too small to ask.
+arena::Pool* poolFor(const Exec& local, size_t largest) {
+  return largest >= kInPlaceMinBytes ? local.pool() : nullptr;
+}
+
+}  // namespace
+
+void copyFromOwners(Exec& local, const std::vector<unsigned char*>& outs, size_t count, size_t es,
+                    unsigned char* out) {
+  for (int i = 1; i < local.size(); ++i) {
+    const int q = (local.rank() + i) % local.size();  // owners in turn, not all on one at once
+    const patterns::Range block = patterns::ringChunk(count, local.size(), q);
+    std::memcpy(out + block.begin * es, outs[static_cast<size_t>(q)] + block.begin * es,
+                block.count * es);
+  }
+}
+
+bool allGatherHostInPlace(Exec& local, const HostGroups& groups, const CollectiveArgs& args) {
+  const size_t bytes = args.bytes();
+  const size_t total = bytes * groups.layout.hostOf.size();
+  arena::Pool* pool = poolFor(local, total);
+  if (pool == nullptr) return false;
+  // Called after this rank's network phase: once every rank has published, the blocks each
+  // received are in its output. One output buffer per rank (a list of tensors: the arena).
+  InPlace call(local,
+               Refs{{}, args.blocks.empty() ? pool->locate(args.recv, total) : arena::PoolRef{}});
+  if (!call.agree(arena::every(call.refs(), &Refs::recv), args, true)) return false;
+  const std::vector<unsigned char*>& outs = call.views().out;
+  auto* out = static_cast<unsigned char*>(args.recv);
+  for (int i = 1; i < local.size(); ++i) {
+    const int q = (local.rank() + i) % local.size();
+    for (const std::vector<int>& host : groups.layout.ranksOf) {
+      const size_t at = static_cast<size_t>(host[static_cast<size_t>(q)]) * bytes;
+      std::memcpy(out + at, outs[static_cast<size_t>(q)] + at, bytes);
+    }
+  }
+  call.finish();
+  return true;
+}
+
+bool hostReduceScatterInPlace(Exec& local, const HostGroups& groups, const CollectiveArgs& sum,
+                              unsigned char* partials) {
+  const size_t bytes = sum.bytes();
+  const size_t total = bytes * groups.layout.hostOf.size();
+  arena::Pool* pool = poolFor(local, total);
+  if (pool == nullptr) return false;
+  InPlace call(local, Refs{pool->locate(sum.send, total), {}});
+  if (!call.agree(arena::every(call.refs(), &Refs::send), sum, false)) return false;
+  const int index = local.rank();
+  for (size_t h = 0; h < groups.layout.ranksOf.size(); ++h) {
+    const auto owner = static_cast<size_t>(groups.layout.ranksOf[h][static_cast<size_t>(index)]);
+    arena::reduceInRankOrder(local, sum, call.views().in, owner * bytes, partials + h * bytes,
+                             sum.count);
+  }
+  call.finish();
+  return true;
+}
+
+bool hostBroadcastInPlace(Exec& local, int source, const CollectiveArgs& args) {
+  arena::Pool* pool = poolFor(local, args.bytes());
+  if (pool == nullptr) return false;
+  const bool isSource = local.rank() == source;
+  InPlace call(local,
+               Refs{isSource ? pool->locate(args.send, args.bytes()) : arena::PoolRef{}, {}});
+  if (!call.agree(call.refs()[static_cast<size_t>(source)].send.inPool(), args, false)) {
+    return false;
+  }
+  if (!isSource) std::memcpy(args.recv, call.views().in[static_cast<size_t>(source)], args.bytes());
+  call.finish();
+  return true;
+}
+
+bool hostAllGatherInPlace(Exec& local, const CollectiveArgs& args) {
+  arena::Pool* pool = poolFor(local, args.bytes());
+  if (pool == nullptr) return false;
+  // Called once this rank's block is final: the agreement's first slot use tells the others.
+  InPlace call(local, Refs{{}, pool->locate(args.recv, args.bytes())});
+  if (!call.agree(arena::every(call.refs(), &Refs::recv), args, true)) return false;
+  copyFromOwners(local, call.views().out, args.count, args.elementSize(),
+                 static_cast<unsigned char*>(args.recv));
+  call.finish();
+  return true;
+}
+
+}  // namespace smddp::algo::hier
