@@ -49,6 +49,19 @@ OfiTransport::OfiTransport(std::unique_ptr<Endpoint> endpoint, ProviderProfile p
       gone_(static_cast<size_t>(size), false),
       liveness_(peers_, rank) {}
 
+OfiTransport::~OfiTransport() {
+  // ProviderProfile::closeLinger: poll before the endpoint closes (Endpoint's destructor).
+  const auto until = std::chrono::steady_clock::now() + profile_.closeLinger;
+  while (std::chrono::steady_clock::now() < until) {
+    try {
+      pollCq();
+    } catch (const std::exception&) {
+      return;  // the endpoint failed: nothing more will move
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
 std::string OfiTransport::describe(const Op& op) const {
   std::string who = op.peer == kAnyPeer ? "any rank" : "rank " + std::to_string(op.peer);
   if (op.peer >= 0 && op.peer < size_) {

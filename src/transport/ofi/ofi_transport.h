@@ -29,7 +29,7 @@ class OfiTransport : public Transport {
  public:
   OfiTransport(std::unique_ptr<Endpoint> endpoint, ProviderProfile profile, int rank, int size,
                std::vector<PeerInfo> peers, std::vector<fi_addr_t> addrs);
-  ~OfiTransport() override = default;  // Endpoint closes ep before cq/av/domain/fabric
+  ~OfiTransport() override;  // Endpoint closes ep before cq/av/domain/fabric
 
   std::string name() const override { return profile_.name; }
   bool hostMemoryOnly() const override { return profile_.hostMemoryOnly; }

@@ -59,10 +59,12 @@ ProviderProfile profileFor(const std::string& name) {
     p.name = "tcp;ofi_rxm";
     p.bindsIp = true;
     p.peerDeathVisible = true;
+    p.closeLinger = std::chrono::milliseconds(20);
   } else if (name == "net") {  // libfabric's RDM over TCP without ofi_rxm (1.17+)
     p.name = "net";
     p.bindsIp = true;
     p.peerDeathVisible = true;
+    p.closeLinger = std::chrono::milliseconds(20);
   } else if (name == "shm") {
     p.name = "shm";
     p.hostMemoryOnly = true;

@@ -9,6 +9,7 @@
 #include <rdma/fi_domain.h>
 #include <sys/uio.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +25,12 @@ struct ProviderProfile {
   bool bindsIp = false;           // the endpoint binds an IP address (tcp): pass node + FI_SOURCE
   bool peerDeathVisible = false;  // the provider reports a dead peer as a CQ error on our ops
   bool hostMemoryOnly = false;    // every peer is reached through this host's memory (shm)
+  // How long closing the endpoint first keeps polling it (TCP-based providers): a message whose
+  // send completed may still sit in the provider's queue, and closing a socket with unread input
+  // resets the connection, which can drop what the peer has not read yet. Without it, a rank
+  // that exited right after its last collective made a slower peer fail that collective, its
+  // last message lost (the mp p2p suite on net: ~1 run in 25 with two suites at once).
+  std::chrono::milliseconds closeLinger{0};
   // The provider can move CUDA memory itself (GPUDirect RDMA) when it offers FI_HMEM: efa.
   // shm and tcp report FI_HMEM too (for host memory, or CUDA through copies when built with it):
   // staging is as good there, and it is the tested path.
