@@ -9,7 +9,7 @@
 // decides alone; the network phases are the same either way. Every rank waits for the host's
 // others before it returns (InPlace::finish), so no peer still reads a buffer its owner reuses.
 #include <cstring>
-#include <optional>
+#include <vector>
 
 #include "algorithms/arena/in_place.h"
 #include "algorithms/hierarchical.h"
