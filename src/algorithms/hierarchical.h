@@ -111,7 +111,7 @@ void hostAllGather(Exec& local, size_t count, size_t es, unsigned char* out);
 //                              peer q copied from q's output (after the network phase);
 //   hostReduceScatterInPlace   reduce_scatter's phase 1: `partials` block h = the block of rank
 //                              (h, own index) reduced over the host's inputs in local rank order;
-//   hostBroadcastInPlace       the root's host: every rank copies local rank `source`'s input;
+//   hostBroadcastInPlace       the root's host: arena::broadcastInPlace from local rank `source`;
 //   hostAllGatherInPlace       hostAllGather: the other blocks copied from their owners' outputs.
 bool allGatherHostInPlace(Exec& local, const HostGroups& groups, const CollectiveArgs& args);
 bool hostReduceScatterInPlace(Exec& local, const HostGroups& groups, const CollectiveArgs& sum,

@@ -222,8 +222,8 @@ void broadcastHier(Exec& exec, const CollectiveArgs& args) {
     const auto* in = static_cast<const unsigned char*>(args.send);
     if (!hier::hostBroadcastInPlace(local, root, args)) {
       hier::hostBroadcast(local, root, in, out, args.bytes(), es);
+      if (local.rank() == root && !args.inPlace()) std::memcpy(out, in, args.bytes());
     }
-    if (local.rank() == root && !args.inPlace()) std::memcpy(out, in, args.bytes());
   }
   const patterns::Range slice = patterns::ringChunk(args.count, local.size(), local.rank());
   if (slice.count > 0) {  // the same for the whole cross group

@@ -79,17 +79,7 @@ bool hostReduceScatterInPlace(Exec& local, const HostGroups& groups, const Colle
 }
 
 bool hostBroadcastInPlace(Exec& local, int source, const CollectiveArgs& args) {
-  arena::Pool* pool = poolFor(local, args.bytes());
-  if (pool == nullptr) return false;
-  const bool isSource = local.rank() == source;
-  InPlace call(local,
-               Refs{isSource ? pool->locate(args.send, args.bytes()) : arena::PoolRef{}, {}});
-  if (!call.agree(call.refs()[static_cast<size_t>(source)].send.inPool(), args, false)) {
-    return false;
-  }
-  if (!isSource) std::memcpy(args.recv, call.views().in[static_cast<size_t>(source)], args.bytes());
-  call.finish();
-  return true;
+  return poolFor(local, args.bytes()) != nullptr && arena::broadcastInPlace(local, source, args);
 }
 
 bool hostAllGatherInPlace(Exec& local, const CollectiveArgs& args) {

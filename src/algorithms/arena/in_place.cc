@@ -88,6 +88,19 @@ bool every(const std::vector<Refs>& all, PoolRef Refs::*ref) {
   return true;
 }
 
+bool broadcastInPlace(Exec& exec, int source, const CollectiveArgs& args) {
+  const size_t bytes = args.bytes();
+  const bool isSource = exec.rank() == source;
+  InPlace call(exec, {isSource ? exec.pool()->locate(args.send, bytes) : PoolRef{}, {}});
+  if (!call.agree(call.refs()[static_cast<size_t>(source)].send.inPool(), args, false)) {
+    return false;
+  }
+  const unsigned char* from = call.views().in[static_cast<size_t>(source)];
+  if (args.recv != from) std::memcpy(args.recv, from, bytes);
+  call.finish();
+  return true;
+}
+
 void reduceInRankOrder(Exec& exec, const CollectiveArgs& args,
                        const std::vector<const unsigned char*>& in, size_t off, unsigned char* out,
                        size_t count, const std::vector<unsigned char*>* outs) {

@@ -57,6 +57,11 @@ class InPlace {
 // Whether every rank's `ref` buffer is pool memory.
 bool every(const std::vector<Refs>& all, PoolRef Refs::*ref);
 
+// broadcast in place: every rank of `exec` copies rank `source`'s input into its output (the
+// source too, out of place). Returns false, having moved nothing but the agreement, when the
+// source's input is not shareable (then every rank returns false).
+bool broadcastInPlace(Exec& exec, int source, const CollectiveArgs& args);
+
 // Elements [at, at + count) (byte offset `off` of every input) reduced over the ranks in rank
 // order, a piece at a time into a scratch that stays in cache (AVG divided by the group's size),
 // each piece written to `out` (at the piece's offset from `out`), or to every output in `outs`

@@ -82,17 +82,8 @@ void reduceScatterPooled(Exec& exec, const CollectiveArgs& args) {
 }
 
 void broadcastPooled(Exec& exec, const CollectiveArgs& args) {
-  Pool& pool = requirePool(exec);
-  const size_t bytes = args.bytes();
-  const bool root = exec.rank() == args.root;
-  InPlace call(exec, {root ? pool.locate(args.send, bytes) : PoolRef{}, {}});
-  if (!call.agree(call.refs()[static_cast<size_t>(args.root)].send.inPool(), args, false)) {
-    broadcast(exec, args);
-    return;
-  }
-  const unsigned char* from = call.views().in[static_cast<size_t>(args.root)];
-  if (args.recv != from) std::memcpy(args.recv, from, bytes);
-  call.finish();
+  requirePool(exec);
+  if (!broadcastInPlace(exec, args.root, args)) broadcast(exec, args);
 }
 
 }  // namespace smddp::algo::arena
