@@ -33,11 +33,6 @@ constexpr std::chrono::milliseconds kMismatchGrace{3000};
 // ranks on 2 cores.
 constexpr std::chrono::milliseconds kYieldOnlyFor{50};
 
-// How long a waiter keeps polling after it found a peer it waits on gone: a peer that sent its
-// last message and exited (a clean exit right after a collective) may still have it in flight,
-// and the transport can report the exit before the message is taken.
-constexpr std::chrono::milliseconds kGoneDrain{100};
-
 transport::Op& ExecResources::op(size_t index) {
   while (ops_.size() <= index) ops_.emplace_back();
   return ops_[index];
@@ -193,7 +188,7 @@ void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idle
   }
   const int dead = goneInvolved(wordPeer);
   if (dead >= 0 && goneSince_ == Clock::time_point{}) goneSince_ = now;
-  if (dead >= 0 && now - goneSince_ >= kGoneDrain) {
+  if (dead >= 0 && now - goneSince_ >= transport::kGoneDrain) {
     if (settings_.monitor != nullptr && settings_.monitor->awaitVerdict(kVerdictGrace, true)) {
       settings_.monitor->raise(desc_);
     }

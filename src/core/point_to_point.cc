@@ -146,7 +146,13 @@ bool PointToPoint::driveLocked(FinishedList& out, Clock::time_point now) {
       it = p.op.finished() ? inflight_.erase(it) : std::next(it);
       continue;
     }
-    const bool gone = !p.op.finished() && transport_->peerGone(p.op.peer);
+    // A peer found gone may have sent this message just before it exited: keep polling for
+    // transport::kGoneDrain before failing the operation.
+    bool gone = false;
+    if (!p.op.finished() && transport_->peerGone(p.op.peer)) {
+      if (p.goneSince == Clock::time_point{}) p.goneSince = Clock::now();  // `now` may lag
+      gone = now - p.goneSince >= transport::kGoneDrain;
+    }
     const bool expired = !p.op.finished() && now >= p.deadline;
     if (!p.op.finished() && !gone && !expired) {
       fabricBusy_ = fabricBusy_ || p.path == Path::kFabric;

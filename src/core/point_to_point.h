@@ -90,6 +90,7 @@ class PointToPoint {
     // pinned block (CUDA messages) that buffer lies in, kept until the op finishes.
     std::shared_ptr<void> keepBuffer;
     Clock::time_point deadline;
+    Clock::time_point goneSince{};  // when its peer was first seen gone (transport::kGoneDrain)
     std::chrono::milliseconds timeout;
     uint32_t tag;
   };

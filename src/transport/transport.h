@@ -71,6 +71,11 @@ inline bool allOnOneHost(const std::vector<PeerInfo>& peers) {
   return peers.empty() || ranksOnHost(peers, peers[0].host) == static_cast<int>(peers.size());
 }
 
+// How long a waiter keeps polling after it found a peer it waits on gone: a peer that sent its
+// last message and exited (a clean exit right after a collective or a send) may still have it in
+// flight, and the transport can report the exit before the message is taken.
+constexpr std::chrono::milliseconds kGoneDrain{100};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -100,7 +105,8 @@ class Transport {
   }
   // The first peer we know is gone (connection reset, process exit), or -1. Cleared by nothing.
   virtual int deadPeer() const { return -1; }
-  // Whether `peer` is known to be gone (every peer found gone, not only the first).
+  // Whether `peer` is known to be gone (every peer found gone, not only the first). A waiter
+  // keeps polling for kGoneDrain after it first sees this before it fails (below).
   virtual bool peerGone(int peer) const { return peer >= 0 && peer == deadPeer(); }
   // True when every peer is reached through this host's memory (libfabric's shm provider): the
   // shared-memory arena may then carry the collectives instead. False for network providers,

@@ -5,6 +5,7 @@ if(TARGET smddp_core)
   smddp_add_test(smddp_loopback_core_failure_hook loopback 60 LIBS smddp_core
                  SOURCES loopback/core_failure_hook_test.cc)
   smddp_add_test(smddp_loopback_core_p2p loopback 120 LIBS smddp_core SOURCES loopback/core_p2p_test.cc)
+  smddp_add_test(smddp_loopback_core_p2p_gone loopback 60 LIBS smddp_core SOURCES loopback/core_p2p_gone_test.cc)
   smddp_add_test(smddp_loopback_core_blocking loopback 120 LIBS smddp_core
                  SOURCES loopback/core_blocking_test.cc)
   smddp_add_test(smddp_loopback_core_estimate loopback 120 LIBS smddp_core

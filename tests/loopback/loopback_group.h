@@ -25,13 +25,16 @@ namespace smddp::testing {
 // to mailBytes (larger ones go through the loopback fabric), as ranks of one host do.
 // device: the device of CUDA calls (null: the process's, SMDDP_DEVICE); stagingBytes: their
 // pipeline segment (0: the default); deviceIpc: CUDA all_reduce through IPC within the host.
+// fabricOut / p2pFabricOut: the fabric of the collectives / of send and recv (to kill a rank).
 inline std::vector<std::unique_ptr<Communicator>> makeLoopbackGroup(
     int n, const Options& options = Options(),
     std::shared_ptr<transport::LoopbackFabric>* fabricOut = nullptr, size_t mailBytes = 0,
-    device::Device* device = nullptr, size_t stagingBytes = 0, bool deviceIpc = true) {
+    device::Device* device = nullptr, size_t stagingBytes = 0, bool deviceIpc = true,
+    std::shared_ptr<transport::LoopbackFabric>* p2pFabricOut = nullptr) {
   auto fabric = transport::LoopbackFabric::create(n);
   auto p2pFabric = transport::LoopbackFabric::create(n);  // send / recv: a second endpoint
   if (fabricOut != nullptr) *fabricOut = fabric;
+  if (p2pFabricOut != nullptr) *p2pFabricOut = p2pFabric;
   Config config = Config::fromMap({});
   core::Settings settings = core::resolveSettings(options, config);
   settings.device = device;
