@@ -11,7 +11,8 @@
 // broadcast (hier_leader), root (r, j): the carriers (hier::carriers: the root, and on the other
 //   hosts the rank of local index j, or the leader where the hosts differ) broadcast the whole
 //   buffer from the root to each other (the flat algorithm for H ranks); then on every host the
-//   carrier copies it into its slot per use and the others copy it out. Latency: the network
+//   carrier copies it into its slot per use and the others copy it out (from kInPlaceMinBytes,
+//   when the carrier's output is in shareable memory, straight from there). Latency: the network
 //   broadcast among H plus one arena synchronisation.
 // all_gather (hier_leader), leader (h, 0):
 //   1. arena: every rank copies its block into its slot; the leader gathers the host's L blocks
@@ -93,8 +94,13 @@ void broadcastHierLeader(Exec& exec, const CollectiveArgs& args) {
     hier::crossAlgorithm(CollectiveKind::kBroadcast, args.bytes(), hosts).run(cross, part);
     cross.waitAll();
   }
-  // The root copied send into recv in the network step.
+  // The root copied send into recv in the network step: every carrier's data is in its output.
+  // From kInPlaceMinBytes a host whose carrier's output is shareable copies it straight from
+  // there (hierarchical_in_place.cc); a host of one rank has nothing to hand out.
   auto* out = static_cast<unsigned char*>(args.recv);
+  CollectiveArgs carried = args;
+  carried.send = args.recv;
+  if (local.size() > 1 && hier::hostBroadcastInPlace(local, source, carried)) return;
   hier::hostBroadcast(local, source, out, out, args.bytes(), args.elementSize());
 }
 

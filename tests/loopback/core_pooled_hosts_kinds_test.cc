@@ -5,7 +5,9 @@
 // place, broadcast from a rank of the first and of the last host, equal to the closed form. From
 // 1 MiB each host runs its arena phases in place (counted per rank) when the buffers it reads in
 // its peers are shared, through its arena otherwise, while the other hosts stay in place; below
-// 1 MiB nothing runs in place.
+// 1 MiB nothing runs in place. On hosts of 3, 2 and 1 ranks the leader broadcast from every host
+// and local index hands the buffer out in place on each host of several ranks whose carrier's
+// output is shared.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -113,6 +115,46 @@ TEST(PooledHostsKinds, AnOrdinaryRankKeepsItsHostOnTheArena) {
   // host 1: all five calls; host 0: the broadcast from rank 0 only
   EXPECT_EQ(run(hostOf, block, [](int r) { return r != 1; }), 5u * 3 + 1u * 3);
   EXPECT_EQ(run(hostOf, block, [](int) { return false; }), 0u);
+}
+
+// Broadcasts on hosts of 3, 2 and 1 ranks (hier_leader) from a rank of every host, local index 1
+// too, of `count` int32; `shared(r)` as above. Returns the calls counted in place.
+uint64_t runUneven(size_t count, const std::function<bool(int)>& shared) {
+  const std::vector<int> hostOf = {0, 0, 0, 1, 1, 2};
+  Options o;
+  o.timeout = std::chrono::seconds(30);
+  o.algorithms = "broadcast:hier_leader";
+  auto comms = makeLoopbackHosts(hostOf, o, nullptr, 0, true, 4096);
+  const uint64_t before = comms[0]->memoryStats().at("shared_in_place_calls");
+  runRanks(comms, [&](int rank, Communicator& c) {
+    for (int root : {0, 3, 4, 5}) {
+      Buf<int32_t> b(c, count, shared(rank));
+      for (size_t i = 0; i < count; ++i) b.data[i] = rank == root ? value(root, i) : -1;
+      // From rank 3 out of place: every rank's input is another buffer (the root's holds the
+      // data, the others' -2, which nobody must read).
+      std::vector<int32_t> in(root == 3 ? count : 0, -2);
+      if (rank == root) {
+        for (size_t i = 0; i < in.size(); ++i) in[i] = value(root, i);
+      }
+      const Buffer from(in.empty() ? b.data : in.data(), count, DataType::kInt32);
+      c.broadcast(from, Buffer(b.data, count, DataType::kInt32), root).wait();
+      for (size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(b.data[i], value(root, i)) << "broadcast from " << root << " [" << i << "]";
+      }
+    }
+  });
+  return comms[0]->memoryStats().at("shared_in_place_calls") - before;
+}
+
+TEST(PooledHostsKinds, UnevenHostsBroadcastInPlaceWhereTheCarrierIsShared) {
+  const size_t count = (size_t{1} << 18) + 5;  // just above 1 MiB
+  // Hosts 0 and 1 (5 ranks) in place for each of the 4 roots; the host of one rank never.
+  EXPECT_EQ(runUneven(count, [](int) { return true; }), 4u * 5);
+  // Rank 4 (host 1, local index 1) ordinary: host 1's carrier is rank 3, shared, except when
+  // rank 4 is the root; host 0 stays in place.
+  EXPECT_EQ(runUneven(count, [](int r) { return r != 4; }), 4u * 3 + 3u * 2);
+  EXPECT_EQ(runUneven(1001, [](int) { return true; }), 0u);
+  EXPECT_EQ(runUneven(0, [](int) { return true; }), 0u);
 }
 
 }  // namespace
