@@ -81,6 +81,12 @@ inline std::vector<int> carriers(const patterns::HostLayout& layout, int root) {
   return ranks;
 }
 
+// all_reduce of `count` elements at `buffer`, in place, with this rank's cross group (ring above
+// crossRingMinBytes, recursive doubling below); message indices from msgBase on. Returns the next
+// free message index, the same on every rank of the cross group.
+uint64_t crossAllReduce(Exec& exec, const HostGroups& groups, const CollectiveArgs& sum,
+                        void* buffer, size_t count, uint64_t msgBase);
+
 // Arena broadcast of `bytes` from local rank `source` (its `from`) into every other rank's `out`,
 // a slot at a time; every rank publishes and checks every other's identity (the source reads no
 // slot, so it checks them here).
@@ -112,12 +118,18 @@ void hostAllGather(Exec& local, size_t count, size_t es, unsigned char* out);
 //   hostReduceScatterInPlace   reduce_scatter's phase 1: `partials` block h = the block of rank
 //                              (h, own index) reduced over the host's inputs in local rank order;
 //   hostBroadcastInPlace       the root's host: arena::broadcastInPlace from local rank `source`;
-//   hostAllGatherInPlace       hostAllGather: the other blocks copied from their owners' outputs.
+//   hostAllGatherInPlace       hostAllGather: the other blocks copied from their owners' outputs;
+//   allReduceLeaderInPlace     hier_leader all_reduce whole (`exec`: the communicator, `local`:
+//                              its host group of >= 2 ranks): per chunk the leader reduces the
+//                              host's inputs, all_reduces the chunk with the other leaders and
+//                              publishes it; the others copy it from the leader's output.
 bool allGatherHostInPlace(Exec& local, const HostGroups& groups, const CollectiveArgs& args);
 bool hostReduceScatterInPlace(Exec& local, const HostGroups& groups, const CollectiveArgs& sum,
                               unsigned char* partials);
 bool hostBroadcastInPlace(Exec& local, int source, const CollectiveArgs& args);
 bool hostAllGatherInPlace(Exec& local, const CollectiveArgs& args);
+bool allReduceLeaderInPlace(Exec& exec, Exec& local, const HostGroups& groups,
+                            const CollectiveArgs& args);
 
 // Every block of `out` (count elements cut as patterns::ringChunk over the host's ranks) but
 // this rank's copied from its owner's output `outs[q]` (mapped).

@@ -46,6 +46,9 @@
 //   Latency: two arena synchronisations + ceil(log2 H) network exchanges, with one message per
 //   host and step where hier_direct sends L: each host's link carries B once per step, not L x B.
 //   The same bits as hier_direct (same reduction order).
+//   From kInPlaceMinBytes, when every input of the host's ranks and the leader's output are in
+//   their shareable memory, the leader reduces straight from the inputs and the others copy each
+//   chunk from its output (hier::allReduceLeaderInPlace): no copy through the arena.
 // Reduction order: the local ranks in a fixed order, then the hosts in the cross algorithm's
 // order, the same on every rank, so every rank ends with the same bits (exactly the flat
 // algorithms' result where the op is exact: integers, min/max, small integer-valued floats).
@@ -71,32 +74,6 @@ namespace {
 using hier::pieceOf;
 using hier::requireHosts;
 using hier::summed;
-
-// all_reduce of `count` elements at `buffer`, in place, with this rank's cross group; message
-// indices from msgBase on. Returns the next free message index.
-uint64_t crossAllReduce(Exec& exec, const HostGroups& groups, const CollectiveArgs& sum,
-                        void* buffer, size_t count, uint64_t msgBase) {
-  if (count == 0) return msgBase;  // the whole cross group has the same slice size
-  Exec cross(exec, groups.cross, groups.crossSettings, msgBase);
-  CollectiveArgs part = sum;
-  part.send = buffer;
-  part.recv = buffer;
-  part.count = count;
-  // The next base must be the same on every rank of the cross group, so it is what the algorithm
-  // may use, not what this rank used (a rank outside recursive doubling's fold uses fewer).
-  uint64_t reserved = 0;
-  if (part.bytes() > crossRingMinBytes(cross.size())) {
-    const RingGeometry geo =
-        ringGeometry(cross, BlockLayout::split(buffer, count, cross.size(), part.elementSize()));
-    reserved = 2 * patterns::ringPassMessages(cross.size(), geo.segsPerBlock);
-    allReduceRing(cross, part);
-  } else {
-    reserved = static_cast<uint64_t>(patterns::rdSteps(cross.size())) + 2;
-    allReduceRecursiveDoubling(cross, part);
-  }
-  cross.waitAll();
-  return msgBase + reserved;
-}
 
 // Phase 1 of hier_split: out's block r (r = local index; the L blocks of patterns::ringChunk)
 // = the host's ranks' inputs' block r reduced in local rank order (sum.op: no division). Per
@@ -132,6 +109,30 @@ void hostReduceScatter(Exec& local, const CollectiveArgs& sum, unsigned char* ou
 }
 
 }  // namespace
+
+uint64_t hier::crossAllReduce(Exec& exec, const HostGroups& groups, const CollectiveArgs& sum,
+                        void* buffer, size_t count, uint64_t msgBase) {
+  if (count == 0) return msgBase;  // the whole cross group has the same slice size
+  Exec cross(exec, groups.cross, groups.crossSettings, msgBase);
+  CollectiveArgs part = sum;
+  part.send = buffer;
+  part.recv = buffer;
+  part.count = count;
+  // The next base must be the same on every rank of the cross group, so it is what the algorithm
+  // may use, not what this rank used (a rank outside recursive doubling's fold uses fewer).
+  uint64_t reserved = 0;
+  if (part.bytes() > crossRingMinBytes(cross.size())) {
+    const RingGeometry geo =
+        ringGeometry(cross, BlockLayout::split(buffer, count, cross.size(), part.elementSize()));
+    reserved = 2 * patterns::ringPassMessages(cross.size(), geo.segsPerBlock);
+    allReduceRing(cross, part);
+  } else {
+    reserved = static_cast<uint64_t>(patterns::rdSteps(cross.size())) + 2;
+    allReduceRecursiveDoubling(cross, part);
+  }
+  cross.waitAll();
+  return msgBase + reserved;
+}
 
 void hier::hostAllGather(Exec& local, size_t count, size_t es, unsigned char* out) {
   const int ranksHere = local.size();
@@ -176,7 +177,7 @@ void allReduceHierDirect(Exec& exec, const CollectiveArgs& args) {
       arena::reduceSlots(step, sum, ranksHere, out + off, 0, count);
       step.release();
     }
-    msg = crossAllReduce(exec, groups, sum, out + off, count, msg);
+    msg = hier::crossAllReduce(exec, groups, sum, out + off, count, msg);
     if (args.op == ReduceOp::kAvg) reduce::finishAverage(args.dtype, out + off, count, exec.size());
   }
 }
@@ -193,6 +194,7 @@ void allReduceHierLeader(Exec& exec, const CollectiveArgs& args) {
   auto* out = static_cast<unsigned char*>(args.recv);
   const size_t total = args.bytes();
   if (total == 0) return;
+  if (hier::allReduceLeaderInPlace(exec, local, groups, args)) return;
   const auto bytesAt = [&](size_t off) { return std::min(chunk, total - off); };
   if (!leader) {
     // One use ahead: chunk k+1 goes into the arena before chunk k's result comes back, so the
@@ -236,7 +238,7 @@ void allReduceHierLeader(Exec& exec, const CollectiveArgs& args) {
         reduce::reduce(sum.dtype, sum.op, out + off, out + off, step.slotOf(r), count);
       }
     }
-    msg = crossAllReduce(exec, groups, sum, out + off, count, msg);
+    msg = hier::crossAllReduce(exec, groups, sum, out + off, count, msg);
     if (args.op == ReduceOp::kAvg) reduce::finishAverage(args.dtype, out + off, count, exec.size());
     std::memcpy(step.mine(), out + off, bytes);
     step.publish(2);
@@ -258,7 +260,7 @@ void allReduceHierSplit(Exec& exec, const CollectiveArgs& args) {
   auto* out = static_cast<unsigned char*>(args.recv);
   const patterns::Range mine = patterns::ringChunk(args.count, local.size(), local.rank());
   const auto network = [&] {
-    crossAllReduce(exec, groups, sum, out + mine.begin * es, mine.count, 0);
+    hier::crossAllReduce(exec, groups, sum, out + mine.begin * es, mine.count, 0);
     if (args.op == ReduceOp::kAvg && mine.count > 0) {
       reduce::finishAverage(args.dtype, out + mine.begin * es, mine.count, exec.size());
     }

@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 // The arena phases of the hierarchical all_gather, reduce_scatter and broadcast
-// (hierarchical_collectives.cc) and hier_split's last phase, on tensors in the ranks' shareable
-// memory (arena/in_place.h: torch's allocate_tensor, Communicator::allocateShared): the host's
-// ranks read each other's buffers directly instead of copying through the arena's slots. From
-// kInPlaceMinBytes (the call's largest buffer) each first agrees with the host's ranks (one slot
-// use, two when every buffer is shareable) and returns false, having moved nothing, when some
-// buffer it would read in a peer is not shareable: the caller runs its arena phase. Each host
-// decides alone; the network phases are the same either way. Every rank waits for the host's
-// others before it returns (InPlace::finish), so no peer still reads a buffer its owner reuses.
+// (hierarchical_collectives.cc), hier_split's last phase and the whole hier_leader all_reduce, on
+// tensors in the ranks' shareable memory (arena/in_place.h: torch's allocate_tensor,
+// Communicator::allocateShared): the host's ranks read each other's buffers directly instead of
+// copying through the arena's slots. From kInPlaceMinBytes (the call's largest buffer) each first
+// agrees with the host's ranks (one slot use, two when every buffer is shareable) and returns
+// false, having moved nothing, when some buffer it would read in a peer is not shareable: the
+// caller runs its arena phase. Each host decides alone; the network phases are the same either
+// way. Every rank waits for the host's others before it returns (InPlace::finish), so no peer
+// still reads a buffer its owner reuses.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "algorithms/arena/in_place.h"
 #include "algorithms/hierarchical.h"
+#include "reduce/reducer.h"
 
 namespace smddp::algo::hier {
 namespace {
@@ -90,6 +93,47 @@ bool hostAllGatherInPlace(Exec& local, const CollectiveArgs& args) {
   if (!call.agree(arena::every(call.refs(), &Refs::recv), args, true)) return false;
   copyFromOwners(local, call.views().out, args.count, args.elementSize(),
                  static_cast<unsigned char*>(args.recv));
+  call.finish();
+  return true;
+}
+
+bool allReduceLeaderInPlace(Exec& exec, Exec& local, const HostGroups& groups,
+                            const CollectiveArgs& args) {
+  arena::Pool* pool = local.size() > 1 ? poolFor(local, args.bytes()) : nullptr;
+  if (pool == nullptr) return false;
+  InPlace call(local, Refs{pool->locate(args.send, args.bytes()),
+                           pool->locate(args.recv, args.bytes())});
+  // The leader reads every input; the others read the leader's output.
+  const bool candidate = arena::every(call.refs(), &Refs::send) && call.refs()[0].recv.inPool();
+  if (!call.agree(candidate, args, true)) return false;
+  const CollectiveArgs sum = summed(args);
+  const size_t es = args.elementSize();
+  const size_t chunk = arena::SlotStep::chunkBytes(local, es);
+  auto* out = static_cast<unsigned char*>(args.recv);
+  const unsigned char* result = call.views().out[0];
+  uint64_t msg = 0;  // only the leaders send, in their cross group
+  for (size_t off = 0; off < args.bytes(); off += chunk) {
+    const size_t bytes = std::min(chunk, args.bytes() - off);
+    const size_t count = bytes / es;
+    // One use per chunk: the leader publishes it once the chunk is final in its output. Its
+    // acquire() waits until the others published the previous use, so it runs at most one
+    // chunk ahead of their copies, which overlap its next reduction and network step.
+    arena::SlotStep step(local);
+    step.acquire();
+    if (local.rank() == 0) {
+      // Chunk k of every input is read here before the leader publishes k; the others write
+      // their chunk k (in place: their input) only after that.
+      arena::reduceInRankOrder(local, sum, call.views().in, off, out + off, count);
+      msg = crossAllReduce(exec, groups, sum, out + off, count, msg);
+      if (args.op == ReduceOp::kAvg) reduce::finishAverage(args.dtype, out + off, count, exec.size());
+      step.publish(1);
+    } else {
+      step.publish(1);
+      step.await(0, 1);
+      std::memcpy(out + off, result + off, bytes);
+    }
+    step.release();
+  }
   call.finish();
   return true;
 }

@@ -5,9 +5,9 @@
 // place, broadcast from a rank of the first and of the last host, equal to the closed form. From
 // 1 MiB each host runs its arena phases in place (counted per rank) when the buffers it reads in
 // its peers are shared, through its arena otherwise, while the other hosts stay in place; below
-// 1 MiB nothing runs in place. On hosts of 3, 2 and 1 ranks the leader broadcast from every host
-// and local index hands the buffer out in place on each host of several ranks whose carrier's
-// output is shared.
+// 1 MiB nothing runs in place. On hosts of 3, 2 and 1 ranks the leader forms of broadcast (from
+// every host and local index) and all_reduce run in place on each host of several ranks whose
+// buffers read are shared.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -117,18 +117,21 @@ TEST(PooledHostsKinds, AnOrdinaryRankKeepsItsHostOnTheArena) {
   EXPECT_EQ(run(hostOf, block, [](int) { return false; }), 0u);
 }
 
-// Broadcasts on hosts of 3, 2 and 1 ranks (hier_leader) from a rank of every host, local index 1
-// too, of `count` int32; `shared(r)` as above. Returns the calls counted in place.
+// On hosts of 3, 2 and 1 ranks (the leader forms): broadcasts from a rank of every host, local
+// index 1 too, then all_reduce SUM in place (int32) and AVG out of place (float, the input kept),
+// of `count` elements; `shared(r)` as above. Returns the calls counted in place.
 uint64_t runUneven(size_t count, const std::function<bool(int)>& shared) {
   const std::vector<int> hostOf = {0, 0, 0, 1, 1, 2};
+  const int n = static_cast<int>(hostOf.size());
   Options o;
   o.timeout = std::chrono::seconds(30);
-  o.algorithms = "broadcast:hier_leader";
+  o.algorithms = "broadcast:hier_leader,allreduce:hier_leader";
   auto comms = makeLoopbackHosts(hostOf, o, nullptr, 0, true, 4096);
   const uint64_t before = comms[0]->memoryStats().at("shared_in_place_calls");
   runRanks(comms, [&](int rank, Communicator& c) {
+    const bool mine = shared(rank);
     for (int root : {0, 3, 4, 5}) {
-      Buf<int32_t> b(c, count, shared(rank));
+      Buf<int32_t> b(c, count, mine);
       for (size_t i = 0; i < count; ++i) b.data[i] = rank == root ? value(root, i) : -1;
       // From rank 3 out of place: every rank's input is another buffer (the root's holds the
       // data, the others' -2, which nobody must read).
@@ -142,17 +145,39 @@ uint64_t runUneven(size_t count, const std::function<bool(int)>& shared) {
         ASSERT_EQ(b.data[i], value(root, i)) << "broadcast from " << root << " [" << i << "]";
       }
     }
+    Buf<int32_t> a(c, count, mine);
+    for (size_t i = 0; i < count; ++i) a.data[i] = value(rank, i);
+    c.allReduce(Buffer(a.data, count, DataType::kInt32), Buffer(a.data, count, DataType::kInt32),
+                ReduceOp::kSum)
+        .wait();
+    for (size_t i = 0; i < count; ++i) {
+      int32_t want = 0;
+      for (int q = 0; q < n; ++q) want += value(q, i);
+      ASSERT_EQ(a.data[i], want) << "all_reduce sum [" << i << "] rank " << rank;
+    }
+    Buf<float> fin(c, count, mine), fout(c, count, mine);
+    for (size_t i = 0; i < count; ++i) fin.data[i] = static_cast<float>(value(rank, i));
+    c.allReduce(Buffer(fin.data, count, DataType::kFloat32),
+                Buffer(fout.data, count, DataType::kFloat32), ReduceOp::kAvg)
+        .wait();
+    for (size_t i = 0; i < count; ++i) {
+      float sum = 0;
+      for (int q = 0; q < n; ++q) sum += static_cast<float>(value(q, i));
+      ASSERT_FLOAT_EQ(fout.data[i], sum / static_cast<float>(n)) << "avg [" << i << "]";
+      ASSERT_EQ(fin.data[i], static_cast<float>(value(rank, i)));
+    }
   });
   return comms[0]->memoryStats().at("shared_in_place_calls") - before;
 }
 
-TEST(PooledHostsKinds, UnevenHostsBroadcastInPlaceWhereTheCarrierIsShared) {
-  const size_t count = (size_t{1} << 18) + 5;  // just above 1 MiB
-  // Hosts 0 and 1 (5 ranks) in place for each of the 4 roots; the host of one rank never.
-  EXPECT_EQ(runUneven(count, [](int) { return true; }), 4u * 5);
-  // Rank 4 (host 1, local index 1) ordinary: host 1's carrier is rank 3, shared, except when
-  // rank 4 is the root; host 0 stays in place.
-  EXPECT_EQ(runUneven(count, [](int r) { return r != 4; }), 4u * 3 + 3u * 2);
+TEST(PooledHostsKinds, UnevenHostsInPlaceWhereTheBuffersReadAreShared) {
+  const size_t count = (size_t{1} << 18) + 5;  // just above 1 MiB of int32
+  // Hosts 0 and 1 (5 ranks) in place for each of the 6 calls; the host of one rank never.
+  EXPECT_EQ(runUneven(count, [](int) { return true; }), 6u * 5);
+  // Rank 4 (host 1, local index 1) ordinary: host 1's broadcasts are in place where its carrier
+  // is rank 3, shared (every root but rank 4); its all_reduces read rank 4's input: arena. Host 0
+  // stays in place.
+  EXPECT_EQ(runUneven(count, [](int r) { return r != 4; }), 6u * 3 + 3u * 2);
   EXPECT_EQ(runUneven(1001, [](int) { return true; }), 0u);
   EXPECT_EQ(runUneven(0, [](int) { return true; }), 0u);
 }
