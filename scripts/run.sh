@@ -65,15 +65,42 @@ check_rules() {
 #   .venv     torch 2.x from PyPI (python/requirements.txt pins it), made from the python3 on PATH,
 #             which reaches PyPI: the torch users run; every Python test runs here.
 #   .venv113  Debian's torch 1.13 (python3-torch, seen only by /usr/bin/python3): the legacy tier.
-# The first torch download on a fresh machine is a few GB: pip shows its progress.
-setup_python() {
-  step ".venv: torch from PyPI (python/requirements.txt) + torch_smddp"
+# The first torch download on a fresh machine is a few GB ($BUILD_DIR/pip.log).
+# The packages of python/requirements.txt go into .venv in the background while the code builds
+# (python_deps_start; the download is network-bound); setup_python waits for them.
+PIP_PID=""
+python_deps_start() {
   # a .venv that sees the system's packages (the layout before torch 2.x) is made anew
   if [ ! -x .venv/bin/python ] || grep -q "include-system-site-packages = true" .venv/pyvenv.cfg; then
     rm -rf .venv
     python3 -m venv .venv
   fi
-  .venv/bin/python -m pip install --progress-bar on -r python/requirements.txt
+  mkdir -p "$BUILD_DIR"
+  step ".venv: torch and the other PyPI packages (python/requirements.txt) in the background ($BUILD_DIR/pip.log)"
+  .venv/bin/python -m pip install --progress-bar off -r python/requirements.txt \
+    > "$BUILD_DIR/pip.log" 2>&1 &
+  PIP_PID=$!
+}
+
+python_deps_wait() {
+  [ -n "$PIP_PID" ] || python_deps_start
+  if ! wait "$PIP_PID"; then
+    tail -30 "$BUILD_DIR/pip.log"
+    echo "pip install -r python/requirements.txt failed (log: $BUILD_DIR/pip.log)" >&2
+    exit 1
+  fi
+  PIP_PID=""
+}
+
+# Stops a background pip when the script ends early (a failed build).
+stop_background() {
+  [ -z "$PIP_PID" ] || kill "$PIP_PID" 2>/dev/null || true
+}
+trap stop_background EXIT
+
+setup_python() {
+  python_deps_wait
+  step ".venv: torch_smddp against $(grep -m1 '^torch==' python/requirements.txt)"
   SMDDP_BUILD_JOBS=$JOBS .venv/bin/python -m pip install -q --no-build-isolation --no-deps .
   .venv/bin/python -c "import torch, torch_smddp; print('torch', torch.__version__, '+ torch_smddp', torch_smddp.__file__)"
 }
@@ -105,8 +132,14 @@ run_tests() {
   (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 600)
   step "the GPU validation script's CPU side (tests/gpu/run_gpu.sh, DRY_RUN=1: the fake device)"
   DRY_RUN=1 BUILD_DIR="$BUILD_DIR" OUT="$BUILD_DIR/gpu-dry-run" bash tests/gpu/run_gpu.sh
-  step "Python tests, torch $(.venv/bin/python -c 'import torch; print(torch.__version__)')"
-  .venv/bin/python -m pytest -q -p no:cacheprovider --durations=10 tests/python
+  # On min(JOBS, 4) pytest-xdist workers, a test file per worker at a time; then the tests that
+  # measure rates or times (marked `alone`) with nothing beside them.
+  local workers=$((JOBS < 4 ? JOBS : 4))
+  step "Python tests, torch $(.venv/bin/python -c 'import torch; print(torch.__version__)') ($workers workers)"
+  .venv/bin/python -m pytest -q -p no:cacheprovider --durations=10 -n "$workers" --dist loadfile \
+    -m "not alone" tests/python
+  step "Python tests that measure rates or times, one at a time"
+  .venv/bin/python -m pytest -q -p no:cacheprovider -m alone tests/python
   step "Python tests, legacy tier: torch 1.13"
   (cd tests/python && SMDDP_CRASH_RUNS=5 ../../.venv113/bin/python -m pytest -q -p no:cacheprovider --durations=5 "${LEGACY_TESTS[@]}")
   # Debian's interpreter: python3-kubernetes is its package; the image test only drives podman.
@@ -149,16 +182,16 @@ base_images_wait() {
 }
 
 case "${1:-}" in
-  main) install_packages; build; setup_python; run_main ;;
-  test) install_packages; base_images_start; build; setup_python; setup_python113; base_images_wait
-        run_tests ;;
-  build) install_packages; build; setup_python; setup_python113 ;;
+  main) install_packages; python_deps_start; build; setup_python; run_main ;;
+  test) install_packages; base_images_start; python_deps_start; build; setup_python
+        setup_python113; base_images_wait; run_tests ;;
+  build) install_packages; python_deps_start; build; setup_python; setup_python113 ;;
   upstream)
     shift
-    install_packages; build; setup_python; run_upstream "$@" ;;
+    install_packages; python_deps_start; build; setup_python; run_upstream "$@" ;;
   compare)
     shift
-    install_packages; build; setup_python
+    install_packages; python_deps_start; build; setup_python
     exec bench/compare --engine-dir "$BUILD_DIR/bench" "$@" ;;
   *) echo "usage: $0 main|test|build|upstream [worlds]|compare [bench/compare flags]" >&2; exit 2 ;;
 esac

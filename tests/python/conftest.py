@@ -48,6 +48,15 @@ if _IMPORT_ERROR is None:
         )
 
 
+def pytest_configure(config):
+    # scripts/run.sh runs the suite on several workers (pytest-xdist), then the tests marked
+    # `alone` by themselves: those measure this machine's rates or times, which tests running
+    # beside them would skew.
+    config.addinivalue_line(
+        "markers", "alone: measures rates or times; runs with no other test beside it"
+    )
+
+
 def pytest_collection_modifyitems(config, items):
     # A suite that skips itself when the extension is missing could never fail: refuse instead.
     if _IMPORT_ERROR is not None:

@@ -11,9 +11,13 @@ import torch
 import harness
 import workers_estimate
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(torch.distributed, "_time_estimator"),
-    reason="this torch has no collective time estimator (torch >= 2.15)")
+# alone: every rank measures this machine's copy and reduction rates at its first estimate, and
+# the suite checks that the ranks' estimates agree, which tests running beside it would upset.
+pytestmark = [
+    pytest.mark.skipif(not hasattr(torch.distributed, "_time_estimator"),
+                       reason="this torch has no collective time estimator (torch >= 2.15)"),
+    pytest.mark.alone,
+]
 
 
 @pytest.mark.parametrize("world", [1, 2, 3, 4, 5])
