@@ -24,7 +24,7 @@ namespace {
 template <typename T>
 using Buf = SharedOrPlain<T>;
 
-int32_t value(int r, size_t i) { return r * 100 + static_cast<int32_t>(i % 89); }
+int32_t value(int r, size_t i) { return rankValue(r, i); }
 
 // Five calls on every rank with blocks of `block` elements (broadcast: n x block);
 // `shared(r)`: whether rank r's buffers are shared. Returns the calls counted in place over all
@@ -145,27 +145,7 @@ uint64_t runUneven(size_t count, const std::function<bool(int)>& shared) {
         ASSERT_EQ(b.data[i], value(root, i)) << "broadcast from " << root << " [" << i << "]";
       }
     }
-    Buf<int32_t> a(c, count, mine);
-    for (size_t i = 0; i < count; ++i) a.data[i] = value(rank, i);
-    c.allReduce(Buffer(a.data, count, DataType::kInt32), Buffer(a.data, count, DataType::kInt32),
-                ReduceOp::kSum)
-        .wait();
-    for (size_t i = 0; i < count; ++i) {
-      int32_t want = 0;
-      for (int q = 0; q < n; ++q) want += value(q, i);
-      ASSERT_EQ(a.data[i], want) << "all_reduce sum [" << i << "] rank " << rank;
-    }
-    Buf<float> fin(c, count, mine), fout(c, count, mine);
-    for (size_t i = 0; i < count; ++i) fin.data[i] = static_cast<float>(value(rank, i));
-    c.allReduce(Buffer(fin.data, count, DataType::kFloat32),
-                Buffer(fout.data, count, DataType::kFloat32), ReduceOp::kAvg)
-        .wait();
-    for (size_t i = 0; i < count; ++i) {
-      float sum = 0;
-      for (int q = 0; q < n; ++q) sum += static_cast<float>(value(q, i));
-      ASSERT_FLOAT_EQ(fout.data[i], sum / static_cast<float>(n)) << "avg [" << i << "]";
-      ASSERT_EQ(fin.data[i], static_cast<float>(value(rank, i)));
-    }
+    checkAllReduces(c, rank, n, count, mine);
   });
   return comms[0]->memoryStats().at("shared_in_place_calls") - before;
 }

@@ -20,8 +20,6 @@ namespace {
 template <typename T>
 using Buf = SharedOrPlain<T>;
 
-int32_t value(int r, size_t i) { return r * 100 + static_cast<int32_t>(i % 89); }
-
 // Two all_reduces per count on every rank; `shared(r)`: whether rank r's buffers are shared.
 // Returns the calls counted in place over all ranks.
 uint64_t run(const std::vector<int>& hostOf, const std::vector<size_t>& counts,
@@ -35,30 +33,7 @@ uint64_t run(const std::vector<int>& hostOf, const std::vector<size_t>& counts,
   runRanks(comms, [&](int rank, Communicator& c) {
     for (size_t count : counts) {
       SCOPED_TRACE("count " + std::to_string(count));
-      Buf<int32_t> a(c, count, shared(rank));
-      for (size_t i = 0; i < count; ++i) a.data[i] = value(rank, i);
-      c.allReduce(Buffer(a.data, count, DataType::kInt32), Buffer(a.data, count, DataType::kInt32),
-                  ReduceOp::kSum)
-          .wait();
-      for (size_t i = 0; i < count; ++i) {
-        int32_t want = 0;
-        for (int q = 0; q < n; ++q) want += value(q, i);
-        ASSERT_EQ(a.data[i], want) << "sum [" << i << "] rank " << rank;
-      }
-      Buf<float> in(c, count, shared(rank)), out(c, count, shared(rank));
-      for (size_t i = 0; i < count; ++i) {
-        in.data[i] = static_cast<float>(value(rank, i));
-        out.data[i] = -1;
-      }
-      c.allReduce(Buffer(in.data, count, DataType::kFloat32),
-                  Buffer(out.data, count, DataType::kFloat32), ReduceOp::kAvg)
-          .wait();
-      for (size_t i = 0; i < count; ++i) {
-        float sum = 0;
-        for (int q = 0; q < n; ++q) sum += static_cast<float>(value(q, i));
-        ASSERT_FLOAT_EQ(out.data[i], sum / static_cast<float>(n)) << "avg [" << i << "]";
-        ASSERT_EQ(in.data[i], static_cast<float>(value(rank, i))) << "input kept [" << i << "]";
-      }
+      checkAllReduces(c, rank, n, count, shared(rank));
     }
   });
   // The ranks share the process's pool here: its count is every rank's.

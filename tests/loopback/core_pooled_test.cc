@@ -28,7 +28,7 @@ Options bounded() {
   return o;
 }
 
-int32_t value(int r, size_t i) { return r * 100 + static_cast<int32_t>(i % 89); }
+int32_t value(int r, size_t i) { return rankValue(r, i); }
 
 // Every kind once on every rank; `shared(r)`: whether rank r's buffers are shared memory.
 // `inPlace`: the calls expected in place on each rank.
@@ -40,26 +40,7 @@ void runKinds(int n, const std::function<bool(int)>& shared, uint64_t inPlace) {
     const bool mine = shared(rank);
     const auto un = static_cast<size_t>(n);
     const DataType i32 = DataType::kInt32;
-    // all_reduce SUM, in place
-    Buf<int32_t> a(c, count, mine);
-    for (size_t i = 0; i < count; ++i) a.data[i] = value(rank, i);
-    c.allReduce(Buffer(a.data, count, i32), Buffer(a.data, count, i32), ReduceOp::kSum).wait();
-    for (size_t i = 0; i < count; ++i) {
-      int32_t want = 0;
-      for (int q = 0; q < n; ++q) want += value(q, i);
-      ASSERT_EQ(a.data[i], want) << "all_reduce [" << i << "] rank " << rank;
-    }
-    // all_reduce AVG, out of place, float
-    Buf<float> fin(c, count, mine), fout(c, count, mine);
-    for (size_t i = 0; i < count; ++i) fin.data[i] = static_cast<float>(value(rank, i));
-    c.allReduce(Buffer(fin.data, count, DataType::kFloat32),
-                Buffer(fout.data, count, DataType::kFloat32), ReduceOp::kAvg)
-        .wait();
-    for (size_t i = 0; i < count; i += 97) {
-      float sum = 0;
-      for (int q = 0; q < n; ++q) sum += static_cast<float>(value(q, i));
-      ASSERT_FLOAT_EQ(fout.data[i], sum / static_cast<float>(n)) << "avg [" << i << "]";
-    }
+    checkAllReduces(c, rank, n, count, mine);  // SUM in place, AVG out of place
     // all_gather in place: the input is block `rank` of the output
     const size_t block = count / un + 1;
     Buf<int32_t> g(c, block * un, mine);
