@@ -198,23 +198,25 @@ void allReduceHierLeader(Exec& exec, const CollectiveArgs& args) {
   const auto bytesAt = [&](size_t off) { return std::min(chunk, total - off); };
   if (!leader) {
     // One use ahead: chunk k+1 goes into the arena before chunk k's result comes back, so the
-    // copy-in runs while the leader's network step of chunk k waits on the link.
-    std::optional<arena::SlotStep> ahead;
-    const auto fill = [&](size_t off) {
-      ahead.emplace(local);
-      ahead->acquire();
-      std::memcpy(ahead->mine(), in + off, bytesAt(off));
-      ahead->publish(1);
+    // copy-in runs while the leader's network step of chunk k waits on the link. Chunk k's use
+    // lives in uses[k % 2].
+    std::optional<arena::SlotStep> uses[2];
+    const auto fill = [&](size_t off, std::optional<arena::SlotStep>& use) {
+      arena::SlotStep& step = use.emplace(local);
+      step.acquire();
+      std::memcpy(step.mine(), in + off, bytesAt(off));
+      step.publish(1);
     };
-    fill(0);
-    for (size_t off = 0; off < total; off += chunk) {
-      arena::SlotStep step = std::move(*ahead);
-      ahead.reset();
-      if (off + chunk < total) fill(off + chunk);
+    fill(0, uses[0]);
+    size_t k = 0;
+    for (size_t off = 0; off < total; off += chunk, ++k) {
+      if (off + chunk < total) fill(off + chunk, uses[(k + 1) % 2]);
+      arena::SlotStep& step = *uses[k % 2];
       step.await(0, 1);
       step.await(0, 2);
       std::memcpy(out + off, step.slotOf(0), bytesAt(off));
       step.release();
+      uses[k % 2].reset();
     }
     return;
   }

@@ -154,7 +154,9 @@ TEST(DeviceIpc, EveryCollectiveEqualsTheRankOrderAndTheStagedPath) {
         }
         EXPECT_EQ(mine.at("all_reduce"), sum) << "rank " << r << " " << at;
         EXPECT_EQ(mine.at("all_reduce in place"), sum) << "rank " << r << " " << at;
-        if (r == root) EXPECT_EQ(mine.at("reduce"), sum) << "rank " << r << " " << at;
+        if (r == root) {
+          EXPECT_EQ(mine.at("reduce"), sum) << "rank " << r << " " << at;
+        }
         const Floats block = rankOrderSum(
             n,
             [&](int q, size_t i) {
