@@ -112,7 +112,8 @@ void hostAllGather(Exec& local, size_t count, size_t es, unsigned char* out);
 
 // The arena phases above on tensors in the host's shareable memory (hierarchical_in_place.cc):
 // from kInPlaceMinBytes each agrees with the host's ranks and returns false, having moved nothing,
-// when a buffer it would read in a peer is not shareable (the caller runs the arena phase).
+// when a buffer it would read in a peer is not shareable (the caller runs the arena phase); on a
+// host of one rank, or below kInPlaceMinBytes, each returns false at once.
 //   allGatherHostInPlace       all_gather's phase 2: blocks (0, q) .. (H-1, q) of every local
 //                              peer q copied from q's output (after the network phase);
 //   hostReduceScatterInPlace   reduce_scatter's phase 1: `partials` block h = the block of rank
@@ -120,7 +121,7 @@ void hostAllGather(Exec& local, size_t count, size_t es, unsigned char* out);
 //   hostBroadcastInPlace       the root's host: arena::broadcastInPlace from local rank `source`;
 //   hostAllGatherInPlace       hostAllGather: the other blocks copied from their owners' outputs;
 //   allReduceLeaderInPlace     hier_leader all_reduce whole (`exec`: the communicator, `local`:
-//                              its host group of >= 2 ranks): per chunk the leader reduces the
+//                              its host group): per chunk the leader reduces the
 //                              host's inputs, all_reduces the chunk with the other leaders and
 //                              publishes it; the others copy it from the leader's output.
 bool allGatherHostInPlace(Exec& local, const HostGroups& groups, const CollectiveArgs& args);

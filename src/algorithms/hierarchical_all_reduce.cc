@@ -111,7 +111,7 @@ void hostReduceScatter(Exec& local, const CollectiveArgs& sum, unsigned char* ou
 }  // namespace
 
 uint64_t hier::crossAllReduce(Exec& exec, const HostGroups& groups, const CollectiveArgs& sum,
-                        void* buffer, size_t count, uint64_t msgBase) {
+                              void* buffer, size_t count, uint64_t msgBase) {
   if (count == 0) return msgBase;  // the whole cross group has the same slice size
   Exec cross(exec, groups.cross, groups.crossSettings, msgBase);
   CollectiveArgs part = sum;

@@ -23,9 +23,10 @@ namespace {
 using arena::InPlace;
 using arena::Refs;
 
-// The pool to locate the call's buffers in, or null when the call is too small to ask.
+// The pool to locate the call's buffers in, or null when the call is too small to ask or the
+// host has no other rank to share with (a host of one rank, on hosts of different sizes).
 arena::Pool* poolFor(const Exec& local, size_t largest) {
-  return largest >= kInPlaceMinBytes ? local.pool() : nullptr;
+  return largest >= kInPlaceMinBytes && local.size() > 1 ? local.pool() : nullptr;
 }
 
 }  // namespace
@@ -99,7 +100,7 @@ bool hostAllGatherInPlace(Exec& local, const CollectiveArgs& args) {
 
 bool allReduceLeaderInPlace(Exec& exec, Exec& local, const HostGroups& groups,
                             const CollectiveArgs& args) {
-  arena::Pool* pool = local.size() > 1 ? poolFor(local, args.bytes()) : nullptr;
+  arena::Pool* pool = poolFor(local, args.bytes());
   if (pool == nullptr) return false;
   InPlace call(local, Refs{pool->locate(args.send, args.bytes()),
                            pool->locate(args.recv, args.bytes())});

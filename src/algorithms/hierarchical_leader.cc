@@ -100,7 +100,7 @@ void broadcastHierLeader(Exec& exec, const CollectiveArgs& args) {
   auto* out = static_cast<unsigned char*>(args.recv);
   CollectiveArgs carried = args;
   carried.send = args.recv;
-  if (local.size() > 1 && hier::hostBroadcastInPlace(local, source, carried)) return;
+  if (hier::hostBroadcastInPlace(local, source, carried)) return;
   hier::hostBroadcast(local, source, out, out, args.bytes(), args.elementSize());
 }
 
