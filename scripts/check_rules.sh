@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Mechanical rules of CONTRIBUTING.md: includes point down the layers (the layering below, written
 # once), libfabric headers only under src/transport/ofi, getenv only in the config parser, torch
-# only under python/, CUDA headers only in the CUDA parts, an SPDX license line at the top of every source file, no file over 500
+# only under python/, CUDA headers only in the CUDA parts, nccl.h only in the NCCL plane, an SPDX license line at the top of every source file, no file over 500
 # lines. Before checking the tree, the include check is run on a planted wrong include and must
 # catch it (a check that cannot fail is no check).
 set -uo pipefail
@@ -19,7 +19,8 @@ declare -A MAY_INCLUDE=(
   [algorithms]="common store reduce transport"
   [model]="common reduce algorithms"
   [watch]="common store transport algorithms"
-  [core]="common store reduce device transport algorithms model watch"
+  [planes]="common store reduce device transport algorithms"
+  [core]="common store reduce device transport algorithms model watch planes"
 )
 
 # Prints one line per include of a file (paths relative to the cwd) that goes the wrong way.
@@ -86,6 +87,8 @@ bad=$(grep -lE '#include\s*[<"](cuda|cuda_runtime|cuda_runtime_api|cuda_fp16|cud
       grep -vE '^(src/reduce/cuda/|src/device/cuda/|python/csrc/cuda_|tests/gpu/|bench/[a-z_]*cuda)' ||
       true)
 [ -z "$bad" ] || { echo "CUDA headers outside the CUDA parts: $bad"; fail=1; }
+bad=$(grep -lE '#include\s*[<"]nccl(_net)?\.h' $srcs | grep -vE '^(src/planes/nccl/|tests/nccl/)' || true)
+[ -z "$bad" ] || { echo "nccl.h outside the NCCL plane (src/planes/nccl) and the test NCCL: $bad"; fail=1; }
 for f in $srcs; do
   head -2 "$f" | grep -q "SPDX-License-Identifier: Apache-2.0" ||
     { echo "$f: no SPDX-License-Identifier line at the top"; fail=1; }

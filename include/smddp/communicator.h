@@ -68,6 +68,16 @@ class Communicator {
   // CUDA calls that ran on the devices through CUDA IPC so far, by collective name
   // ("all_gather": 12, ...); only kinds that did appear.
   std::map<std::string, uint64_t> deviceIpcCalls() const;
+  // The data plane of this communicator's CUDA calls: "nccl" (NCCL, loaded at run time: every
+  // rank holds a device of its own and a usable NCCL of one version) or "smddp" (smddp's own:
+  // staged through pinned host memory, CUDA IPC within a host); SMDDP_GPU_PLANE=nccl|smddp
+  // forces one. Decided at the first CUDA call or this query, whichever comes first, from what
+  // every rank says of itself then (the device of that call's buffer; for a query, the current
+  // device), so every rank makes one of the two; bounded by the timeout. Throws
+  // Error(kInvalidArgument) when the ranks' SMDDP_GPU_PLANE differ or force NCCL where a rank
+  // has none. dataPlaneReason() says why, in words.
+  std::string dataPlane() const;
+  std::string dataPlaneReason() const;
 
   // `bytes` of host memory that the other ranks of this host can read and write in place (a
   // tensor's storage; page-aligned). On one host, all_reduce, broadcast, all_gather and

@@ -95,6 +95,20 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("device_ipc_calls", &ProcessGroupSmddp::deviceIpcCalls,
                              "CUDA calls run on the devices through CUDA IPC so far, by "
                              "collective name")
+      .def_property_readonly("data_plane",
+                             [](const ProcessGroupSmddp& pg) {
+                               py::gil_scoped_release unlocked;  // may read the store
+                               return pg.dataPlane();
+                             },
+                             "the plane of this group's CUDA tensors: 'nccl' (NCCL, each rank "
+                             "on a device of its own) or 'smddp' (staged, CUDA IPC in a host); "
+                             "SMDDP_GPU_PLANE forces one")
+      .def_property_readonly("data_plane_reason",
+                             [](const ProcessGroupSmddp& pg) {
+                               py::gil_scoped_release unlocked;
+                               return pg.dataPlaneReason();
+                             },
+                             "why data_plane is what it is, in words")
       .def_property_readonly("memory_stats", &ProcessGroupSmddp::memoryStats,
                              "memory held, in bytes, by name (Communicator::memoryStats): the "
                              "process's shareable tensor memory (allocate_tensor) and its use")

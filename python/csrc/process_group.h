@@ -50,6 +50,8 @@ class ProcessGroupSmddp : public compat::BackendBase {
   std::map<std::string, uint64_t> deviceIpcCalls() const {
     return enter().comm().deviceIpcCalls();
   }
+  std::string dataPlane() const { return enter().comm().dataPlane(); }
+  std::string dataPlaneReason() const { return enter().comm().dataPlaneReason(); }
   std::chrono::milliseconds timeout() const {
     return std::chrono::milliseconds(timeoutMs_.load(std::memory_order_relaxed));
   }

@@ -17,7 +17,7 @@ namespace smddp::algo {
 // Which ranks of a communicator over several hosts (exec.h: HostGroups) take part in a call: all
 // (every user call), the ranks of this rank's host, or its counterparts on the other hosts (the
 // ranks of its local index). The core's device path across hosts posts the last two as the host
-// steps of one call (core/device_ipc_plan.h); scoped.h runs them.
+// steps of one call (planes/smddp/ipc_plan.h); scoped.h runs them.
 enum class Scope : uint8_t { kAll, kHost, kCross };
 
 struct CollectiveArgs : Call {

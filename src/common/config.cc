@@ -143,6 +143,9 @@ Config Config::fromMap(const std::map<std::string, std::string>& given) {
   if (c.device != "auto" && c.device != "cuda" && c.device != "fake" && c.device != "none") {
     bad("SMDDP_DEVICE", c.device, "auto, cuda, fake or none");
   }
+  if (c.gpuPlane != "auto" && c.gpuPlane != "nccl" && c.gpuPlane != "smddp") {
+    bad("SMDDP_GPU_PLANE", c.gpuPlane, "auto, nccl or smddp");
+  }
   if (c.fakeDelayUs < 0 || c.fakeDelayUs > 1000000) {
     bad("SMDDP_FAKE_DEVICE_DELAY_US", std::to_string(c.fakeDelayUs), "between 0 and 1000000");
   }

@@ -83,6 +83,18 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
     "The device layer for CUDA buffers: auto (CUDA when this build has it and a GPU is "           \
     "visible), cuda, fake (a GPU simulated on the host: its memory is not host-accessible and "    \
     "its streams run on threads; a test mode) or none (CUDA buffers are refused).")                \
+  X(fakeDeviceUuid, "SMDDP_FAKE_DEVICE_UUID", String, "",                                         \
+    "Fake device only: the identity its devices report; processes given the same value share "    \
+    "their devices, as ranks sharing a GPU do. Default: devices of its own per process.")         \
+  X(gpuPlane, "SMDDP_GPU_PLANE", String, "auto",                                                  \
+    "Which data plane runs a group's collectives on CUDA tensors: auto (NCCL when every rank "     \
+    "holds a GPU of its own and loaded NCCL; smddp's own plane otherwise), nccl (NCCL; an error "  \
+    "where it cannot run) or smddp (smddp's own: staged through pinned host memory, CUDA IPC "     \
+    "within a host with SMDDP_DEVICE_IPC=1). Every rank of a group must say the same.")            \
+  X(ncclLibrary, "SMDDP_NCCL_LIBRARY", String, "",                                                \
+    "The NCCL library of the NCCL plane (a path). Default: the libnccl.so.2 the process already "  \
+    "loaded (torch's, from the nvidia-nccl package), else the nvidia-nccl package's, else "        \
+    "libnccl.so.2 from the loader's search path.")                                                 \
   X(fakeDelayUs, "SMDDP_FAKE_DEVICE_DELAY_US", Int, int64_t{0},                                    \
     "Fake device only: each stream waits a random 0..N microseconds before every operation, so "   \
     "missing stream ordering shows up as wrong data. 0: no delays.")                               \
@@ -125,6 +137,9 @@ struct Config {
   int64_t checkMismatch;
   std::string dumpOnTimeout;
   std::string device;
+  std::string fakeDeviceUuid;
+  std::string gpuPlane;
+  std::string ncclLibrary;
   int64_t fakeDelayUs;
   int64_t deviceIpc;
   int64_t fiHmem;

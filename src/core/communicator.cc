@@ -144,6 +144,10 @@ std::shared_ptr<void> Communicator::allocateShared(size_t bytes) {
 
 std::map<std::string, uint64_t> Communicator::memoryStats() const { return impl_->memoryStats(); }
 
+std::string Communicator::dataPlane() const { return impl_->dataPlane(); }
+
+std::string Communicator::dataPlaneReason() const { return impl_->dataPlaneWhy(); }
+
 std::map<std::string, uint64_t> Communicator::deviceIpcCalls() const {
   std::map<std::string, uint64_t> calls;
   for (int k = 0; k <= static_cast<int>(CollectiveKind::kControl); ++k) {

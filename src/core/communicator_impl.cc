@@ -112,6 +112,8 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
                                << ", reduction kernels " << reduce::isaName() << ", timeout "
                                << settings_.timeout.count() << " ms");
   }
+  planes_->store = store;
+  planes_->prefix = prefix;
   watch_ = std::make_unique<CollectiveWatch>(std::move(store), prefix, rank_, transport_->peers(),
                                              settings_.watch);
   exec_.timeout = settings_.timeout;
@@ -147,6 +149,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
+  closeDevicePlanes();  // settles what is left on NCCL while the watch is there
   p2p_.reset();  // fails what is still in flight, then closes its endpoint
   engine_->stop();
   engine_.reset();
@@ -162,7 +165,7 @@ CommunicatorImpl::~CommunicatorImpl() {
 
 Request CommunicatorImpl::post(algo::CollectiveArgs args) {
   if (estimating()) return estimated(args);
-  if (args.memory == MemoryType::kCuda) return postStaged(args);
+  if (args.memory == MemoryType::kCuda) return postDevice(args);
   auto state = std::allocate_shared<RequestState>(RecyclingAllocator<RequestState>());
   state->engine = engine_.get();
   state->desc.call() = args.call();
@@ -177,7 +180,7 @@ void CommunicatorImpl::runBlocking(algo::CollectiveArgs args) {
     return;
   }
   if (args.memory == MemoryType::kCuda) {
-    postStaged(args).wait();
+    postDevice(args).wait();
     return;
   }
   algo::CollectiveDesc desc;
@@ -389,7 +392,7 @@ Request CommunicatorImpl::postPointToPoint(const algo::CollectiveArgs& args, int
                                              ": this communicator has no point-to-point transport");
   }
   if (estimating()) return estimated(args);
-  if (args.memory == MemoryType::kCuda) return postStagedMessage(args, peer, tag);
+  if (args.memory == MemoryType::kCuda) return postDeviceMessage(args, peer, tag);
   return p2p_->post(args, peer, tag, timeout());
 }
 
@@ -412,6 +415,7 @@ void CommunicatorImpl::abort(const std::string& reason) {
   if (p2p_) p2p_->abort();
   markBroken(ErrorCode::kAborted,
              "smddp: rank " + std::to_string(rank_) + ": communicator aborted: " + reason);
+  failDevicePlanes(ErrorCode::kAborted, "communicator aborted: " + reason);
   // A running collective sees aborted_ in its next idle poll and fails; its completion wakes
   // its waiters.
 }

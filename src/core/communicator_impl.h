@@ -16,8 +16,10 @@
 #include "algorithms/exec.h"
 #include "algorithms/registry.h"
 #include "common/config.h"
-#include "core/device_path.h"
-#include "core/device_stager.h"
+#include "planes/device_work.h"
+#include "planes/smddp/path.h"
+#include "planes/smddp/stager.h"
+#include "core/device_planes.h"
 #include "core/engine.h"
 #include "core/estimator.h"
 #include "core/point_to_point.h"
@@ -26,8 +28,22 @@
 #include "watch/collective_watch.h"
 #include "watch/signature.h"
 
+namespace smddp::planes::nccl {
+class NcclPlane;
+class NcclWork;
+}  // namespace smddp::planes::nccl
+
 namespace smddp::core {
 
+using planes::DevicePath;
+using planes::PlaneChoice;
+using planes::PlaneFacts;
+using planes::DevicePathFacts;
+using planes::DeviceStager;
+using planes::IpcHosts;
+using planes::IpcPeers;
+using planes::StagedCall;
+using planes::chooseDevicePath;
 using watch::CollectiveWatch;
 using watch::Signature;
 using watch::WatchSettings;
@@ -109,6 +125,12 @@ class CommunicatorImpl {
   // The cost of one call and the algorithm it would run (Communicator::estimateCall).
   double estimateCall(const algo::CollectiveArgs& args, std::string* algorithm);
 
+  // The plane this communicator's CUDA calls take, "nccl" or "smddp" (planes/choice.h), and why;
+  // decided at the first CUDA call or query, whichever comes first (each rank publishes its
+  // device then and reads every rank's, bounded by timeout()). Throws Error when the ranks' SMDDP_GPU_PLANE cannot agree.
+  std::string dataPlane();
+  std::string dataPlaneWhy();
+
   // A request that is already done (nothing to run).
   Request completedRequest(CollectiveKind kind);
   // The next window's number (Communicator::createWindow).
@@ -146,7 +168,27 @@ class CommunicatorImpl {
   std::exception_ptr execute(const algo::CollectiveArgs& args, const algo::CollectiveDesc& desc,
                              const algo::Algorithm* algorithm);
   void runLocal(const algo::CollectiveArgs& args);
-  // A CUDA call: staged through pinned host memory (device_stager.h), one request per segment;
+  // The device planes (communicator_planes.cc, communicator_nccl.cc): this rank's facts in the
+  // store at creation; the decision; a CUDA call or message to the plane that runs it.
+  void publishPlaneFacts(int ordinal);
+  // `ordinal`: the device of the CUDA call that asks (-1: a query, the current device).
+  planes::Plane decidePlane(int ordinal);
+  Request postDevice(const algo::CollectiveArgs& args);
+  Request postDeviceMessage(const algo::CollectiveArgs& args, int peer, uint32_t tag);
+  // The NCCL plane's verdict hook: abort, broken, the beacons' failure, a same-host peer that
+  // exited or stopped ("" while none).
+  std::string deviceVerdict(ErrorCode* code);
+  void startPeerChecks();
+  // The NCCL plane, formed by the first call that takes it (every rank, in the same call).
+  planes::nccl::NcclPlane& ncclPlane(const algo::CollectiveArgs& args);
+  void describeNccl(algo::CollectiveDesc& d);  // under the engine's lock
+  std::function<void(std::exception_ptr)> ncclCompletion(const std::shared_ptr<RequestState>& state,
+                                                         bool collective);
+  Request postNccl(const algo::CollectiveArgs& args);
+  Request postNcclMessage(const algo::CollectiveArgs& args, int peer);
+  void failDevicePlanes(ErrorCode code, const std::string& reason);
+  void closeDevicePlanes();
+  // A CUDA call: staged through pinned host memory (planes/smddp/stager.h), one request per segment;
   // returns the last one's.
   Request postStaged(const algo::CollectiveArgs& args);
   // Runs a request: for a staged segment, once its input reached host memory, then lets its
@@ -155,12 +197,12 @@ class CommunicatorImpl {
   DeviceStager& stager(const algo::CollectiveArgs& args);
   // A send or recv of CUDA memory: through a pinned host buffer (a send copies to it first, the
   // caller waiting, bounded, for that copy; a recv's copy to the device waits on the device for
-  // the message), or handed to a transport that moves CUDA memory itself (device_path.h,
+  // the message), or handed to a transport that moves CUDA memory itself (planes/smddp/path.h,
   // kDirect; unvalidated) once the caller's stream is done with it.
   Request postStagedMessage(const algo::CollectiveArgs& args, int peer, uint32_t tag);
   // Queues one request per segment of a staged call; returns the last one's.
   Request submitSegments(const std::shared_ptr<StagedCall>& call);
-  // The path of this CUDA call: kIpc or kIpcHosts through CUDA IPC (device_ipc.h), else kStaged.
+  // The path of this CUDA call: kIpc or kIpcHosts through CUDA IPC (planes/smddp/ipc_peers.h), else kStaged.
   // The first eligible call connects the host's ranks' scratch (connectIpc: collectively, so every
   // rank takes the same path).
   DevicePath ipcPath(const algo::CollectiveArgs& args);
@@ -230,6 +272,7 @@ class CommunicatorImpl {
   std::atomic<bool> estimating_{false};
   std::atomic<int> windows_{0};
   std::shared_ptr<std::atomic<uint64_t>> windowBytes_ = std::make_shared<std::atomic<uint64_t>>(0);
+  std::unique_ptr<DevicePlanes> planes_ = std::make_unique<DevicePlanes>();
   unsigned hostCpus_ = 0;  // CPUs this host's ranks may use together (0: unknown)
   int ranksPerHost_ = 1;   // the largest host's
 };

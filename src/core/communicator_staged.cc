@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// CUDA calls on a communicator: staged through pinned host memory (device_stager.h). Each
+// CUDA calls on a communicator: staged through pinned host memory (planes/smddp/stager.h). Each
 // segment is a request of its own, queued in order; the engine runs it once its input reached
 // host memory and always lets its output copies go afterwards, so no device stream waits forever.
 #include <string>
@@ -8,13 +8,18 @@
 #include "algorithms/arena/segment.h"
 #include "common/logging.h"
 #include "core/communicator_impl.h"
-#include "core/device_path.h"
 #include "core/recycling_allocator.h"
+#include "planes/smddp/path.h"
 #include "smddp/error.h"
 
 namespace smddp::core {
 
 using Clock = std::chrono::steady_clock;
+using planes::StagedLayout;
+using planes::StagedSegment;
+using planes::ipcFits;
+using planes::ipcFitsAcrossHosts;
+using planes::layoutStaged;
 
 DeviceStager& CommunicatorImpl::stager(const algo::CollectiveArgs& args) {
   const std::string at = "smddp: rank " + std::to_string(rank_) + "/" + std::to_string(size_) +

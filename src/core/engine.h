@@ -88,6 +88,13 @@ class Engine {
   template <class Describe>
   bool enterDirect(Describe&& describe);
   void leaveDirect() { releaseBusy(); }
+  // Runs `fn` under the engine's lock, queueing nothing: a call another plane runs (the NCCL
+  // plane) takes its sequence number in the order of the queue's.
+  template <class Fn>
+  void underLock(Fn&& fn) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    fn();
+  }
 
   // Wakes the callers sleeping on `request` after its completion (RequestState::complete).
   void announce(const RequestState& request);

@@ -65,7 +65,7 @@ class PointToPoint {
 
   // Posts a send or a receive (peer transport::kAnyPeer: from any rank) of `args` (kind kSend or
   // kRecv, checked by the caller) bounded by `timeout`; fails at once with kAborted after abort().
-  // `staged`: the device side of a message on CUDA memory (device_stager.h); the request keeps
+  // `staged`: the device side of a message on CUDA memory (planes/smddp/stager.h); the request keeps
   // it. directDevice >= 0: args' buffer is CUDA memory of that device, registered with the
   // transport (deviceDirect()) and handed to it as is.
   Request post(const algo::CollectiveArgs& args, int peer, uint32_t tag,

@@ -18,11 +18,16 @@
 #include "algorithms/collective.h"
 #include "algorithms/registry.h"
 
+namespace smddp::planes {
+class DeviceWork;
+class StagedCall;
+}  // namespace smddp::planes
+
 namespace smddp::core {
 
+using planes::StagedCall;
 class Engine;
 class PointToPoint;
-class StagedCall;
 
 class RequestState {
  public:
@@ -41,11 +46,14 @@ class RequestState {
   PointToPoint* p2p = nullptr;
   // A completed recv's sender (set before completion); -1 otherwise.
   int source = -1;
-  // A segment of a CUDA call (core/device_stager.h): the engine runs args once the segment's
+  // A segment of a CUDA call (planes/smddp/stager.h): the engine runs args once the segment's
   // input is in host memory, then lets its output copies go. The call's last segment is the one
   // the caller's Request holds.
   std::shared_ptr<StagedCall> staged;
   size_t segment = 0;
+  // A call on the NCCL plane (planes/nccl/nccl_work.h): neither engine nor p2p is set; the
+  // plane completes the request when the work settles.
+  std::shared_ptr<planes::DeviceWork> deviceWork;
   // Callers asleep in a wait on this request (changed under the engine's mutex, read by the
   // completer without it): see Engine::announce().
   std::atomic<int> sleepers{0};

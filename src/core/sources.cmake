@@ -4,20 +4,14 @@ smddp_layer(smddp_core
   core/communicator.cc
   core/communicator_estimate.cc
   core/communicator_impl.cc
+  core/communicator_nccl.cc
+  core/communicator_planes.cc
   core/communicator_staged.cc
   core/device_api.cc
-  core/device_ipc.cc
-  core/device_ipc_hosts.cc
-  core/device_ipc_plan.cc
-  core/device_path.cc
-  core/device_stager.cc
-  core/device_stager_ipc.cc
-  core/device_watchdog.cc
   core/engine.cc
   core/estimator.cc
   core/request.cc
   core/request_state.cc
-  core/staged_layout.cc
   core/validate.cc
   core/validate_all_to_all.cc
   core/validate_lists.cc
@@ -26,5 +20,5 @@ smddp_layer(smddp_core
   core/window_impl.cc
   core/point_to_point.cc
   core/point_to_point_mail.cc)
-target_link_libraries(smddp_core PUBLIC smddp_watch smddp_model smddp_algorithms smddp_transport smddp_store
+target_link_libraries(smddp_core PUBLIC smddp_watch smddp_model smddp_planes smddp_algorithms smddp_transport smddp_store
   smddp_device smddp_reduce smddp_common)

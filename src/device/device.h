@@ -52,6 +52,13 @@ class Device {
   virtual const char* name() const = 0;  // "cuda" or "fake"
   // Devices visible to this process (0: none usable).
   virtual int count() const = 0;
+  // A text that names device `ordinal` across processes of every host ("GPU-" and CUDA's UUID):
+  // two ranks with the same one share a device.
+  virtual std::string uuid(int ordinal) const = 0;
+  // The calling thread's current device (what CUDA calls without a stream or device use), and
+  // a new one: returns the previous. NCCL takes its device from the current one at init.
+  virtual int current() const = 0;
+  virtual int setCurrent(int ordinal) = 0;
 
   virtual PointerInfo query(const void* p) const = 0;
   virtual void* allocDevice(size_t bytes, int ordinal) = 0;
@@ -109,6 +116,32 @@ Device* processDevice();
 Device& fakeDevice();
 // The CUDA device when this build has it and a device is visible, else null; `why` says why not.
 Device* cudaDevice(std::string* why = nullptr);
+
+// Makes `ordinal` the calling thread's current device while it lives, then restores the one
+// that was.
+class CurrentDevice {
+ public:
+  CurrentDevice(Device& device, int ordinal) : device_(device), previous_(device.current()) {
+    if (previous_ != ordinal) {
+      device.setCurrent(ordinal);
+      changed_ = true;
+    }
+  }
+  ~CurrentDevice() {
+    if (!changed_) return;
+    try {
+      device_.setCurrent(previous_);
+    } catch (...) {  // the previous device was valid a moment ago: nothing to report
+    }
+  }
+  CurrentDevice(const CurrentDevice&) = delete;
+  CurrentDevice& operator=(const CurrentDevice&) = delete;
+
+ private:
+  Device& device_;
+  int previous_;
+  bool changed_ = false;
+};
 
 // Waits on the host until `event` completes or `deadline` passes (false then); polls with
 // growing sleeps, so it costs no core while the device works.

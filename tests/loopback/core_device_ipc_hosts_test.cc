@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// CUDA collectives across hosts on the (fake) device (core/device_path.h: kIpcHosts): IPC within
+// CUDA collectives across hosts on the (fake) device (planes/smddp/path.h: kIpcHosts): IPC within
 // each host, only each rank's share staged and exchanged with its counterparts. Thread-ranks that
 // report different hosts, each host with its heap arena (makeLoopbackHosts), random stream delays.
 // all_reduce (one-shot and chunked, SUM and AVG, in place), reduce_scatter (SUM, AVG) and

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Every collective on (fake) device memory within one host through CUDA IPC (core/device_ipc.h,
-// device_ipc_plan.h), with random stream delays, against the staged path and a host reference:
+// Every collective on (fake) device memory within one host through CUDA IPC (planes/smddp/ipc_peers.h,
+// ipc_plan.h), with random stream delays, against the staged path and a host reference:
 // random floats over 2, 3, 5 and 7 ranks, counts from one element to many chunks (1 KiB scratch
 // areas). Copies equal the staged path bit for bit; reductions equal the rank-order sum bit for
 // bit (so every rank of an all_reduce holds the same bits; AVG: that sum divided by the world) and

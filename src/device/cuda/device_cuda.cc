@@ -81,6 +81,31 @@ class CudaDevice final : public Device {
 
   const char* name() const override { return "cuda"; }
   int count() const override { return count_; }
+  std::string uuid(int ordinal) const override {
+    checkOrdinal(ordinal, "uuid");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
+    static const char* const kHex = "0123456789abcdef";
+    std::string text = "GPU-";
+    for (int i = 0; i < 16; ++i) {
+      const auto byte = static_cast<unsigned char>(prop.uuid.bytes[i]);
+      if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
+      text += kHex[byte >> 4];
+      text += kHex[byte & 15];
+    }
+    return text;
+  }
+  int current() const override {
+    int ordinal = 0;
+    check(cudaGetDevice(&ordinal), "cudaGetDevice");
+    return ordinal;
+  }
+  int setCurrent(int ordinal) override {
+    checkOrdinal(ordinal, "setCurrent");
+    const int previous = current();
+    if (previous != ordinal) check(cudaSetDevice(ordinal), "cudaSetDevice");
+    return previous;
+  }
   PointerInfo query(const void* p) const override {
     PointerInfo info;
     if (p == nullptr) return info;

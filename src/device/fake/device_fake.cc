@@ -8,12 +8,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <functional>
 #include <cstring>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "common/config.h"
+#include "common/logging.h"
+#include "device/fake/fake_hooks.h"
 #include "device/fake/fake_memory.h"
 #include "device/fake/fake_stream.h"
 #include "reduce/reducer.h"
@@ -39,6 +44,12 @@ static_assert(sizeof(IpcEventWire) <= sizeof(IpcEventHandle::bytes));
   throw Error(ErrorCode::kInvalidArgument, "smddp: fake device: " + what);
 }
 
+// The calling thread's current device, as CUDA keeps one per thread.
+int& currentOrdinal() {
+  thread_local int ordinal = 0;
+  return ordinal;
+}
+
 class FakeDevice final : public Device {
  public:
   FakeDevice(int devices, int64_t delayUs, uint64_t seed, std::chrono::milliseconds lazyLoadBound)
@@ -50,6 +61,23 @@ class FakeDevice final : public Device {
 
   const char* name() const override { return "fake"; }
   int count() const override { return devices_; }
+  // SMDDP_FAKE_DEVICE_UUID names the process's devices (the same value in two processes: they
+  // share them, as ranks sharing a GPU do); by default each process has devices of its own.
+  std::string uuid(int ordinal) const override {
+    checkOrdinal(ordinal);
+    const std::string& given = Config::global().fakeDeviceUuid;
+    const std::string base = !given.empty() ? given
+                                            : "fake-" + hostName() + "-" +
+                                                  std::to_string(static_cast<long>(::getpid()));
+    return base + "-" + std::to_string(ordinal);
+  }
+  int current() const override { return currentOrdinal(); }
+  int setCurrent(int ordinal) override {
+    checkOrdinal(ordinal);
+    const int previous = currentOrdinal();
+    currentOrdinal() = ordinal;
+    return previous;
+  }
   PointerInfo query(const void* p) const override { return memory_.query(p); }
   void* allocDevice(size_t bytes, int ordinal) override {
     checkOrdinal(ordinal);
@@ -162,6 +190,17 @@ class FakeDevice final : public Device {
     });
   }
 
+  // For fakeDeviceHooks(): a host task on a stream, and device memory only (never host memory).
+  void enqueueTask(Stream stream, std::function<void()> task) {
+    resolve(stream).enqueue(std::move(task));
+  }
+  void* resolveDevice(const void* p, size_t bytes) const {
+    if (memory_.query(p).kind != MemoryKind::kDevice) {
+      invalid("not device memory of the fake device");
+    }
+    return memory_.resolve(p, bytes);
+  }
+
   void loadKernels(int ordinal) override {
     checkOrdinal(ordinal);
     std::lock_guard<std::mutex> lock(mutex_);
@@ -262,7 +301,45 @@ class FakeDevice final : public Device {
   std::vector<FakeEvent*> graveyard_;     // destroyed, awaiting their last record
 };
 
+FakeDevice& processFake() { return static_cast<FakeDevice&>(fakeDevice()); }
+
+void hookEnqueue(void* stream, void (*fn)(void*), void* arg) {
+  processFake().enqueueTask(stream, [fn, arg] { fn(arg); });
+}
+
+void* hookResolve(const void* p, size_t bytes, char* error, size_t errorBytes) {
+  try {
+    return processFake().resolveDevice(p, bytes);
+  } catch (const std::exception& e) {
+    if (error != nullptr && errorBytes > 0) {
+      std::snprintf(error, errorBytes, "%s", e.what());
+    }
+    return nullptr;
+  }
+}
+
+void* hookAlloc(size_t bytes) {
+  try {
+    return processFake().allocDevice(bytes, 0);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+void hookRelease(void* p) {
+  try {
+    processFake().freeDevice(p);
+  } catch (const std::exception&) {
+  }
+}
+
 }  // namespace
+
+const SmddpFakeDeviceHooks* fakeDeviceHooks() {
+  static const SmddpFakeDeviceHooks hooks{kFakeDeviceHooksVersion, hookEnqueue, hookResolve,
+                                          hookAlloc, hookRelease};
+  return &hooks;
+}
 
 std::unique_ptr<Device> makeFakeDevice(int devices, int64_t delayUs, uint64_t seed,
                                        std::chrono::milliseconds lazyLoadBound) {

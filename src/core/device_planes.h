@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+// DevicePlanes: a communicator's side of the device planes (src/planes/): what this rank said
+// of itself at its first CUDA call or query (planes/choice.h, through the group's store), the
+// plane its CUDA calls take once decided, and the NCCL plane when that is it. CommunicatorImpl owns one; its
+// functions are in communicator_planes.cc.
+// Invariants: the plane is decided once (every rank decides alike from the same facts); the
+// NCCL plane is formed once, by the first CUDA call that takes it, and posts to it are made
+// under postMutex, in the communicator's call order.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "planes/choice.h"
+#include "smddp/store.h"
+
+namespace smddp::planes::nccl {
+class NcclPlane;
+}  // namespace smddp::planes::nccl
+namespace smddp::transport::ofi {
+class PeerLiveness;
+}  // namespace smddp::transport::ofi
+
+namespace smddp::core {
+
+struct DevicePlanes {
+  DevicePlanes();
+  ~DevicePlanes();
+
+  std::shared_ptr<Store> store;  // null: no facts to share (tests over loopback): smddp's plane
+  std::string prefix;
+  bool published = false;  // this rank's facts are in the store
+  std::string unpublished;  // why not, when not
+
+  std::mutex mutex;  // guards the decision, the NCCL plane's creation, ncclError
+  std::atomic<int> decided{-1};  // -1 until decided, then a planes::Plane
+  planes::PlaneChoice choice;
+  std::unique_ptr<planes::nccl::NcclPlane> nccl;
+  std::string ncclError;  // the NCCL plane could not be formed: every later call fails with it
+
+  std::mutex postMutex;  // posts to the NCCL plane, in call order
+
+  // Same-host peers gone or stopped (the NCCL plane's verdict): checked every kCheckInterval.
+  std::unique_ptr<transport::ofi::PeerLiveness> liveness;
+  std::vector<std::pair<int, int>> localPeers;  // (rank, pid) on this host, but this rank
+  std::chrono::steady_clock::time_point nextStopCheck{};
+  std::mutex verdictMutex;  // guards the three above and verdict
+  std::string verdict;      // once found, kept
+  int verdictCode = 0;      // an ErrorCode
+};
+
+// "rank 3 (host, pid 123) is stopped (SIGSTOP)" style checks of /proc/<pid>/stat: 'T' or 't'.
+bool processStopped(int pid);
+
+}  // namespace smddp::core

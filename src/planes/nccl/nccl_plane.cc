@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: Apache-2.0
+// NcclPlane (nccl_plane.h): posting, the watchdog, failing.
+#include "planes/nccl/nccl_plane.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "planes/nccl/nccl_api.h"
+#include "planes/nccl/nccl_calls.h"
+#include "planes/nccl/nccl_comm.h"
+#include "planes/nccl/nccl_pairs.h"
+#include "planes/nccl/nccl_types.h"
+#include "smddp/helper_thread.h"
+
+namespace smddp::planes::nccl {
+namespace {
+
+// The watchdog's pace: works are checked every kPoll while some are pending (their completion
+// reaches host waiters and callbacks within it), NCCL's asynchronous errors every kErrorPoll.
+constexpr std::chrono::microseconds kPoll{200};
+constexpr std::chrono::milliseconds kErrorPoll{20};
+constexpr std::chrono::milliseconds kIdlePoll{100};
+
+ncclUniqueId toUniqueId(const std::string& bytes) {
+  ncclUniqueId id{};
+  if (bytes.size() != sizeof(id.internal)) {
+    throw Error(ErrorCode::kInternal, "smddp: NCCL plane: an NCCL id of " +
+                                          std::to_string(bytes.size()) + " bytes, not " +
+                                          std::to_string(sizeof(id.internal)));
+  }
+  std::memcpy(id.internal, bytes.data(), sizeof(id.internal));
+  return id;
+}
+
+}  // namespace
+
+const NcclApi* loadNccl(const std::string& device, std::string* why, std::string* name) {
+  const NcclApi* api = ncclApi(device, why);
+  if (api != nullptr && name != nullptr) *name = api->name();
+  return api;
+}
+
+int versionOf(const NcclApi& api) { return api.version; }
+
+bool hasShrink(const NcclApi& api) { return api.commShrink != nullptr; }
+
+std::string refusal(const Call& call) { return ncclRefusal(call); }
+
+std::string newUniqueId(const NcclApi& api) {
+  ncclUniqueId id{};
+  const ncclResult_t r = api.getUniqueId(&id);
+  if (r != ncclSuccess) {
+    throw Error(ErrorCode::kInternal, "smddp: ncclGetUniqueId: " + api.describe(r, nullptr));
+  }
+  return std::string(id.internal, sizeof(id.internal));
+}
+
+NcclPlane::NcclPlane(const NcclPlaneSetup& setup, std::unique_ptr<NcclComm> comm)
+    : setup_(setup), comm_(std::move(comm)) {
+  stream_ = setup_.device->createStream(setup_.ordinal);
+  auto stop = [this]() -> std::string {
+    ErrorCode code;
+    return setup_.hooks.verdict ? setup_.hooks.verdict(&code) : std::string();
+  };
+  auto fail = [this](NcclWork& work, ErrorCode code, const std::string& cause) {
+    work.settle(std::make_exception_ptr(setup_.hooks.errorFor(work, code, cause, true)));
+  };
+  pairs_ = std::make_unique<NcclPairs>(*setup_.api, *setup_.device, setup_.ordinal, setup_.rank,
+                                       setup_.store, setup_.prefix, stop, fail);
+  thread_ = startHelperThread("smddp-nccl", [this] { watch(); });
+}
+
+std::unique_ptr<NcclPlane> NcclPlane::create(const NcclPlaneSetup& setup,
+                                             const std::string& uniqueId,
+                                             Clock::time_point deadline) {
+  auto stop = [&setup]() -> std::string {
+    ErrorCode code;
+    return setup.hooks.verdict ? setup.hooks.verdict(&code) : std::string();
+  };
+  auto comm = NcclComm::init(*setup.api, *setup.device, setup.ordinal, toUniqueId(uniqueId),
+                             setup.rank, setup.size, deadline, stop, setup.who);
+  return std::unique_ptr<NcclPlane>(new NcclPlane(setup, std::move(comm)));
+}
+
+std::unique_ptr<NcclPlane> NcclPlane::shrink(NcclPlane& parent, const std::vector<int>& excluded,
+                                             const NcclPlaneSetup& setup,
+                                             Clock::time_point deadline) {
+  auto stop = [&setup]() -> std::string {
+    ErrorCode code;
+    return setup.hooks.verdict ? setup.hooks.verdict(&code) : std::string();
+  };
+  auto comm = NcclComm::shrink(*parent.comm_, excluded, false, deadline, stop, setup.who);
+  return std::unique_ptr<NcclPlane>(new NcclPlane(setup, std::move(comm)));
+}
+
+NcclPlane::~NcclPlane() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // What is still pending was never waited for: the communicator goes away under it.
+  if (pending() > 0) fail(ErrorCode::kAborted, "the communicator was destroyed");
+  pairs_.reset();
+  comm_.reset();  // finalizes a healthy communicator (bounded), or it is aborted already
+  setup_.device->destroyStream(stream_);
+}
+
+std::shared_ptr<NcclWork> NcclPlane::newWork(const algo::CollectiveArgs& args,
+                                             device::Stream stream, std::string what,
+                                             Clock::time_point deadline,
+                                             NcclWork::Completion done) {
+  device::Device& d = *setup_.device;
+  device::Event start = d.createEvent(setup_.ordinal);
+  device::Event end = nullptr;
+  try {
+    end = d.createEvent(setup_.ordinal);
+    d.record(start, args.stream);  // after the work queued on the caller's stream
+  } catch (...) {
+    d.destroyEvent(start);
+    d.destroyEvent(end);
+    throw;
+  }
+  auto work = std::make_shared<NcclWork>(d, stream, start, end, std::move(what), deadline,
+                                         std::move(done));
+  work->planeFailed = &failed_;
+  return work;
+}
+
+std::shared_ptr<NcclWork> NcclPlane::post(const algo::CollectiveArgs& args, std::string what,
+                                          Clock::time_point deadline, NcclWork::Completion done) {
+  auto work = newWork(args, stream_, std::move(what), deadline, std::move(done));
+  if (failed()) {
+    work->markReady();
+    settleFailed(*work);
+    return work;
+  }
+  device::Device& d = *setup_.device;
+  device::CurrentDevice current(d, setup_.ordinal);
+  d.streamWait(stream_, work->start());
+  const auto stream = static_cast<cudaStream_t>(stream_);
+  ncclResult_t r = comm_->call([&](ncclComm_t c) {
+    return enqueueCollective(*setup_.api, c, args, setup_.rank, setup_.size, stream, d);
+  });
+  std::string why;
+  auto stop = [this]() -> std::string { return failed() ? std::string("the plane failed") : ""; };
+  r = comm_->settle(r, deadline, stop, &why);
+  d.record(work->end(), stream_);
+  work->markReady();
+  track(work);
+  if (r != ncclSuccess && !failed()) {
+    fail(r == ncclRemoteError ? ErrorCode::kPeerFailure : ErrorCode::kInternal,
+         r == ncclInProgress ? "NCCL did not take the call by its deadline"
+                             : "NCCL refused the call: " + comm_->describe(r));
+  }
+  return work;
+}
+
+std::shared_ptr<NcclWork> NcclPlane::postMessage(const algo::CollectiveArgs& args, int peer,
+                                                 std::string what, Clock::time_point deadline,
+                                                 NcclWork::Completion done) {
+  auto work = newWork(args, pairs_->streamFor(args.kind, peer), std::move(what), deadline,
+                      std::move(done));
+  if (failed()) {
+    work->markReady();
+    settleFailed(*work);
+    return work;
+  }
+  track(work);
+  device::CurrentDevice current(*setup_.device, setup_.ordinal);
+  pairs_->post(work, args, peer);
+  return work;
+}
+
+void NcclPlane::track(const std::shared_ptr<NcclWork>& work) {
+  bool idle;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    idle = pending_.empty();
+    pending_.push_back(work);
+  }
+  if (idle) wake_.notify_all();  // a busy watchdog polls anyway: no wake-up per call
+}
+
+size_t NcclPlane::pending() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return pending_.size();
+}
+
+void NcclPlane::settleFailed(NcclWork& work) {
+  ErrorCode code;
+  std::string cause;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    code = failCode_;
+    cause = failCause_;
+  }
+  work.settle(std::make_exception_ptr(setup_.hooks.errorFor(work, code, cause, false)));
+}
+
+void NcclPlane::fail(ErrorCode code, const std::string& cause) {
+  std::vector<std::shared_ptr<NcclWork>> pending;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failed_.load()) return;
+    failCode_ = code;
+    failCause_ = cause;
+    failed_.store(true, std::memory_order_release);
+    pending = pending_;
+  }
+  if (setup_.hooks.failed) setup_.hooks.failed(code, cause);
+  // Aborted first, so that every stream waiting on NCCL goes on (the kernels end); the works
+  // then settle with the failure, the oldest as the one that met it.
+  comm_->abort();
+  pairs_->abortAll();
+  bool first = true;
+  for (auto& w : pending) {
+    if (w->settled()) continue;
+    w->settle(std::make_exception_ptr(setup_.hooks.errorFor(*w, code, cause, first && w->pair < 0)));
+    if (w->pair < 0) first = false;
+  }
+  wake_.notify_all();
+}
+
+bool NcclPlane::sweep(ErrorCode* code, std::string* cause) {
+  std::vector<std::shared_ptr<NcclWork>> works;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    works = pending_;
+  }
+  const auto now = Clock::now();
+  bool found = false;
+  for (auto& w : works) {
+    // A message whose pair is still forming is not ready: its helper fails it at the deadline.
+    if (w->settled() || !w->ready()) continue;
+    if (setup_.device->done(w->end())) {
+      if (failed()) continue;  // its kernel may have ended by the abort: fail() settles it
+      w->settle(nullptr);
+    } else if (now > w->deadline()) {
+      const std::string why = "not finished on NCCL within its timeout (" +
+                              std::to_string(setup_.timeout().count()) + " ms)";
+      if (w->pair >= 0) {
+        pairs_->expire(*w, why);
+      } else if (!found) {
+        *code = ErrorCode::kTimeout;
+        *cause = why;
+        found = true;
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                [](const std::shared_ptr<NcclWork>& w) { return w->settled(); }),
+                 pending_.end());
+  return found;
+}
+
+void NcclPlane::watch() {
+  auto lastErrors = Clock::now();
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stop_) {
+    const bool busy = !pending_.empty();
+    wake_.wait_for(lock, busy ? kPoll : std::chrono::microseconds(kIdlePoll));
+    if (stop_) break;
+    lock.unlock();
+    ErrorCode code = ErrorCode::kInternal;
+    std::string cause;
+    bool failure = false;
+    try {
+      failure = sweep(&code, &cause);
+      if (!failure && !failed() && pending() > 0 && setup_.hooks.verdict) {
+        cause = setup_.hooks.verdict(&code);
+        failure = !cause.empty();
+      }
+      const auto now = Clock::now();
+      if (!failure && !failed() && now - lastErrors > kErrorPoll) {
+        lastErrors = now;
+        const ncclResult_t r = comm_->asyncError();
+        if (r != ncclSuccess && r != ncclInProgress) {
+          code = r == ncclRemoteError ? ErrorCode::kPeerFailure : ErrorCode::kInternal;
+          cause = "NCCL reported an error: " + comm_->describe(r);
+          failure = true;
+        }
+        pairs_->checkErrors();
+      }
+    } catch (const std::exception& e) {
+      code = ErrorCode::kInternal;
+      cause = std::string("the NCCL plane's watchdog: ") + e.what();
+      failure = true;
+    }
+    if (failure && !failed()) fail(code, cause);
+    lock.lock();
+  }
+}
+
+bool NcclPlane::waitUntil(NcclWork& work, Clock::time_point deadline) {
+  auto step = std::chrono::microseconds(1);
+  while (!work.settled()) {
+    if (work.ready() && setup_.device->done(work.end()) && !failed()) {
+      work.settle(nullptr);  // the watchdog would, up to kPoll later
+      break;
+    }
+    if (Clock::now() > deadline) return work.settled();
+    std::this_thread::sleep_for(step);
+    step = std::min(step * 2, std::chrono::microseconds(100));
+  }
+  return true;
+}
+
+}  // namespace smddp::planes::nccl

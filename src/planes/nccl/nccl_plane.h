@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+// NcclPlane: the NCCL data plane of one smddp communicator whose ranks each hold a GPU of their
+// own. NCCL moves the data; smddp keeps its guarantees on top:
+//   - order, as ProcessGroupNCCL: a call's NCCL work goes on the plane's communication stream
+//     after it waited (on the device) for the work queued before on the caller's stream; an
+//     event after it is what the caller's stream, a Future or a host wait waits on;
+//   - nothing blocks for good: the plane's watchdog thread settles each work when its event
+//     completes, and fails the plane — aborting every NCCL communicator of it, which ends their
+//     kernels, so no stream and no thread stays blocked — when a work outlives its deadline,
+//     NCCL reports an error, or the hooks' verdict names a peer that died, stopped or called
+//     something else (the watch's beacons, out of band: the device path pays nothing per call);
+//   - messages (send/recv) run on a communicator per ordered pair of ranks (nccl_pairs.h), so
+//     they are in no order with the collectives and a pair's two directions never wait on
+//     each other.
+// Invariants: works are posted in the communicator's call order (the caller serializes posts);
+// every work settles exactly once; after the first failure every later post fails at once.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "algorithms/collective.h"
+#include "device/device.h"
+#include "planes/nccl/nccl_work.h"
+#include "smddp/error.h"
+#include "smddp/store.h"
+
+namespace smddp::planes::nccl {
+
+struct NcclApi;
+class NcclComm;
+class NcclPairs;
+
+// The process's NCCL for `device` ("cuda", "fake"), or null with the reason in *why
+// (nccl_api.h). Its name ("NCCL 2.30.7 (path)") in *name when loaded.
+const NcclApi* loadNccl(const std::string& device, std::string* why, std::string* name = nullptr);
+// Its NCCL_VERSION_CODE.
+int versionOf(const NcclApi& api);
+// Whether the loaded NCCL has ncclCommShrink.
+bool hasShrink(const NcclApi& api);
+// "" when NCCL runs `call` as smddp defines it; else why not (nccl_types.h).
+std::string refusal(const Call& call);
+// A fresh ncclUniqueId as bytes (NCCL_UNIQUE_ID_BYTES of them).
+std::string newUniqueId(const NcclApi& api);
+
+struct NcclPlaneHooks {
+  // The verdict on the peers ("" while none; its code in *code): a peer dead, stopped, failed,
+  // or a mismatch.
+  std::function<std::string(ErrorCode*)> verdict;
+  // The error `work` fails with when the plane fails with (code, cause); `first`: the oldest
+  // pending work, which met it.
+  std::function<Error(const NcclWork& work, ErrorCode code, const std::string& cause, bool first)>
+      errorFor;
+  // The plane failed (called once, before any work settles with it).
+  std::function<void(ErrorCode code, const std::string& cause)> failed;
+};
+
+struct NcclPlaneSetup {
+  const NcclApi* api = nullptr;
+  device::Device* device = nullptr;
+  int ordinal = 0;
+  int rank = 0;
+  int size = 1;
+  std::string who;  // "smddp: rank R/N (host)"
+  std::shared_ptr<Store> store;  // the communicator's: the pairs' ids
+  std::string prefix;            // its keys' prefix
+  std::function<std::chrono::milliseconds()> timeout;
+  NcclPlaneHooks hooks;
+};
+
+class NcclPlane {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Joins the group's communicator named by `uniqueId` (newUniqueId's bytes, rank 0's, shared by
+  // the caller); throws Error when NCCL cannot form it by `deadline` or the verdict names a peer.
+  static std::unique_ptr<NcclPlane> create(const NcclPlaneSetup& setup,
+                                           const std::string& uniqueId, Clock::time_point deadline);
+  // The plane of `parent`'s ranks but `excluded` (parent ranks), by ncclCommShrink (the caller
+  // checked hasShrink and that the parent has not failed); every remaining rank calls it.
+  static std::unique_ptr<NcclPlane> shrink(NcclPlane& parent, const std::vector<int>& excluded,
+                                           const NcclPlaneSetup& setup, Clock::time_point deadline);
+  // Stops the watchdog (settling what is left as aborted), then finalizes or aborts NCCL.
+  ~NcclPlane();
+  NcclPlane(const NcclPlane&) = delete;
+  NcclPlane& operator=(const NcclPlane&) = delete;
+
+  int ordinal() const { return setup_.ordinal; }
+  device::Stream stream() const { return stream_; }
+  // Enqueues a collective (validated, on device memory of ordinal(), refusal() empty) after
+  // the work queued on args.stream; returns its work, which `done` is called for when it settles.
+  // Never throws once the work exists: a failure settles it.
+  std::shared_ptr<NcclWork> post(const algo::CollectiveArgs& args, std::string what,
+                                 Clock::time_point deadline, NcclWork::Completion done);
+  // A send or recv (args.kind) with `peer` on the pair's communicator.
+  std::shared_ptr<NcclWork> postMessage(const algo::CollectiveArgs& args, int peer,
+                                        std::string what, Clock::time_point deadline,
+                                        NcclWork::Completion done);
+  // Fails the plane (abort(), a reconfigure): every pending work and every later post fail;
+  // the NCCL communicators are aborted.
+  void fail(ErrorCode code, const std::string& cause);
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  // Waits on the host until `work` settled or `deadline` passes (true: settled).
+  bool waitUntil(NcclWork& work, Clock::time_point deadline);
+  // Works posted and not yet settled.
+  size_t pending() const;
+
+ private:
+  NcclPlane(const NcclPlaneSetup& setup, std::unique_ptr<NcclComm> comm);
+  std::shared_ptr<NcclWork> newWork(const algo::CollectiveArgs& args, device::Stream stream,
+                                    std::string what, Clock::time_point deadline,
+                                    NcclWork::Completion done);
+  void track(const std::shared_ptr<NcclWork>& work);
+  void watch();  // the watchdog thread
+  // One pass: settles finished works; returns a failure (code, cause) found, if any.
+  bool sweep(ErrorCode* code, std::string* cause);
+  // Settles `work` at once with the plane's failure (a post after the plane failed).
+  void settleFailed(NcclWork& work);
+
+  NcclPlaneSetup setup_;
+  std::unique_ptr<NcclComm> comm_;
+  device::Stream stream_ = nullptr;
+  std::unique_ptr<NcclPairs> pairs_;
+  mutable std::mutex mutex_;  // guards pending_, the failure, stop_
+  std::condition_variable wake_;
+  std::vector<std::shared_ptr<NcclWork>> pending_;
+  std::atomic<bool> failed_{false};
+  ErrorCode failCode_ = ErrorCode::kInternal;
+  std::string failCause_;
+  bool stop_ = false;
+  std::thread thread_;  // last
+};
+
+}  // namespace smddp::planes::nccl
