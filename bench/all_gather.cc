@@ -15,14 +15,14 @@ double expected(const CaseParams& p, size_t i) {
 }
 
 Request run(Communicator& comm, const CaseParams& p, const void* send, void* recv, size_t count) {
-  return comm.allGather(Buffer(send, count, p.dtype),
-                        Buffer(recv, count * static_cast<size_t>(p.nranks), p.dtype));
+  return comm.allGather(buffer(p, send, count),
+                        buffer(p, recv, count * static_cast<size_t>(p.nranks)));
 }
 
 void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void* recv,
                  size_t count) {
-  comm.allGatherBlocking(Buffer(send, count, p.dtype),
-                         Buffer(recv, count * static_cast<size_t>(p.nranks), p.dtype));
+  comm.allGatherBlocking(buffer(p, send, count),
+                         buffer(p, recv, count * static_cast<size_t>(p.nranks)));
 }
 
 }  // namespace

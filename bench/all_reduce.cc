@@ -16,12 +16,12 @@ double expected(const CaseParams& p, size_t i) {
 }
 
 Request run(Communicator& comm, const CaseParams& p, const void* send, void* recv, size_t count) {
-  return comm.allReduce(Buffer(send, count, p.dtype), Buffer(recv, count, p.dtype), p.op);
+  return comm.allReduce(buffer(p, send, count), buffer(p, recv, count), p.op);
 }
 
 void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void* recv,
                  size_t count) {
-  comm.allReduceBlocking(Buffer(send, count, p.dtype), Buffer(recv, count, p.dtype), p.op);
+  comm.allReduceBlocking(buffer(p, send, count), buffer(p, recv, count), p.op);
 }
 
 }  // namespace

@@ -20,13 +20,13 @@ double expected(const CaseParams& p, size_t i) {
 
 Request run(Communicator& comm, const CaseParams& p, const void* send, void* recv, size_t count) {
   const size_t all = count * static_cast<size_t>(p.nranks);
-  return comm.allToAll(Buffer(send, all, p.dtype), Buffer(recv, all, p.dtype));
+  return comm.allToAll(buffer(p, send, all), buffer(p, recv, all));
 }
 
 void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void* recv,
                  size_t count) {
   const size_t all = count * static_cast<size_t>(p.nranks);
-  comm.allToAllBlocking(Buffer(send, all, p.dtype), Buffer(recv, all, p.dtype));
+  comm.allToAllBlocking(buffer(p, send, all), buffer(p, recv, all));
 }
 
 }  // namespace

@@ -13,12 +13,12 @@ double input(const CaseParams& p, size_t i) { return dataInput(p.rank, i); }
 double expected(const CaseParams& p, size_t i) { return dataInput(p.root, i); }
 
 Request run(Communicator& comm, const CaseParams& p, const void* send, void* recv, size_t count) {
-  return comm.broadcast(Buffer(send, count, p.dtype), Buffer(recv, count, p.dtype), p.root);
+  return comm.broadcast(buffer(p, send, count), buffer(p, recv, count), p.root);
 }
 
 void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void* recv,
                  size_t count) {
-  comm.broadcastBlocking(Buffer(send, count, p.dtype), Buffer(recv, count, p.dtype), p.root);
+  comm.broadcastBlocking(buffer(p, send, count), buffer(p, recv, count), p.root);
 }
 
 }  // namespace

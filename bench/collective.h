@@ -20,7 +20,17 @@ struct CaseParams {
   int nranks = 1;
   int rank = 0;
   size_t count = 0;  // this row's per-rank element count (the count column)
+  // Where the buffers live (-g): host memory, or memory of CUDA device `device` ordered by
+  // `stream` (a cudaStream_t, or the fake device's).
+  MemoryType memory = MemoryType::kHost;
+  int device = -1;
+  void* stream = nullptr;
 };
+
+// `count` elements of the case's dtype at `data`, in the case's memory.
+inline Buffer buffer(const CaseParams& p, const void* data, size_t count) {
+  return Buffer(data, count, p.dtype, p.memory, p.device, p.stream);
+}
 
 struct CollectiveSpec {
   const char* name;  // "all_reduce": the binary is <name>_perf

@@ -14,6 +14,7 @@
 #include "options.h"
 #include "report.h"
 #include "runner.h"
+#include "smddp/device.h"
 #include "smddp/error.h"
 #include "smddp/version.h"
 
@@ -56,7 +57,7 @@ std::string runName(Store& store, int size) {
 
 void printHeader(std::ostream& out, const CollectiveSpec& spec, const BenchOptions& o,
                  const std::vector<std::string>& args, const Communicator& comm,
-                 const std::vector<std::string>& rankInfo) {
+                 const std::vector<std::string>& rankInfo, const std::string& buffers) {
   out << "# smddp " << versionString() << " " << spec.name << "_perf";
   for (const std::string& a : args) out << " " << a;
   out << "\n# minBytes " << o.minBytes << " maxBytes " << o.maxBytes << " step: "
@@ -64,7 +65,7 @@ void printHeader(std::ostream& out, const CollectiveSpec& spec, const BenchOptio
                       : std::to_string(o.stepFactor) + "(factor)")
       << " warmup iters: " << o.warmupIters << " iters: " << o.iters
       << " validation: " << (o.check ? 1 : 0) << "\n# provider: " << comm.provider()
-      << "  ranks: " << comm.size() << "\n#\n# Using ranks\n";
+      << "  ranks: " << comm.size() << "\n# buffers: " << buffers << "\n#\n# Using ranks\n";
   for (size_t r = 0; r < rankInfo.size(); ++r) {
     out << "#  Rank " << r << " " << rankInfo[r] << "\n";
   }
@@ -99,8 +100,15 @@ int runRank(const BenchOptions& o, const CollectiveSpec& spec, const RankSetup& 
   options.name = runName(*store, setup.size);
   const auto info = exchangeRankInfo(*store, options.name, setup.rank, setup.size, timeout);
   auto comm = Communicator::create(store, setup.rank, setup.size, options);
+  std::string buffers = "host memory";
+  if (const int device = benchDevice(*comm, o); device >= 0) {
+    // every rank asks: the plane is decided from what each says of its device
+    buffers = device_api::name() + " device memory (rank 0 on device " + std::to_string(device) +
+              " of " + std::to_string(device_api::count()) + "), " + comm->dataPlane() +
+              " plane: " + comm->dataPlaneReason();
+  }
   std::ostream* out = setup.rank == 0 ? &std::cout : nullptr;
-  if (out) printHeader(*out, spec, o, args, *comm, info);
+  if (out) printHeader(*out, spec, o, args, *comm, info, buffers);
   const SweepResult result = runSweep(RunnerContext{*comm, spec, o, out});
   const Summary summary = summarize(result.rows, result.outOfBounds, o.check);
   if (out) {

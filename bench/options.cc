@@ -86,6 +86,10 @@ const std::vector<Flag>& flags() {
        [](BenchOptions& o, const std::string& v) {
          o.bind = static_cast<int>(parseInteger("-B", v, 0, 2));
        }},
+      {"-g", "--gpu",
+       [](BenchOptions& o, const std::string& v) {
+         o.gpu = static_cast<int>(parseInteger("-g", v, 0, 1));
+       }},
       {"-J", "--json", [](BenchOptions& o, const std::string& v) { o.jsonPath = v; }},
       {"-T", "--timeout_ms",
        [](BenchOptions& o, const std::string& v) {
@@ -230,6 +234,9 @@ std::string usageText(const std::string& program) {
          "                              mpirun --use-hwthread-cpus --map-by\n"
          "                              hwthread:OVERSUBSCRIBE --bind-to hwthread);\n"
          "                              0: no binding; default 1\n"
+         "  -g, --gpu <0|1>             1: buffers in device memory (CUDA, or the fake device\n"
+         "                              under SMDDP_DEVICE=fake), rank r on device r mod the\n"
+         "                              devices visible; default 0 (host memory)\n"
          "  -J, --json <file>           also write the results as JSON\n"
          "  -T, --timeout_ms <ms>       communicator timeout (default: SMDDP_TIMEOUT_MS)\n"
          "  -L, --launch_timeout <s>    bound on the whole -np run, default 3600\n"

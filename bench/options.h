@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Command-line options of the perf tools, parsed as nccl-tests spells them (-b -e -f -i -n -w -c -d
-// -o -r) plus smddp's own (-np -P -J -T -L). Invariant: parseArgs either returns a fully
+// -o -r) plus smddp's own (-np -P -B -g -J -T -L). Invariant: parseArgs either returns a fully
 // validated BenchOptions or throws ArgError whose message names the offending flag and value.
 #pragma once
 
@@ -30,6 +30,9 @@ struct BenchOptions {
   // -z: 0 post all iterations, then wait; 1 the blocking forms (Communicator::*Blocking);
   // 2 post each and wait for it before the next.
   int blocking = 0;
+  // -g: 0 host buffers; 1 CUDA buffers (SMDDP_DEVICE's device layer: CUDA, or the fake device),
+  // rank r on device r mod the devices visible (one per rank, or ranks sharing one).
+  int gpu = 0;
   int bind = 1;  // -B: 0 none; 1 one core per -np rank when there are enough; 2 also round-robin
   std::vector<DataType> dtypes{DataType::kFloat32};
   std::vector<ReduceOp> ops{ReduceOp::kSum};

@@ -20,14 +20,14 @@ double expected(const CaseParams& p, size_t i) {
 }
 
 Request run(Communicator& comm, const CaseParams& p, const void* send, void* recv, size_t count) {
-  return comm.reduceScatter(Buffer(send, count * static_cast<size_t>(p.nranks), p.dtype),
-                            Buffer(recv, count, p.dtype), p.op);
+  return comm.reduceScatter(buffer(p, send, count * static_cast<size_t>(p.nranks)),
+                            buffer(p, recv, count), p.op);
 }
 
 void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void* recv,
                  size_t count) {
-  comm.reduceScatterBlocking(Buffer(send, count * static_cast<size_t>(p.nranks), p.dtype),
-                             Buffer(recv, count, p.dtype), p.op);
+  comm.reduceScatterBlocking(buffer(p, send, count * static_cast<size_t>(p.nranks)),
+                             buffer(p, recv, count), p.op);
 }
 
 }  // namespace

@@ -23,11 +23,11 @@ double expected(const CaseParams& p, size_t i) {
   return reductionExpected(p.dtype, p.op, p.nranks, i);
 }
 Request run(Communicator& comm, const CaseParams& p, const void* send, void* recv, size_t count) {
-  return comm.reduce(Buffer(send, count, p.dtype), Buffer(recv, count, p.dtype), p.op, p.root);
+  return comm.reduce(buffer(p, send, count), buffer(p, recv, count), p.op, p.root);
 }
 void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void* recv,
                  size_t count) {
-  comm.reduceBlocking(Buffer(send, count, p.dtype), Buffer(recv, count, p.dtype), p.op, p.root);
+  comm.reduceBlocking(buffer(p, send, count), buffer(p, recv, count), p.op, p.root);
 }
 }  // namespace reduce
 
@@ -37,13 +37,13 @@ double expected(const CaseParams& p, size_t i) {
   return dataInput(static_cast<int>(i / p.count), i % p.count);
 }
 Request run(Communicator& comm, const CaseParams& p, const void* send, void* recv, size_t count) {
-  return comm.gather(Buffer(send, count, p.dtype),
-                     Buffer(recv, shape::allBlocks(count, p.nranks), p.dtype), p.root);
+  return comm.gather(buffer(p, send, count),
+                     buffer(p, recv, shape::allBlocks(count, p.nranks)), p.root);
 }
 void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void* recv,
                  size_t count) {
-  comm.gatherBlocking(Buffer(send, count, p.dtype),
-                      Buffer(recv, shape::allBlocks(count, p.nranks), p.dtype), p.root);
+  comm.gatherBlocking(buffer(p, send, count),
+                      buffer(p, recv, shape::allBlocks(count, p.nranks)), p.root);
 }
 }  // namespace gather
 
@@ -54,13 +54,13 @@ double expected(const CaseParams& p, size_t i) {
   return dataInput(p.root, p.count * static_cast<size_t>(p.rank) + i);
 }
 Request run(Communicator& comm, const CaseParams& p, const void* send, void* recv, size_t count) {
-  return comm.scatter(Buffer(send, shape::allBlocks(count, p.nranks), p.dtype),
-                      Buffer(recv, count, p.dtype), p.root);
+  return comm.scatter(buffer(p, send, shape::allBlocks(count, p.nranks)),
+                      buffer(p, recv, count), p.root);
 }
 void runBlocking(Communicator& comm, const CaseParams& p, const void* send, void* recv,
                  size_t count) {
-  comm.scatterBlocking(Buffer(send, shape::allBlocks(count, p.nranks), p.dtype),
-                       Buffer(recv, count, p.dtype), p.root);
+  comm.scatterBlocking(buffer(p, send, shape::allBlocks(count, p.nranks)),
+                       buffer(p, recv, count), p.root);
 }
 }  // namespace scatter
 

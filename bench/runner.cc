@@ -8,8 +8,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 #include "element.h"
+#include "smddp/device.h"
 #include "smddp/error.h"
 #include "verify.h"
 
@@ -36,10 +38,48 @@ class AlignedBuffer {
   std::unique_ptr<char, Free> data_;
 };
 
+// Device memory (-g 1), given back when it goes.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(size_t bytes, int ordinal) : data_(device_api::alloc(std::max<size_t>(bytes, 64), ordinal)) {}
+  DeviceBuffer(DeviceBuffer&& other) noexcept : data_(std::exchange(other.data_, nullptr)) {}
+  DeviceBuffer& operator=(DeviceBuffer&&) = delete;
+  ~DeviceBuffer() {
+    if (data_ != nullptr) device_api::free(data_);
+  }
+  char* get() const { return static_cast<char*>(data_); }
+
+ private:
+  void* data_ = nullptr;
+};
+
+// The sweep's buffers: send and recv in host memory, where inputs are written and outputs
+// checked; with -g 1 the collectives run on their copies in device memory (uploaded before a
+// group, downloaded after its checked run).
 struct Buffers {
   AlignedBuffer send;
   AlignedBuffer recv;  // recvCount elements, then kGuardBytes of guard
+  DeviceBuffer deviceSend;
+  DeviceBuffer deviceRecv;
+
+  bool onDevice() const { return deviceSend.get() != nullptr; }
 };
+
+// A place in the buffers: which one, and how far in (bytes).
+struct Place {
+  bool inSend;
+  size_t offset;
+  char* host(const Buffers& b) const { return (inSend ? b.send.get() : b.recv.get()) + offset; }
+  // Where the collective reads or writes it.
+  char* run(const Buffers& b) const {
+    if (!b.onDevice()) return host(b);
+    return (inSend ? b.deviceSend.get() : b.deviceRecv.get()) + offset;
+  }
+};
+
+// The bound on a device copy of the runner's (an upload or download of one group's buffers).
+constexpr std::chrono::seconds kCopyBound{120};
 
 template <class T>
 T reduceOverRanks(Communicator& comm, T value, DataType dtype, ReduceOp op) {
@@ -49,18 +89,39 @@ T reduceOverRanks(Communicator& comm, T value, DataType dtype, ReduceOp op) {
 
 // The input of this rank for the group: send for out of place, its block of recv in place
 // (send with outputInInput).
-char* inputOf(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool inPlace) {
-  if (!inPlace || ctx.spec.outputInInput) return b.send.get();
-  const size_t offset = ctx.spec.inPlaceOffset(p.count, p.nranks, p.rank);
-  return b.recv.get() + offset * dataTypeSize(p.dtype);
+Place inputOf(const RunnerContext& ctx, const CaseParams& p, bool inPlace) {
+  if (!inPlace || ctx.spec.outputInInput) return {true, 0};
+  return {false, ctx.spec.inPlaceOffset(p.count, p.nranks, p.rank) * dataTypeSize(p.dtype)};
 }
 
 // Where the output goes: recv, or this rank's block of send when an outputInInput collective
 // runs in place.
-char* outputOf(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool inPlace) {
-  if (!inPlace || !ctx.spec.outputInInput) return b.recv.get();
-  const size_t offset = ctx.spec.inPlaceOffset(p.count, p.nranks, p.rank);
-  return b.send.get() + offset * dataTypeSize(p.dtype);
+Place outputOf(const RunnerContext& ctx, const CaseParams& p, bool inPlace) {
+  if (!inPlace || !ctx.spec.outputInInput) return {false, 0};
+  return {true, ctx.spec.inPlaceOffset(p.count, p.nranks, p.rank) * dataTypeSize(p.dtype)};
+}
+
+// The bytes of the row's send and recv buffers (recv with its guard).
+size_t sendBytes(const CollectiveSpec& spec, const CaseParams& p) {
+  return spec.sendCount(p.count, p.nranks) * dataTypeSize(p.dtype);
+}
+size_t recvBytes(const CollectiveSpec& spec, const CaseParams& p) {
+  return spec.recvCount(p.count, p.nranks) * dataTypeSize(p.dtype) + kGuardBytes;
+}
+
+// -g 1: the host images to the device before a group runs, and back after its checked run.
+void upload(const RunnerContext& ctx, const CaseParams& p, Buffers& b) {
+  if (!b.onDevice()) return;
+  device_api::copyAsync(b.deviceSend.get(), b.send.get(), sendBytes(ctx.spec, p), p.stream);
+  device_api::copyAsync(b.deviceRecv.get(), b.recv.get(), recvBytes(ctx.spec, p), p.stream);
+  device_api::synchronize(p.stream, kCopyBound);
+}
+void download(const RunnerContext& ctx, const CaseParams& p, Buffers& b) {
+  if (!b.onDevice()) return;
+  device_api::synchronize(p.stream, kCopyBound);
+  device_api::copyAsync(b.send.get(), b.deviceSend.get(), sendBytes(ctx.spec, p), p.stream);
+  device_api::copyAsync(b.recv.get(), b.deviceRecv.get(), recvBytes(ctx.spec, p), p.stream);
+  device_api::synchronize(p.stream, kCopyBound);
 }
 
 // The row's size in bytes: the larger buffer.
@@ -86,9 +147,11 @@ void runWaited(const RunnerContext& ctx, const CaseParams& p, const void* input,
 
 // Average microseconds per iteration on the slowest rank.
 double timeGroup(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool inPlace) {
-  char* input = inputOf(ctx, p, b, inPlace);
-  char* output = outputOf(ctx, p, b, inPlace);
-  fillInput(ctx, p, input);
+  const Place in = inputOf(ctx, p, inPlace);
+  fillInput(ctx, p, in.host(b));
+  upload(ctx, p, b);
+  char* input = in.run(b);
+  char* output = outputOf(ctx, p, inPlace).run(b);
   for (int i = 0; i < ctx.opts.warmupIters; ++i) runWaited(ctx, p, input, output);
   ctx.comm.barrier().wait();
   const auto start = Clock::now();
@@ -116,15 +179,18 @@ struct CheckCounts {
 // bytes.
 CheckCounts checkGroup(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool inPlace) {
   const size_t recvCount = ctx.spec.recvCount(p.count, p.nranks);
-  char* recv = outputOf(ctx, p, b, inPlace);
-  if (recv == b.recv.get()) {  // poisoned first: an input inside recv is written next
+  const Place out = outputOf(ctx, p, inPlace);
+  const Place in = inputOf(ctx, p, inPlace);
+  char* recv = out.host(b);
+  if (!out.inSend) {  // poisoned first: an input inside recv is written next
     for (size_t i = 0; i < recvCount; ++i) storeElement(p.dtype, recv, i, poisonValue(p.dtype));
   }
-  char* input = inputOf(ctx, p, b, inPlace);
-  fillInput(ctx, p, input);
+  fillInput(ctx, p, in.host(b));
   char* guard = b.recv.get() + recvCount * dataTypeSize(p.dtype);
   fillGuard(guard);
-  runWaited(ctx, p, input, recv);
+  upload(ctx, p, b);
+  runWaited(ctx, p, in.run(b), out.run(b));
+  download(ctx, p, b);
   CheckCounts c;
   c.outOfBounds = countGuardDamage(guard);
   if (ctx.spec.outputOnRootOnly && p.rank != p.root) return c;  // nothing defined to check
@@ -195,18 +261,41 @@ std::vector<CaseParams> cases(const RunnerContext& ctx) {
 
 }  // namespace
 
+int benchDevice(const Communicator& comm, const BenchOptions& o) {
+  if (o.gpu == 0) return -1;
+  const int devices = device_api::count();
+  if (devices == 0) {
+    throw Error(ErrorCode::kUnsupported,
+                "-g 1: no device is usable (SMDDP_DEVICE=auto finds none without a GPU; "
+                "SMDDP_DEVICE=fake simulates one)");
+  }
+  return comm.rank() % devices;
+}
+
 SweepResult runSweep(const RunnerContext& ctx) {
   const CollectiveSpec& spec = ctx.spec;
   const BenchOptions& o = ctx.opts;
   const std::vector<size_t> sizes =
       spec.movesData ? sizeSweep(o.minBytes, o.maxBytes, o.stepFactor, o.stepBytes)
                      : std::vector<size_t>{0};
+  const int device = benchDevice(ctx.comm, o);
+  std::unique_ptr<void, void (*)(void*)> stream(
+      device >= 0 ? device_api::createStream(device) : nullptr,
+      [](void* s) { if (s != nullptr) device_api::destroyStream(s); });
   SweepResult result;
   for (CaseParams p : cases(ctx)) {
     const size_t elem = dataTypeSize(p.dtype);
     const size_t maxCount = spec.countFor(sizes.back(), elem, p.nranks);
-    Buffers b{AlignedBuffer(spec.sendCount(maxCount, p.nranks) * elem),
-              AlignedBuffer(spec.recvCount(maxCount, p.nranks) * elem + kGuardBytes)};
+    const size_t sendMax = spec.sendCount(maxCount, p.nranks) * elem;
+    const size_t recvMax = spec.recvCount(maxCount, p.nranks) * elem + kGuardBytes;
+    Buffers b{AlignedBuffer(sendMax), AlignedBuffer(recvMax),
+              device >= 0 ? DeviceBuffer(sendMax, device) : DeviceBuffer(),
+              device >= 0 ? DeviceBuffer(recvMax, device) : DeviceBuffer()};
+    if (device >= 0) {
+      p.memory = MemoryType::kCuda;
+      p.device = device;
+      p.stream = stream.get();
+    }
     try {
       for (size_t bytes : sizes) {
         p.count = spec.countFor(bytes, elem, p.nranks);

@@ -30,4 +30,8 @@ struct SweepResult {
 
 SweepResult runSweep(const RunnerContext& ctx);
 
+// The device this rank's buffers are on with -g 1 (rank mod the devices visible); -1 without.
+// Throws Error(kUnsupported) when -g 1 finds no device.
+int benchDevice(const Communicator& comm, const BenchOptions& o);
+
 }  // namespace smddp::bench

@@ -18,8 +18,8 @@ double expected(const CaseParams& p, size_t i) {
 // The receive is posted first; the send is waited for here, the receive by the caller.
 Request run(Communicator& comm, const CaseParams& p, const void* send, void* recv, size_t count) {
   if (p.nranks == 1) return comm.barrier();
-  Request r = comm.recv(Buffer(recv, count, p.dtype), (p.rank + p.nranks - 1) % p.nranks);
-  comm.send(Buffer(send, count, p.dtype), (p.rank + 1) % p.nranks).wait();
+  Request r = comm.recv(buffer(p, recv, count), (p.rank + p.nranks - 1) % p.nranks);
+  comm.send(buffer(p, send, count), (p.rank + 1) % p.nranks).wait();
   return r;
 }
 

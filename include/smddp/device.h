@@ -17,6 +17,8 @@ std::string name();
 // True when SMDDP_DEVICE=fake. Reads the configuration only: no device is probed (CUDA is not
 // initialized), so it may be asked on every call.
 bool fake();
+// Devices visible to this process (0 when none is usable).
+int count();
 void* alloc(size_t bytes, int ordinal);
 void free(void* p);
 void* createStream(int ordinal);

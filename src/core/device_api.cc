@@ -25,6 +25,11 @@ std::string name() {
 
 bool fake() { return Config::global().device == "fake"; }
 
+int count() {
+  device::Device* d = device::processDevice();
+  return d == nullptr ? 0 : d->count();
+}
+
 void* alloc(size_t bytes, int ordinal) { return dev().allocDevice(bytes, ordinal); }
 void free(void* p) { dev().freeDevice(p); }
 void* createStream(int ordinal) { return dev().createStream(ordinal); }
