@@ -26,6 +26,7 @@ Estimator& CommunicatorImpl::estimator() {
                                    : static_cast<size_t>(config.arenaSlotBytes);
     s.segmentBytes = settings_.segmentBytes;
     s.paramsPath = config.costModel;
+    s.onNccl = [this](const algo::CollectiveArgs& args) { return costsOnNccl(args); };
     estimator_ = std::make_unique<Estimator>(std::move(s));
     const model::Machine& m = estimator_->machine();
     SMDDP_INFO(rank_, "cost model: " << m.nodes << " host(s) x " << m.per_node

@@ -175,6 +175,9 @@ class CommunicatorImpl {
   planes::Plane decidePlane(int ordinal);
   Request postDevice(const algo::CollectiveArgs& args);
   Request postDeviceMessage(const algo::CollectiveArgs& args, int peer, uint32_t tag);
+  // Whether the estimator costs a CUDA call as the NCCL plane's: the decided plane, or before
+  // the decision the one this rank alone would take (estimates communicate nothing).
+  bool costsOnNccl(const algo::CollectiveArgs& args);
   // The NCCL plane's verdict hook: abort, broken, the beacons' failure, a same-host peer that
   // exited or stopped ("" while none).
   std::string deviceVerdict(ErrorCode* code);

@@ -157,6 +157,23 @@ Request CommunicatorImpl::postDeviceMessage(const algo::CollectiveArgs& args, in
   return postStagedMessage(args, peer, tag);
 }
 
+bool CommunicatorImpl::costsOnNccl(const algo::CollectiveArgs& args) {
+#ifdef SMDDP_HAVE_NCCL_PLANE
+  const bool message = args.kind == CollectiveKind::kSend || args.kind == CollectiveKind::kRecv;
+  if (!message && !planes::nccl::refusal(args.call()).empty()) return false;
+  const int known = planes_->decided.load(std::memory_order_acquire);
+  if (known >= 0) return static_cast<planes::Plane>(known) == planes::Plane::kNccl;
+  // Undecided (an estimate communicates nothing): what this rank alone would take.
+  if (Config::global().gpuPlane == "smddp") return false;
+  device::Device* device = settings_.device != nullptr ? settings_.device : device::processDevice();
+  std::string why;
+  return device != nullptr && planes::nccl::loadNccl(device->name(), &why) != nullptr;
+#else
+  (void)args;
+  return false;
+#endif
+}
+
 std::string CommunicatorImpl::deviceVerdict(ErrorCode* code) {
   DevicePlanes& p = *planes_;
   std::lock_guard<std::mutex> lock(p.verdictMutex);

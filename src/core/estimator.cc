@@ -63,6 +63,10 @@ double Estimator::cost(const algo::CollectiveArgs& args, std::string* algorithm)
   double seconds = 0.0;
   std::string name = "local";
   const bool p2p = args.kind == CollectiveKind::kSend || args.kind == CollectiveKind::kRecv;
+  if (args.memory == MemoryType::kCuda && setup_.onNccl && setup_.onNccl(args)) {
+    if (algorithm != nullptr) *algorithm = "nccl";
+    return model::ncclSeconds(m, args.kind, bytes);
+  }
   if (p2p) {
     name = "message";
     seconds = model::seconds(m, args.kind, name, bytes);

@@ -5,11 +5,14 @@
 // for this communicator: priors for its shape (hosts, ranks per host, the CPUs they may use),
 // this machine's copy and reduction rates (measured once per process, at the first estimate),
 // and SMDDP_COST_MODEL's file over both. Calls are costed one after another (no overlap).
-// CUDA calls add their staging copies (to host memory and back) at kDeviceCopyRate.
+// CUDA calls on smddp's own plane add their staging copies (to host memory and back) at
+// kDeviceCopyRate; the NCCL plane's (EstimatorSetup::onNccl) are costed as NCCL's ring
+// (model::ncclSeconds), algorithm "nccl".
 // Thread-safe: calls may be costed from several threads; begin and end are the caller's order.
 // Invariant: nothing here communicates, so a rank may estimate alone.
 #pragma once
 
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -30,6 +33,8 @@ struct EstimatorSetup {
   size_t slotBytes = 1 << 20;
   size_t segmentBytes = 1 << 20;
   std::string paramsPath;  // SMDDP_COST_MODEL ("" : none)
+  // Whether a call on CUDA memory runs on the NCCL plane (null: never).
+  std::function<bool(const algo::CollectiveArgs&)> onNccl;
 };
 
 class Estimator {

@@ -46,6 +46,12 @@ Parts parts(const Machine& m, CollectiveKind kind, const std::string& algorithm,
 double seconds(const Machine& m, CollectiveKind kind, const std::string& algorithm,
                double bytes);
 
+// The NCCL plane's time of one call (forms_nccl.cc), calls back to back, call_alpha included:
+// NCCL's ring over all ranks, its channels taken together at the ring's bottleneck (the GPUs'
+// in-node fabric at gpu_rate; where the ring leaves a node, the node's network at net_rate x
+// net_eff), a step costing gpu_alpha. Sizes as above.
+double ncclSeconds(const Machine& m, CollectiveKind kind, double bytes);
+
 // nccl-tests' bus bandwidth factor of `kind` on n ranks (busbw = size / time x factor).
 double busbwFactor(CollectiveKind kind, int ranks);
 

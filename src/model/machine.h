@@ -12,7 +12,10 @@
 //   use (> 1: ranks take turns, so a node's copies and reductions take that many times longer);
 // - call_alpha: seconds every call costs on top of its algorithm (the path from the caller to the
 //   engine and back: a synchronous engine call, or the torch backend's Work);
-// - slot_bytes, segment_bytes: the arena's slot and segment sizes (its chunks).
+// - slot_bytes, segment_bytes: the arena's slot and segment sizes (its chunks);
+// - the NCCL plane (costs.h, ncclSeconds): gpu_alpha seconds per step of NCCL's ring (a
+//   kernel's hand-off to the next GPU), gpu_rate bytes/s one GPU sends to the next within a node
+//   (its in-node fabric: NVLink, or PCIe).
 // Invariant: plain data; rates > 0; the defaults are priors for a 2-core VM of this project's
 // class (params.cc says where each comes from).
 #pragma once
@@ -38,6 +41,8 @@ struct Machine {
   double call_alpha = 0.0;
   double slot_bytes = 1 << 20;
   double segment_bytes = 1 << 20;
+  double gpu_alpha = 6e-6;
+  double gpu_rate = 360e9;
 
   int ranks() const { return nodes * per_node; }
   // CPU seconds per message on the busiest CPU: msg_alpha for each node sharing it.
@@ -67,6 +72,7 @@ inline constexpr MachineField kMachineFields[] = {
     {"gamma", &Machine::gamma, false},             {"cpu_share", &Machine::cpu_share, true},
     {"call_alpha", &Machine::call_alpha, false},   {"slot_bytes", &Machine::slot_bytes, true},
     {"segment_bytes", &Machine::segment_bytes, true},
+    {"gpu_alpha", &Machine::gpu_alpha, false},     {"gpu_rate", &Machine::gpu_rate, true},
 };
 
 }  // namespace smddp::model

@@ -14,6 +14,8 @@
 //   fits those two points (each hand-off waits for the time slices of the ranks sharing its CPU)
 //   and is a guess beyond them. A program calling the engine directly pays about 2 us; its
 //   SMDDP_COST_MODEL file may say so ("call_alpha").
+// - the NCCL plane: 6 us a ring step, 360 GB/s a GPU sends within a node: a prior for NVLink 4
+//   (450 GB/s a direction, of which NCCL's ring gets about 80 %); a machine's file says better.
 // - the network: 15 us a step (EFA's SRD through libfabric), 90 % of 100 Gbit/s, no CPU time per
 //   message: a datacentre link; a testbed's comes from its calibration file.
 #include "model/params.h"

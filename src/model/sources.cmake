@@ -7,6 +7,7 @@ smddp_layer(smddp_model
   model/forms_all_reduce.cc
   model/forms_all_to_all.cc
   model/forms_collectives.cc
+  model/forms_nccl.cc
   model/params.cc
   model/select.cc)
 target_link_libraries(smddp_model PUBLIC smddp_algorithms smddp_reduce smddp_common)

@@ -207,5 +207,35 @@ TEST_P(NcclPlaneWorlds, EveryCollectiveMatchesTheClosedForm) {
 
 INSTANTIATE_TEST_SUITE_P(Worlds, NcclPlaneWorlds, ::testing::Values(1, 3, 5, 7));
 
+// Estimates cost a CUDA call as the NCCL plane runs it (NCCL's ring on the GPUs' fabric, the
+// model's 360 GB/s prior: above its bytes at that rate, below the staging copies alone), and a
+// pair NCCL lacks (BOR) as smddp's plane, staging copies included (20 GB/s each way).
+TEST(NcclPlaneEstimates, CudaCallsAreCostedOnTheirPlane) {
+  const int n = 3;
+  EXPECT_EQ(runRanks(n, [n](Communicator& c, int rank) {
+              const size_t count = 16 << 20;  // 64 MiB of int32
+              void* s = device_api::createStream(0);
+              void* buf = device_api::alloc(count * 4, 0);
+              const Buffer b(buf, count, DataType::kInt32, MemoryType::kCuda, 0, s);
+              c.beginEstimate();
+              c.allReduce(b, b, ReduceOp::kSum).wait();
+              const double nccl = c.endEstimate() * 1e-6;
+              c.beginEstimate();
+              c.allReduce(b, b, ReduceOp::kBor).wait();
+              const double own = c.endEstimate() * 1e-6;
+              device_api::free(buf);
+              device_api::destroyStream(s);
+              const double bytes = count * 4.0;
+              const double ring = 2.0 * (n - 1) / n * bytes / 360e9, staging = 2 * bytes / 20e9;
+              if (!(nccl > ring && nccl < staging && own > staging)) {
+                std::fprintf(stderr, "rank %d: estimates: nccl %g s (ring %g s), smddp's %g s "
+                             "(staging %g s)\n", rank, nccl, ring, own, staging);
+                return 1;
+              }
+              return 0;
+            }),
+            "");
+}
+
 }  // namespace
 }  // namespace smddp
