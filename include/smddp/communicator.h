@@ -72,8 +72,8 @@ class Communicator {
   // rank holds a device of its own and a usable NCCL of one version) or "smddp" (smddp's own:
   // staged through pinned host memory, CUDA IPC within a host); SMDDP_GPU_PLANE=nccl|smddp
   // forces one. Decided at the first CUDA call or this query, whichever comes first, from what
-  // every rank says of itself then (the device of that call's buffer; for a query, the current
-  // device), so every rank makes one of the two; bounded by the timeout. Throws
+  // every rank published at creation (its current device then: set it before creating the
+  // communicator); bounded by the timeout. Throws
   // Error(kInvalidArgument) when the ranks' SMDDP_GPU_PLANE differ or force NCCL where a rank
   // has none. dataPlaneReason() says why, in words.
   std::string dataPlane() const;

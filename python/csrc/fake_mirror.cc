@@ -2,6 +2,7 @@
 // The fake-device test mode (fake_mirror.h).
 #include "fake_mirror.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -43,7 +44,7 @@ Buffer mirrorOf(const at::Tensor& tensor, DataType dtype) {
     const size_t bytes = tensor.storage().nbytes();
     void* device = device_api::alloc(bytes, 0);
     device_api::copyAsync(device, host, bytes, threadStream());
-    pending.push_back(Mirror{tensor, host, bytes, device, {}});
+    pending.push_back(Mirror{tensor, host, bytes, device, {}, threadStream()});
     mirror = &pending.back();
   }
   mirror->ranges.emplace_back(begin, end);
@@ -86,7 +87,19 @@ void Mirrors::release() {
     } catch (...) {  // failed: its device work still ended (the engine lets it go)
     }
   }
-  for (const Mirror& m : mirrors_) device_api::free(m.device);
+  bool drained = true;
+  for (size_t i = 0; i < mirrors_.size(); ++i) {
+    const bool seen = std::any_of(mirrors_.begin(), mirrors_.begin() + static_cast<long>(i),
+                                  [&](const Mirror& m) { return m.stream == mirrors_[i].stream; });
+    try {
+      if (!seen) device_api::synchronize(mirrors_[i].stream, kDrainBound);
+    } catch (...) {  // an upload still pending: the memory stays allocated
+      drained = false;
+    }
+  }
+  for (const Mirror& m : mirrors_) {
+    if (drained) device_api::free(m.device);
+  }
   mirrors_.clear();
   requests_.clear();
 }

@@ -27,6 +27,7 @@ struct Mirror {
   size_t bytes = 0;        // the storage's size
   void* device = nullptr;  // its mirror
   std::vector<std::pair<size_t, size_t>> ranges;  // [begin, end) of the collective's tensors
+  void* stream = nullptr;  // the stream its upload was enqueued on
 };
 
 // A device buffer for `tensor` (fake mode only), registered for download on this thread.
@@ -57,7 +58,8 @@ class MirrorScope {
 
 // The mirrors of one collective: download() copies them back into their tensors once every
 // request finished (on the host and on the device); release() frees them (waiting, bounded, for
-// the requests first). Both are idempotent.
+// the requests first, then for their uploads: a request that failed before any device work, as
+// on a broken communicator, says nothing of them). Both are idempotent.
 class Mirrors {
  public:
   Mirrors() = default;

@@ -146,6 +146,7 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
   engine_ = Engine::start(
       [this](RequestState& r) { r.complete(run(r)); },
       [this](RequestState& r) { describe(r.args, r.desc, r.algorithm); }, settings_.timeout);
+  publishPlaneFacts();  // this rank's device, for the plane decision at the first CUDA call
 }
 
 CommunicatorImpl::~CommunicatorImpl() {

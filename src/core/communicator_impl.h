@@ -126,8 +126,8 @@ class CommunicatorImpl {
   double estimateCall(const algo::CollectiveArgs& args, std::string* algorithm);
 
   // The plane this communicator's CUDA calls take, "nccl" or "smddp" (planes/choice.h), and why;
-  // decided at the first CUDA call or query, whichever comes first (each rank publishes its
-  // device then and reads every rank's, bounded by timeout()). Throws Error when the ranks' SMDDP_GPU_PLANE cannot agree.
+  // decided at the first CUDA call or query, whichever comes first, from what every rank
+  // published at creation (bounded by timeout()). Throws Error when the ranks' SMDDP_GPU_PLANE cannot agree.
   std::string dataPlane();
   std::string dataPlaneWhy();
 
@@ -170,9 +170,10 @@ class CommunicatorImpl {
   void runLocal(const algo::CollectiveArgs& args);
   // The device planes (communicator_planes.cc, communicator_nccl.cc): this rank's facts in the
   // store at creation; the decision; a CUDA call or message to the plane that runs it.
-  void publishPlaneFacts(int ordinal);
-  // `ordinal`: the device of the CUDA call that asks (-1: a query, the current device).
-  planes::Plane decidePlane(int ordinal);
+  void publishPlaneFacts();
+  planes::Plane decidePlane();
+  // Warns once when a CUDA call's device is not the one published at creation.
+  void checkPublishedDevice(const algo::CollectiveArgs& args);
   Request postDevice(const algo::CollectiveArgs& args);
   Request postDeviceMessage(const algo::CollectiveArgs& args, int peer, uint32_t tag);
   // Whether the estimator costs a CUDA call as the NCCL plane's: the decided plane, or before

@@ -16,12 +16,6 @@ namespace smddp::core {
 
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
-std::string idKey(const std::string& prefix) { return prefix + "/nccl/id"; }
-
-}  // namespace
-
 planes::nccl::NcclPlane& CommunicatorImpl::ncclPlane(const algo::CollectiveArgs& args) {
   DevicePlanes& p = *planes_;
   std::lock_guard<std::mutex> lock(p.mutex);
@@ -36,7 +30,6 @@ planes::nccl::NcclPlane& CommunicatorImpl::ncclPlane(const algo::CollectiveArgs&
     }
     return *p.nccl;
   }
-  if (!p.ncclError.empty()) throw Error(ErrorCode::kBroken, at + p.ncclError);
   device::Device* device = settings_.device != nullptr ? settings_.device : device::processDevice();
   std::string why;
   std::string name;
@@ -73,28 +66,10 @@ planes::nccl::NcclPlane& CommunicatorImpl::ncclPlane(const algo::CollectiveArgs&
     if (code != ErrorCode::kAborted) SMDDP_WARN(rank_, reason);
     markBroken(code, reason);
   };
-  const auto deadline = Clock::now() + timeout();
-  try {
-    std::string id;
-    if (rank_ == 0) {
-      id = planes::nccl::newUniqueId(*api);
-      p.store->set(idKey(p.prefix), id);
-    } else {
-      id = p.store->get(idKey(p.prefix), timeout());
-    }
-    p.nccl = planes::nccl::NcclPlane::create(setup, id, deadline);
-  } catch (const Error& e) {
-    p.ncclError = std::string("the NCCL plane could not be formed: ") + e.what();
-    markBroken(e.code() == ErrorCode::kInvalidArgument ? ErrorCode::kInternal : e.code(),
-               p.ncclError);
-    throw Error(e.code() == ErrorCode::kInvalidArgument ? ErrorCode::kInternal : e.code(),
-                at + p.ncclError);
-  } catch (const std::exception& e) {
-    p.ncclError = std::string("the NCCL plane could not be formed: ") + e.what();
-    markBroken(ErrorCode::kStore, p.ncclError);
-    throw Error(ErrorCode::kStore, at + p.ncclError);
-  }
-  SMDDP_INFO(rank_, "NCCL plane formed on " << device->name() << " device " << args.device
+  // Returns at once: the communicator forms on the plane's helper thread, every rank's first
+  // call on the plane having started it (the calls meanwhile wait there, in order).
+  p.nccl = std::make_unique<planes::nccl::NcclPlane>(setup, Clock::now() + timeout());
+  SMDDP_INFO(rank_, "NCCL plane forming on " << device->name() << " device " << args.device
                                             << " with " << name);
   return *p.nccl;
 }

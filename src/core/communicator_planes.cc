@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Which device plane a CUDA call takes (device_planes.h, planes/choice.h): the facts each rank
-// publishes at its first CUDA call (the device of that call's buffer, which NCCL will use) or
-// data-plane query (the current device), the decision, and the dispatch to smddp's own plane
-// (communicator_staged.cc) or the NCCL plane (communicator_nccl.cc). A job that never touches
-// CUDA memory never publishes, loads NCCL or asks the device anything.
+// publishes at creation (its current device then: set the device before creating the group, as
+// with NCCL), the decision at the first CUDA call or query (reading what every rank published,
+// so the post never waits for a peer that has not called yet), and the dispatch to smddp's own
+// plane (communicator_staged.cc) or the NCCL plane (communicator_nccl.cc).
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -33,13 +33,16 @@ bool processStopped(int pid) {
 
 namespace {
 
+// How long a peer's exit waits for its announced cause (a beacon round) before it is named.
+constexpr std::chrono::milliseconds kCauseGrace{200};
+
 std::string factsKey(const std::string& prefix, int rank) {
   return prefix + "/plane/" + std::to_string(rank);
 }
 
 }  // namespace
 
-void CommunicatorImpl::publishPlaneFacts(int ordinal) {
+void CommunicatorImpl::publishPlaneFacts() {
   DevicePlanes& p = *planes_;
   if (!p.store) {
     p.unpublished = "no store to share the ranks' devices through";
@@ -56,7 +59,8 @@ void CommunicatorImpl::publishPlaneFacts(int ordinal) {
     f.ncclWhy = "no device is usable (SMDDP_DEVICE)";
   } else {
     try {
-      f.uuid = device->uuid(ordinal >= 0 ? ordinal : device->current());
+      p.publishedOrdinal = device->current();
+      f.uuid = device->uuid(p.publishedOrdinal);
     } catch (const std::exception& e) {
       f.uuid = "unknown-" + std::to_string(rank_);
       f.ncclWhy = std::string("its device has no UUID: ") + e.what();
@@ -80,13 +84,12 @@ void CommunicatorImpl::publishPlaneFacts(int ordinal) {
   }
 }
 
-planes::Plane CommunicatorImpl::decidePlane(int ordinal) {
+planes::Plane CommunicatorImpl::decidePlane() {
   DevicePlanes& p = *planes_;
   const int known = p.decided.load(std::memory_order_acquire);
   if (known >= 0) return static_cast<planes::Plane>(known);
   std::lock_guard<std::mutex> lock(p.mutex);
   if (p.decided.load() >= 0) return static_cast<planes::Plane>(p.decided.load());
-  publishPlaneFacts(ordinal);
   const std::string at = "smddp: rank " + std::to_string(rank_) + "/" + std::to_string(size_) +
                          " (" + hostName() + "): choosing the device plane: ";
   if (!p.published) {
@@ -121,21 +124,37 @@ planes::Plane CommunicatorImpl::decidePlane(int ordinal) {
   return p.choice.plane;
 }
 
-std::string CommunicatorImpl::dataPlane() { return planes::toString(decidePlane(-1)); }
+std::string CommunicatorImpl::dataPlane() { return planes::toString(decidePlane()); }
 
 std::string CommunicatorImpl::dataPlaneWhy() {
-  decidePlane(-1);
+  decidePlane();
   std::lock_guard<std::mutex> lock(planes_->mutex);
   return planes_->choice.why;
 }
 
+void CommunicatorImpl::checkPublishedDevice(const algo::CollectiveArgs& args) {
+  DevicePlanes& p = *planes_;
+  if (p.publishedOrdinal < 0 || args.device == p.publishedOrdinal ||
+      p.warnedDevice.exchange(true, std::memory_order_acq_rel)) {
+    return;
+  }
+  SMDDP_WARN(rank_, "smddp: rank " << rank_ << ": CUDA memory of device " << args.device
+                                   << ", but device " << p.publishedOrdinal
+                                   << " was current when the group was created; its data plane ("
+                                   << planes::toString(decidePlane())
+                                   << ") was chosen from the devices current then. Set the "
+                                      "device before creating the group (torch.cuda.set_device, "
+                                      "or init_process_group(device_id=...)).");
+}
+
 Request CommunicatorImpl::postDevice(const algo::CollectiveArgs& args) {
+  checkPublishedDevice(args);
 #ifdef SMDDP_HAVE_NCCL_PLANE
-  if (decidePlane(args.device) == planes::Plane::kNccl && planes::nccl::refusal(args.call()).empty()) {
+  if (decidePlane() == planes::Plane::kNccl && planes::nccl::refusal(args.call()).empty()) {
     return postNccl(args);
   }
 #else
-  decidePlane(args.device);
+  decidePlane();
 #endif
   return postStaged(args);
 }
@@ -143,7 +162,8 @@ Request CommunicatorImpl::postDevice(const algo::CollectiveArgs& args) {
 Request CommunicatorImpl::postDeviceMessage(const algo::CollectiveArgs& args, int peer,
                                             uint32_t tag) {
 #ifdef SMDDP_HAVE_NCCL_PLANE
-  if (decidePlane(args.device) == planes::Plane::kNccl && tag == 0) {
+  checkPublishedDevice(args);
+  if (decidePlane() == planes::Plane::kNccl && tag == 0) {
     if (peer == transport::kAnyPeer) {
       throw Error(ErrorCode::kUnsupported,
                   "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
@@ -182,14 +202,9 @@ std::string CommunicatorImpl::deviceVerdict(ErrorCode* code) {
     return p.verdict;
   }
   std::string found;
-  if (aborted_.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> state(stateMutex_);
-    *code = ErrorCode::kAborted;
-    found = "communicator aborted: " + abortReason_;
-  } else if (broken_.load(std::memory_order_acquire)) {
-    *code = ErrorCode::kBroken;
-    found = "the communicator is broken by an earlier error: " + brokenReason();
-  } else if (const algo::ExecMonitor* m = watch_->monitor(); m != nullptr && m->failed()) {
+  const algo::ExecMonitor* m = watch_->monitor();
+  // The beacons' verdict (a peer's announced failure, a mismatch), as "<the verdict>".
+  auto monitorVerdict = [&] {
     algo::CollectiveDesc desc;
     try {
       m->raise(desc);
@@ -200,6 +215,16 @@ std::string CommunicatorImpl::deviceVerdict(ErrorCode* code) {
       const size_t at = text.find(mark);
       found = at == std::string::npos ? text : text.substr(at + mark.size());
     }
+  };
+  if (aborted_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> state(stateMutex_);
+    *code = ErrorCode::kAborted;
+    found = "communicator aborted: " + abortReason_;
+  } else if (broken_.load(std::memory_order_acquire)) {
+    *code = ErrorCode::kBroken;
+    found = "the communicator is broken by an earlier error: " + brokenReason();
+  } else if (m != nullptr && m->failed()) {
+    monitorVerdict();
   } else {
     const auto& peers = transport_->peers();
     auto who = [&](int r) {
@@ -208,7 +233,11 @@ std::string CommunicatorImpl::deviceVerdict(ErrorCode* code) {
              ")";
     };
     const int dead = p.liveness ? p.liveness->check() : -1;
-    if (dead >= 0) {
+    if (dead >= 0 && m != nullptr && m->awaitVerdict(kCauseGrace, true)) {
+      // A peer that exited after it failed (a mismatch it found, say) announced why: the cause
+      // is named rather than the exit (one beacon round, bounded, reads the announcements).
+      monitorVerdict();
+    } else if (dead >= 0) {
       *code = ErrorCode::kPeerFailure;
       found = who(dead) + " exited";
     } else if (std::chrono::steady_clock::now() >= p.nextStopCheck) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // DevicePlanes: a communicator's side of the device planes (src/planes/): what this rank said
-// of itself at its first CUDA call or query (planes/choice.h, through the group's store), the
-// plane its CUDA calls take once decided, and the NCCL plane when that is it. CommunicatorImpl owns one; its
+// of itself at creation (planes/choice.h, through the group's store), the plane its CUDA calls
+// take once decided, and the NCCL plane when that is it. CommunicatorImpl owns one; its
 // functions are in communicator_planes.cc.
 // Invariants: the plane is decided once (every rank decides alike from the same facts); the
 // NCCL plane is formed once, by the first CUDA call that takes it, and posts to it are made
@@ -35,13 +35,14 @@ struct DevicePlanes {
   std::shared_ptr<Store> store;  // null: no facts to share (tests over loopback): smddp's plane
   std::string prefix;
   bool published = false;  // this rank's facts are in the store
+  int publishedOrdinal = -1;  // the device they name (-1: none)
+  std::atomic<bool> warnedDevice{false};  // a call on another device was warned about
   std::string unpublished;  // why not, when not
 
-  std::mutex mutex;  // guards the decision, the NCCL plane's creation, ncclError
+  std::mutex mutex;  // guards the decision and the NCCL plane's creation
   std::atomic<int> decided{-1};  // -1 until decided, then a planes::Plane
   planes::PlaneChoice choice;
   std::unique_ptr<planes::nccl::NcclPlane> nccl;
-  std::string ncclError;  // the NCCL plane could not be formed: every later call fails with it
 
   std::mutex postMutex;  // posts to the NCCL plane, in call order
 

@@ -28,6 +28,7 @@ if(SMDDP_NCCL_INCLUDE_DIR)
     planes/nccl/nccl_comm.cc
     planes/nccl/nccl_pairs.cc
     planes/nccl/nccl_plane.cc
+    planes/nccl/nccl_plane_form.cc
     planes/nccl/nccl_types.cc
     planes/nccl/nccl_work.cc)
   target_include_directories(smddp_planes SYSTEM PRIVATE ${SMDDP_NCCL_INCLUDE_DIR}

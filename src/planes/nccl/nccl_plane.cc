@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// NcclPlane (nccl_plane.h): posting, the watchdog, failing.
+// NcclPlane (nccl_plane.h): posting, the watchdog, failing (the formation: nccl_plane_form.cc).
 #include "planes/nccl/nccl_plane.h"
 
 #include <algorithm>
@@ -20,17 +20,6 @@ namespace {
 constexpr std::chrono::microseconds kPoll{200};
 constexpr std::chrono::milliseconds kErrorPoll{20};
 constexpr std::chrono::milliseconds kIdlePoll{100};
-
-ncclUniqueId toUniqueId(const std::string& bytes) {
-  ncclUniqueId id{};
-  if (bytes.size() != sizeof(id.internal)) {
-    throw Error(ErrorCode::kInternal, "smddp: NCCL plane: an NCCL id of " +
-                                          std::to_string(bytes.size()) + " bytes, not " +
-                                          std::to_string(sizeof(id.internal)));
-  }
-  std::memcpy(id.internal, bytes.data(), sizeof(id.internal));
-  return id;
-}
 
 }  // namespace
 
@@ -55,8 +44,7 @@ std::string newUniqueId(const NcclApi& api) {
   return std::string(id.internal, sizeof(id.internal));
 }
 
-NcclPlane::NcclPlane(const NcclPlaneSetup& setup, std::unique_ptr<NcclComm> comm)
-    : setup_(setup), comm_(std::move(comm)) {
+NcclPlane::NcclPlane(const NcclPlaneSetup& setup, Clock::time_point deadline) : setup_(setup) {
   stream_ = setup_.device->createStream(setup_.ordinal);
   auto stop = [this]() -> std::string {
     ErrorCode code;
@@ -68,32 +56,12 @@ NcclPlane::NcclPlane(const NcclPlaneSetup& setup, std::unique_ptr<NcclComm> comm
   pairs_ = std::make_unique<NcclPairs>(*setup_.api, *setup_.device, setup_.ordinal, setup_.rank,
                                        setup_.store, setup_.prefix, stop, fail);
   thread_ = startHelperThread("smddp-nccl", [this] { watch(); });
-}
-
-std::unique_ptr<NcclPlane> NcclPlane::create(const NcclPlaneSetup& setup,
-                                             const std::string& uniqueId,
-                                             Clock::time_point deadline) {
-  auto stop = [&setup]() -> std::string {
-    ErrorCode code;
-    return setup.hooks.verdict ? setup.hooks.verdict(&code) : std::string();
-  };
-  auto comm = NcclComm::init(*setup.api, *setup.device, setup.ordinal, toUniqueId(uniqueId),
-                             setup.rank, setup.size, deadline, stop, setup.who);
-  return std::unique_ptr<NcclPlane>(new NcclPlane(setup, std::move(comm)));
-}
-
-std::unique_ptr<NcclPlane> NcclPlane::shrink(NcclPlane& parent, const std::vector<int>& excluded,
-                                             const NcclPlaneSetup& setup,
-                                             Clock::time_point deadline) {
-  auto stop = [&setup]() -> std::string {
-    ErrorCode code;
-    return setup.hooks.verdict ? setup.hooks.verdict(&code) : std::string();
-  };
-  auto comm = NcclComm::shrink(*parent.comm_, excluded, false, deadline, stop, setup.who);
-  return std::unique_ptr<NcclPlane>(new NcclPlane(setup, std::move(comm)));
+  former_ = startHelperThread("smddp-nccl-init", [this, deadline] { form(deadline); });
 }
 
 NcclPlane::~NcclPlane() {
+  closing_.store(true, std::memory_order_release);
+  if (former_.joinable()) former_.join();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
@@ -131,11 +99,22 @@ std::shared_ptr<NcclWork> NcclPlane::newWork(const algo::CollectiveArgs& args,
 std::shared_ptr<NcclWork> NcclPlane::post(const algo::CollectiveArgs& args, std::string what,
                                           Clock::time_point deadline, NcclWork::Completion done) {
   auto work = newWork(args, stream_, std::move(what), deadline, std::move(done));
+  std::lock_guard<std::mutex> order(enqueueMutex_);
   if (failed()) {
     work->markReady();
     settleFailed(*work);
     return work;
   }
+  track(work);
+  if (!formed_.load(std::memory_order_acquire)) {
+    held_.push_back(Held{work, args});  // enqueued in order once the communicator is formed
+    return work;
+  }
+  enqueue(work, args);
+  return work;
+}
+
+void NcclPlane::enqueue(const std::shared_ptr<NcclWork>& work, const algo::CollectiveArgs& args) {
   device::Device& d = *setup_.device;
   device::CurrentDevice current(d, setup_.ordinal);
   d.streamWait(stream_, work->start());
@@ -145,16 +124,14 @@ std::shared_ptr<NcclWork> NcclPlane::post(const algo::CollectiveArgs& args, std:
   });
   std::string why;
   auto stop = [this]() -> std::string { return failed() ? std::string("the plane failed") : ""; };
-  r = comm_->settle(r, deadline, stop, &why);
+  r = comm_->settle(r, work->deadline(), stop, &why);
   d.record(work->end(), stream_);
   work->markReady();
-  track(work);
   if (r != ncclSuccess && !failed()) {
     fail(r == ncclRemoteError ? ErrorCode::kPeerFailure : ErrorCode::kInternal,
          r == ncclInProgress ? "NCCL did not take the call by its deadline"
                              : "NCCL refused the call: " + comm_->describe(r));
   }
-  return work;
 }
 
 std::shared_ptr<NcclWork> NcclPlane::postMessage(const algo::CollectiveArgs& args, int peer,
@@ -211,11 +188,13 @@ void NcclPlane::fail(ErrorCode code, const std::string& cause) {
   }
   if (setup_.hooks.failed) setup_.hooks.failed(code, cause);
   // Aborted first, so that every stream waiting on NCCL goes on (the kernels end); the works
-  // then settle with the failure, the oldest as the one that met it.
-  comm_->abort();
+  // then settle with the failure, the oldest as the one that met it. A communicator still
+  // forming gives up by itself (stopReason), and its held works are never enqueued.
+  if (formed_.load(std::memory_order_acquire)) comm_->abort();
   pairs_->abortAll();
   bool first = true;
   for (auto& w : pending) {
+    if (w->pair < 0 && !w->ready()) w->markReady();  // held: no device work will follow
     if (w->settled()) continue;
     w->settle(std::make_exception_ptr(setup_.hooks.errorFor(*w, code, cause, first && w->pair < 0)));
     if (w->pair < 0) first = false;
@@ -276,7 +255,8 @@ void NcclPlane::watch() {
       const auto now = Clock::now();
       if (!failure && !failed() && now - lastErrors > kErrorPoll) {
         lastErrors = now;
-        const ncclResult_t r = comm_->asyncError();
+        const ncclResult_t r =
+            formed_.load(std::memory_order_acquire) ? comm_->asyncError() : ncclSuccess;
         if (r != ncclSuccess && r != ncclInProgress) {
           code = r == ncclRemoteError ? ErrorCode::kPeerFailure : ErrorCode::kInternal;
           cause = "NCCL reported an error: " + comm_->describe(r);

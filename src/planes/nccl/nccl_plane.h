@@ -12,13 +12,19 @@
 //   - messages (send/recv) run on a communicator per ordered pair of ranks (nccl_pairs.h), so
 //     they are in no order with the collectives and a pair's two directions never wait on
 //     each other.
-// Invariants: works are posted in the communicator's call order (the caller serializes posts);
-// every work settles exactly once; after the first failure every later post fails at once.
+//   - no post waits for a peer: the group's communicator is formed on a helper thread (rank 0
+//     makes its id and publishes it in the store; every rank joins a non-blocking NCCL
+//     communicator), and the collectives posted meanwhile are held and enqueued in order once
+//     it is ready (their device work is not ready() until then), as a pair's messages are.
+// Invariants: works are posted in the communicator's call order (the caller serializes posts)
+// and enqueued in that order; every work settles exactly once; after the first failure every
+// later post fails at once, and nothing more is enqueued.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -70,7 +76,7 @@ struct NcclPlaneSetup {
   int rank = 0;
   int size = 1;
   std::string who;  // "smddp: rank R/N (host)"
-  std::shared_ptr<Store> store;  // the communicator's: the pairs' ids
+  std::shared_ptr<Store> store;  // the communicator's: the group's and the pairs' ids
   std::string prefix;            // its keys' prefix
   std::function<std::chrono::milliseconds()> timeout;
   NcclPlaneHooks hooks;
@@ -80,15 +86,12 @@ class NcclPlane {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Joins the group's communicator named by `uniqueId` (newUniqueId's bytes, rank 0's, shared by
-  // the caller); throws Error when NCCL cannot form it by `deadline` or the verdict names a peer.
-  static std::unique_ptr<NcclPlane> create(const NcclPlaneSetup& setup,
-                                           const std::string& uniqueId, Clock::time_point deadline);
-  // The plane of `parent`'s ranks but `excluded` (parent ranks), by ncclCommShrink (the caller
-  // checked hasShrink and that the parent has not failed); every remaining rank calls it.
-  static std::unique_ptr<NcclPlane> shrink(NcclPlane& parent, const std::vector<int>& excluded,
-                                           const NcclPlaneSetup& setup, Clock::time_point deadline);
-  // Stops the watchdog (settling what is left as aborted), then finalizes or aborts NCCL.
+  // Starts forming the group's communicator (every rank of the group, at its first call on the
+  // plane) and returns at once; the formation fails the plane when it cannot finish by
+  // `deadline` or the verdict names a peer.
+  explicit NcclPlane(const NcclPlaneSetup& setup, Clock::time_point deadline);
+  // Stops the formation and the watchdog (settling what is left as aborted), then finalizes or
+  // aborts NCCL.
   ~NcclPlane();
   NcclPlane(const NcclPlane&) = delete;
   NcclPlane& operator=(const NcclPlane&) = delete;
@@ -114,7 +117,19 @@ class NcclPlane {
   size_t pending() const;
 
  private:
-  NcclPlane(const NcclPlaneSetup& setup, std::unique_ptr<NcclComm> comm);
+  struct Held {
+    std::shared_ptr<NcclWork> work;
+    algo::CollectiveArgs args;
+  };
+  // The formation (nccl_plane_form.cc), on former_: the id through the store, the communicator,
+  // then the held works in order; fails the plane when any of it fails.
+  void form(Clock::time_point deadline);
+  std::string exchangeId(Clock::time_point deadline);
+  // Why the formation stops waiting ("" to go on): shutting down, the plane failed, a verdict.
+  std::string stopReason();
+  // Enqueues a collective on the formed communicator (enqueueMutex_ held): the work waits for
+  // its start event, runs, records its end; a refusal or an unsettled call fails the plane.
+  void enqueue(const std::shared_ptr<NcclWork>& work, const algo::CollectiveArgs& args);
   std::shared_ptr<NcclWork> newWork(const algo::CollectiveArgs& args, device::Stream stream,
                                     std::string what, Clock::time_point deadline,
                                     NcclWork::Completion done);
@@ -126,7 +141,11 @@ class NcclPlane {
   void settleFailed(NcclWork& work);
 
   NcclPlaneSetup setup_;
-  std::unique_ptr<NcclComm> comm_;
+  std::unique_ptr<NcclComm> comm_;  // set once formed_ (under enqueueMutex_)
+  std::atomic<bool> formed_{false};
+  std::atomic<bool> closing_{false};  // the destructor runs: the formation gives up
+  std::mutex enqueueMutex_;  // orders posts against the formation's flush of held_
+  std::deque<Held> held_;    // posted before formed_, in order
   device::Stream stream_ = nullptr;
   std::unique_ptr<NcclPairs> pairs_;
   mutable std::mutex mutex_;  // guards pending_, the failure, stop_
@@ -136,7 +155,8 @@ class NcclPlane {
   ErrorCode failCode_ = ErrorCode::kInternal;
   std::string failCause_;
   bool stop_ = false;
-  std::thread thread_;  // last
+  std::thread thread_;  // the watchdog
+  std::thread former_;  // last
 };
 
 }  // namespace smddp::planes::nccl
