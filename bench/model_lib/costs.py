@@ -41,6 +41,8 @@ class Machine:
     msg_share: float = 1.0
     cpu_share: float = 1.0
     call_alpha: float = 0.0
+    gpu_alpha: float = 6e-6
+    gpu_rate: float = 360e9
 
     @property
     def ranks(self):
@@ -92,7 +94,8 @@ def _check(rc):
 
 
 def time(m, name, size, kind="all_reduce"):
-    """Seconds per call of algorithm `name` on `size` bytes, calls back to back (costs.h)."""
+    """Seconds per call of algorithm `name` on `size` bytes, calls back to back (costs.h); "nccl"
+    is the NCCL plane's call."""
     arr, n = _array(m)
     out = ctypes.c_double()
     _check(library().smddp_model_seconds(arr, n, kind.encode(), name.encode(), float(size),

@@ -71,7 +71,10 @@ extern "C" const char* smddp_model_fields(void) {
 extern "C" int smddp_model_seconds(const double* machine, size_t fields, const char* collective,
                                    const char* algorithm, double bytes, double* seconds) {
   return guarded([&] {
-    *seconds = smddp::model::seconds(machineOf(machine, fields), kind(collective), algorithm, bytes);
+    const Machine m = machineOf(machine, fields);
+    const bool nccl = algorithm != nullptr && std::string(algorithm) == "nccl";
+    *seconds = nccl ? ncclSeconds(m, kind(collective), bytes)
+                    : smddp::model::seconds(m, kind(collective), algorithm, bytes);
     return 0;
   });
 }

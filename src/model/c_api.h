@@ -14,7 +14,8 @@ extern "C" {
 
 /* "nodes,per_node,net_alpha,..." : the order of a machine's doubles. */
 const char* smddp_model_fields(void);
-/* Seconds of one call, calls back to back (call_alpha included). */
+/* Seconds of one call, calls back to back (call_alpha included). Algorithm "nccl": the NCCL
+ * plane's call (NCCL's ring, costs.h ncclSeconds). */
 int smddp_model_seconds(const double* machine, size_t fields, const char* collective,
                         const char* algorithm, double bytes, double* seconds);
 /* out[0..2]: latency seconds, wire bytes on the critical path, busiest link's bytes. */

@@ -19,7 +19,12 @@ Checks, each rank against closed-form values (#wrong counts elements):
                 bandwidth; the bars (IPC >= 5x gloo at >= 16 MiB, all_gather at 256 MiB >= 50 %
                 of the copy bandwidth) checked and printed, not failed on
 A world named with "ipc" (e.g. 4ipc) runs with SMDDP_DEVICE_IPC=1: every collective through CUDA
-IPC within the host.
+IPC within the host. A world named with "nccl" (e.g. 2nccl) runs on the NCCL plane
+(SMDDP_GPU_PLANE=nccl: NCCL takes ranks sharing the GPU with NCCL_MULTI_RANK_GPU_ENABLE=1 from
+2.30, and with a host id of their own per rank, NCCL_HOSTID, before): the checks above plus the
+plane's name, and busbw of smddp's NCCL plane against torch's ProcessGroupNCCL on the same NCCL
+at 1 .. 256 MiB, their time ratio (goal <= 1.05 from 1 MiB). In the dry run the NCCL worlds load
+smddp's test NCCL (SMDDP_NCCL_LIBRARY, default $BUILD_DIR/tests/libsmddp_test_nccl.so).
 Writes torch_cuda.json and torch_cuda.md under --out after every world (a later world that hangs
 leaves the earlier results); exits 1 if anything was wrong.
 """
@@ -129,11 +134,17 @@ def stream_check(rank, world, dev, dry):
 
 def worker(rank, world, init, dry, out_queue):
     try:
-        import torch_smddp  # noqa: F401
+        import torch_smddp
         dev = device_of(rank, dry)
+        on_nccl = os.environ.get("SMDDP_GPU_PLANE") == "nccl"
+        if on_nccl and not dry and torch.cuda.nccl.version() < (2, 30, 0):
+            os.environ["NCCL_HOSTID"] = f"smddp-check-rank-{rank}"  # one "host" per rank
         dist.init_process_group("smddp", init_method=init, rank=rank, world_size=world)
+        plane = torch_smddp.backend_of().data_plane
+        want_plane = os.environ.get("SMDDP_GPU_PLANE", "auto")
         sizes = [1, 1023, 262_147] + ([] if dry else [1 << 20, 16 << 20])
-        checks = closed_form_checks(rank, world, dev, sizes)
+        checks = [(f"data plane {plane} (want {want_plane})", int(plane != want_plane))]
+        checks += closed_form_checks(rank, world, dev, sizes)
         checks += stream_check(rank, world, dev, dry)
         checks += ddp_check(rank, world, dev)
         checks += fsdp_check(rank, world, dev)
@@ -146,6 +157,9 @@ def worker(rank, world, init, dry, out_queue):
             ipc = os.environ.get("SMDDP_DEVICE_IPC") == "1"  # the others ran in the plain world
             backends = [("smddp", "smddp-ipc")] if ipc else [
                 ("smddp", "smddp"), ("gloo", "gloo"), ("nccl", "nccl")]
+            if on_nccl:  # smddp's NCCL plane against ProcessGroupNCCL, the same library
+                sizes = [1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20]
+                backends = [("smddp", "smddp-nccl"), ("nccl", "nccl")]
             for collective in ("all_reduce", "all_gather"):
                 for backend, label in backends:
                     rows += busbw(rank, world, dev, backend, label, collective, sizes, iters=5)
@@ -181,17 +195,22 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--worlds", default=None,
-                    help="comma-separated; 'ipc' after the size turns CUDA IPC on "
-                         "(default 2,2ipc,4,4ipc; dry run: 2,2ipc)")
+                    help="comma-separated; 'ipc' after the size turns CUDA IPC on, 'nccl' "
+                         "the NCCL plane (default 2nccl,4nccl,2,2ipc,4,4ipc; dry run: "
+                         "2,2ipc,2nccl)")
     ap.add_argument("--out", default=".")
     ap.add_argument("--timeout", type=float, default=240)
     args = ap.parse_args()
     if args.dry_run:
         os.environ["SMDDP_DEVICE"] = "fake"
         os.environ.setdefault("SMDDP_FAKE_DEVICE_DELAY_US", "50")
+        os.environ.setdefault("SMDDP_NCCL_LIBRARY", os.path.join(
+            os.environ.get("BUILD_DIR", "build"), "tests", "libsmddp_test_nccl.so"))
     else:
         os.environ.setdefault("NCCL_MULTI_RANK_GPU_ENABLE", "1")
-    worlds = (args.worlds or ("2,2ipc" if args.dry_run else "2,2ipc,4,4ipc")).split(",")
+        os.environ.setdefault("NCCL_MAX_CTAS", "1")  # several ranks' kernels on one GPU progress
+    worlds = (args.worlds or ("2,2ipc,2nccl" if args.dry_run else
+                              "2nccl,4nccl,2,2ipc,4,4ipc")).split(",")
     report = {"torch": torch.__version__, "dry_run": args.dry_run, "worlds": {}}
     if not args.dry_run:
         report["device"] = torch.cuda.get_device_name(0)
@@ -200,8 +219,9 @@ def main():
     lines = []
     os.makedirs(args.out, exist_ok=True)
     for label in worlds:
-        world = int(label.removesuffix("ipc"))
+        world = int(label.removesuffix("ipc").removesuffix("nccl"))
         os.environ["SMDDP_DEVICE_IPC"] = "1" if label.endswith("ipc") else "0"
+        os.environ["SMDDP_GPU_PLANE"] = "nccl" if label.endswith("nccl") else "smddp"
         results = run_world(world, label, args.dry_run, args.timeout)
         entry = {"checks": {}, "busbw": [], "errors": {}}
         for rank in range(world):

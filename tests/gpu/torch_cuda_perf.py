@@ -62,11 +62,30 @@ def copy_bandwidth(dev, nbytes=256 << 20, iters=10):
     return nbytes * iters / (time.perf_counter() - start) / 1e9
 
 
+def nccl_ratios(label, entry):
+    """smddp's NCCL plane against ProcessGroupNCCL in one world: time ratio per (collective,
+    size), goal <= 1.05 from 1 MiB."""
+    rows = {(r["backend"], r["collective"], r["bytes"]): r for r in entry.get("busbw", [])
+            if "us" in r}
+    lines = []
+    for (backend, collective, nbytes), r in sorted(rows.items()):
+        theirs = rows.get(("nccl", collective, nbytes))
+        if backend != "smddp-nccl" or theirs is None:
+            continue
+        ratio = r["us"] / theirs["us"]
+        lines.append(f"world {label} {collective} {nbytes >> 20} MiB: smddp-nccl / nccl time "
+                     f"{ratio:.3f} (goal 1.05): {'ok' if ratio <= 1.05 else 'ABOVE'}")
+    return lines
+
+
 def bars(worlds):
-    """The issue's bars from the worlds' rows: smddp through CUDA IPC against gloo at >= 16 MiB
-    (same world size, plain run), and all_gather at 256 MiB against the copy bandwidth."""
+    """The issue's bars from the worlds' rows: smddp's NCCL plane against ProcessGroupNCCL;
+    smddp through CUDA IPC against gloo at >= 16 MiB (same world size, plain run), and
+    all_gather at 256 MiB against the copy bandwidth."""
     lines = []
     for label, entry in worlds.items():
+        if label.endswith("nccl"):
+            lines += nccl_ratios(label, entry)
         if not label.endswith("ipc"):
             continue
         plain = worlds.get(label.removesuffix("ipc"), {})
