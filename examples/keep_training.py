@@ -2,6 +2,7 @@
 """Keep training through a lost worker (torch >= 2.15): one command shows it on one machine.
 
     python examples/keep_training.py                      # smddp, 4 workers, worker 2 killed
+    python examples/keep_training.py --device cuda        # on GPUs: smddp's NCCL plane
     python examples/keep_training.py --backend gloo       # the same protocol on gloo
 
 This script plays the cluster: it serves the store (which must outlive the workers: in a real
@@ -14,6 +15,10 @@ collective fails, the survivors agree on who is left through the store
 the members then admit it, rank 0 broadcasting the parameters (one still starting when the
 last step is done is waited for and admitted then). Each worker prints what
 happened; at the end every worker prints a checksum of its parameters (all equal).
+With --device cuda each worker trains on GPU (worker mod the GPUs visible), set before the group
+is made: where every worker has a GPU of its own the group's collectives run on NCCL (smddp's
+NCCL plane, backend_of(group).data_plane says so) and the lost worker is still named and
+reconfigured around; workers sharing a GPU take smddp's own plane.
 """
 import argparse
 import hashlib
@@ -29,16 +34,21 @@ import torch.distributed as dist
 
 
 def worker(wid, args, port, joining):
-    import torch_smddp  # noqa: F401  (registers "smddp")
+    import torch_smddp  # registers "smddp"
     from torch_smddp.elastic import StoreQuorum
 
+    device = torch.device("cpu")
+    if args.device == "cuda":
+        device = torch.device("cuda", wid % torch.cuda.device_count())
+        torch.cuda.set_device(device)  # before the group: its data plane is chosen from it
     store = dist.TCPStore("127.0.0.1", port, is_master=False, wait_for_workers=False)
     dist.init_process_group(args.backend, store=dist.PrefixStore("pg", store), rank=wid,
                             world_size=1024, timeout=timedelta(seconds=30),
                             enable_reconfigure=True)
     quorum = StoreQuorum(dist.PrefixStore("quorum", store))
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(),
+                                torch.nn.Linear(32, 1)).to(device)
     params = list(model.parameters())
     optimizer = torch.optim.SGD(params, lr=0.05)
     step, before = 0, None  # before: the parameters at the start of the step being run
@@ -46,14 +56,18 @@ def worker(wid, args, port, joining):
     def enter(gen, why):
         nonlocal step
         # rank 0 sends where to go on from (the step being redone) and the parameters
-        state = torch.cat([torch.tensor([float(step)])] +
+        state = torch.cat([torch.tensor([float(step)], device=device)] +
                           [p.detach().reshape(-1) for p in params])
         if gen.rank == 0 and before is not None and why == "recovered":
             state[1:] = before
         dist.broadcast(state, src=0)
         step = int(state[0])
         torch.nn.utils.vector_to_parameters(state[1:], params)
-        print(f"worker {wid}: {why}: rank {gen.rank} of {gen.size} from step {step}", flush=True)
+        plane = ""
+        if args.backend == "smddp" and device.type == "cuda":
+            plane = f" ({torch_smddp.backend_of().data_plane} plane)"
+        print(f"worker {wid}: {why}: rank {gen.rank} of {gen.size} from step {step}{plane}",
+              flush=True)
 
     if joining:
         enter(quorum.join(info={"id": wid}), "joined")
@@ -62,11 +76,12 @@ def worker(wid, args, port, joining):
     while step < args.steps:
         before = torch.nn.utils.parameters_to_vector(params).detach().clone()
         g = torch.Generator().manual_seed(step * 1000 + wid)
-        x = torch.randn(32, 16, generator=g)
+        x = torch.randn(32, 16, generator=g).to(device)
         optimizer.zero_grad()
         torch.nn.functional.mse_loss(model(x), x.sum(1, keepdim=True)).backward()
         grads = torch.cat([p.grad.reshape(-1) for p in params] +
-                          [torch.tensor([float(quorum.waiting()) if dist.get_rank() == 0 else 0])])
+                          [torch.tensor([float(quorum.waiting()) if dist.get_rank() == 0 else 0],
+                                        device=device)])
         if wid == 0 and step == args.kill_at:
             store.set("kill", "now")  # the cluster kills --victim now
         try:
@@ -98,13 +113,13 @@ def worker(wid, args, port, joining):
                    and time.monotonic() < deadline):
                 time.sleep(0.05)
             owed = quorum.waiting()
-        flag = torch.tensor([float(owed)])
+        flag = torch.tensor([float(owed)], device=device)
         dist.broadcast(flag, src=0)
         if flag[0] == 0:
             break
         enter(quorum.reconfigure(info={"rank": dist.get_rank()}, expected=dist.get_world_size()),
               "admitted a replacement")
-    digest = hashlib.sha256(torch.nn.utils.parameters_to_vector(params).detach().numpy()
+    digest = hashlib.sha256(torch.nn.utils.parameters_to_vector(params).detach().cpu().numpy()
                             .tobytes()).hexdigest()[:16]
     print(f"worker {wid}: done at step {step}, parameters {digest}", flush=True)
     dist.barrier()
@@ -119,6 +134,8 @@ def main():
     ap.add_argument("--kill-at", type=int, default=10)
     ap.add_argument("--step-s", type=float, default=0.15, help="seconds a step takes")
     ap.add_argument("--victim", type=int, default=2)
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="where the workers train (cuda: a GPU each, worker mod the GPUs)")
     args = ap.parse_args()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -86,6 +86,12 @@ class Communicator {
   // the returned pointer (or a copy) lives, even past the communicator, and then goes back to a
   // pool for the next allocation of its size. Throws Error(kInternal) when the machine has none.
   std::shared_ptr<void> allocateShared(size_t bytes);
+  // `bytes` of memory of CUDA device `device` for this communicator's CUDA calls: on the NCCL
+  // plane from NCCL (ncclMemAlloc, memory NCCL can register, where the loaded NCCL has it),
+  // otherwise the device's own allocation. Freed when the returned pointer (and its copies) go,
+  // after the device finished with it. Error(kUnsupported) without a usable device,
+  // kInvalidArgument for a device that does not exist.
+  std::shared_ptr<void> allocateDevice(size_t bytes, int device);
   // Memory held, in bytes, by name: the process's shareable memory (every communicator's):
   // "shared_allocated" (allocateShared, in use), "shared_cached" (freed, kept), "shared_blocks"
   // (a count), "shared_peer_mapped" (the host's other processes' shared memory mapped here),

@@ -13,6 +13,8 @@ namespace smddp::torch_shim {
 
 const bool kShimHasCuda = true;
 
+int currentDevice() { return c10::cuda::current_device(); }
+
 void* currentStream(int device) {
   return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
 }

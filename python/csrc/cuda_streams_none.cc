@@ -17,6 +17,7 @@ namespace {
 }
 }  // namespace
 
+int currentDevice() { noCuda(); }
 void* currentStream(int) { noCuda(); }
 void checkNotCapturing(int, const char*) { noCuda(); }
 c10::intrusive_ptr<c10::ivalue::Future> makeDeviceFuture(int) { noCuda(); }

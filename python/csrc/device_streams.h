@@ -15,6 +15,8 @@ namespace smddp::torch_shim {
 
 extern const bool kShimHasCuda;
 
+// torch's current CUDA device (what "cuda" without an index names).
+int currentDevice();
 // The current torch CUDA stream of `device` (a cudaStream_t).
 void* currentStream(int device);
 // RuntimeError naming `what` when the current stream of `device` is capturing a CUDA graph:

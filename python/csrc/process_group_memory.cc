@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tensors in smddp's shareable memory (process_group.h): torch's allocateTensor, getMemAllocator
-// and getMemoryStats on the engine's Communicator::allocateShared and memoryStats. A tensor's
-// storage keeps its memory (and the pool it came from) alive past the group.
+// Tensors in smddp's memory (process_group.h): torch's allocateTensor, getMemAllocator and
+// getMemoryStats on the engine's Communicator::allocateShared (CPU: shareable host memory),
+// allocateDevice (CUDA: NCCL's ncclMemAlloc on the NCCL plane, else the device's) and
+// memoryStats. A tensor's storage keeps its memory (and the pool it came from) alive past the
+// group. torch's caching allocator skips such storage when streams are recorded on it; freeing
+// it waits for the device, as cudaFree does.
 #include "process_group.h"
 
 #if SMDDP_TORCH_TENSOR_ALLOC
@@ -11,6 +14,8 @@
 
 #include <cstring>
 #include <memory>
+
+#include "device_streams.h"
 
 namespace smddp::torch_shim {
 namespace {
@@ -39,7 +44,8 @@ class SharedAllocator final : public c10::Allocator {
 }  // namespace
 
 bool ProcessGroupSmddp::supportsTensorAlloc(c10::DeviceIndex deviceIdx) {
-  return deviceIdx < 0;  // the CPU (torch passes device.index(): -1)
+  // the CPU (torch passes device.index(): -1), and CUDA devices where this build has CUDA
+  return deviceIdx < 0 || kShimHasCuda;
 }
 
 std::shared_ptr<c10::Allocator> ProcessGroupSmddp::getMemAllocator() {
@@ -50,11 +56,20 @@ std::shared_ptr<c10::Allocator> ProcessGroupSmddp::getMemAllocator() {
 
 at::Tensor ProcessGroupSmddp::allocateTensor(long size, at::TensorOptions options) {
   TORCH_CHECK(size >= 0, "smddp: allocate_tensor of ", size, " elements");
-  TORCH_CHECK(!options.has_device() || options.device().is_cpu(),
-              "smddp: allocate_tensor places CPU tensors only (supports_tensor_alloc is false "
-              "for ", options.device(), ")");
   const caffe2::TypeMeta dtype = options.dtype();
   const size_t bytes = static_cast<size_t>(size) * dtype.itemsize();
+  if (options.has_device() && options.device().is_cuda()) {
+    TORCH_CHECK(kShimHasCuda, "smddp: allocate_tensor on ", options.device(),
+                ": this build of torch_smddp has no CUDA support");
+    const int index = options.device().has_index() ? options.device().index() : currentDevice();
+    std::shared_ptr<void> memory = enter().comm().allocateDevice(bytes, index);
+    void* data = memory.get();
+    return at::from_blob(
+        data, {size}, [memory](void*) mutable { memory.reset(); },
+        options.device(c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(index))));
+  }
+  TORCH_CHECK(!options.has_device() || options.device().is_cpu(),
+              "smddp: allocate_tensor places CPU and CUDA tensors (not ", options.device(), ")");
   std::shared_ptr<void> memory = enter().comm().allocateShared(bytes);
   void* data = memory.get();
   return at::from_blob(

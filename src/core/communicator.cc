@@ -144,6 +144,10 @@ std::shared_ptr<void> Communicator::allocateShared(size_t bytes) {
 
 std::map<std::string, uint64_t> Communicator::memoryStats() const { return impl_->memoryStats(); }
 
+std::shared_ptr<void> Communicator::allocateDevice(size_t bytes, int device) {
+  return impl_->allocateDevice(bytes, device);
+}
+
 std::string Communicator::dataPlane() const { return impl_->dataPlane(); }
 
 std::string Communicator::dataPlaneReason() const { return impl_->dataPlaneWhy(); }

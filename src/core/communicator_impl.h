@@ -130,6 +130,8 @@ class CommunicatorImpl {
   // published at creation (bounded by timeout()). Throws Error when the ranks' SMDDP_GPU_PLANE cannot agree.
   std::string dataPlane();
   std::string dataPlaneWhy();
+  // Communicator::allocateDevice (communicator_planes.cc).
+  std::shared_ptr<void> allocateDevice(size_t bytes, int device);
 
   // A request that is already done (nothing to run).
   Request completedRequest(CollectiveKind kind);

@@ -177,6 +177,34 @@ Request CommunicatorImpl::postDeviceMessage(const algo::CollectiveArgs& args, in
   return postStagedMessage(args, peer, tag);
 }
 
+std::shared_ptr<void> CommunicatorImpl::allocateDevice(size_t bytes, int ordinal) {
+  device::Device* device = settings_.device != nullptr ? settings_.device : device::processDevice();
+  const std::string at = "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
+                         "): allocating " + std::to_string(bytes) + " bytes of device memory: ";
+  if (device == nullptr) throw Error(ErrorCode::kUnsupported, at + "no device is usable");
+  if (ordinal < 0 || ordinal >= device->count()) {
+    throw Error(ErrorCode::kInvalidArgument, at + "device " + std::to_string(ordinal) +
+                                                 " does not exist (" +
+                                                 std::to_string(device->count()) + " " +
+                                                 device->name() + " device(s))");
+  }
+#ifdef SMDDP_HAVE_NCCL_PLANE
+  if (decidePlane() == planes::Plane::kNccl) {
+    std::string why;
+    if (const auto* api = planes::nccl::loadNccl(device->name(), &why)) {
+      if (auto memory = planes::nccl::memAlloc(*api, *device, ordinal, bytes)) return memory;
+    }
+  }
+#endif
+  void* p = device->allocDevice(std::max<size_t>(bytes, 1), ordinal);
+  return std::shared_ptr<void>(p, [device](void* q) {
+    try {
+      device->freeDevice(q);
+    } catch (...) {  // a deleter: the memory stays allocated
+    }
+  });
+}
+
 bool CommunicatorImpl::costsOnNccl(const algo::CollectiveArgs& args) {
 #ifdef SMDDP_HAVE_NCCL_PLANE
   const bool message = args.kind == CollectiveKind::kSend || args.kind == CollectiveKind::kRecv;

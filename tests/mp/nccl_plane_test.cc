@@ -207,6 +207,42 @@ TEST_P(NcclPlaneWorlds, EveryCollectiveMatchesTheClosedForm) {
 
 INSTANTIATE_TEST_SUITE_P(Worlds, NcclPlaneWorlds, ::testing::Values(1, 3, 5, 7));
 
+// allocateDevice: memory from ncclMemAlloc (the full test NCCL) or the device's own (the oldest
+// NCCL taken has no ncclMemAlloc) carries an all_reduce in place; a device that does not exist
+// is refused.
+int allocated(Communicator& c, int rank, int n) {
+  const size_t count = 4099;
+  std::shared_ptr<void> mem = c.allocateDevice(count * 4, 0);
+  void* s = device_api::createStream(0);
+  const std::vector<int32_t> mine(count, rank + 1);
+  device_api::copyAsync(mem.get(), mine.data(), count * 4, s);
+  c.allReduce(Buffer(mem.get(), count, DataType::kInt32, MemoryType::kCuda, 0, s),
+              Buffer(mem.get(), count, DataType::kInt32, MemoryType::kCuda, 0, s), ReduceOp::kSum)
+      .waitOnStream(s);
+  std::vector<int32_t> got(count);
+  device_api::copyAsync(got.data(), mem.get(), count * 4, s);
+  device_api::synchronize(s, 60s);
+  device_api::destroyStream(s);
+  if (expectEqual(rank, "all_reduce on allocateDevice's memory", got,
+                  std::vector<int32_t>(count, n * (n + 1) / 2))) {
+    return 1;
+  }
+  try {
+    c.allocateDevice(8, 5);
+  } catch (const Error& e) {
+    return e.code() == ErrorCode::kInvalidArgument ? 0 : 1;
+  }
+  return 1;
+}
+
+TEST(NcclPlaneMemory, AllocatedDeviceMemoryCarriesCollectives) {
+  EXPECT_EQ(runRanks(3, [](Communicator& c, int rank) { return allocated(c, rank, 3); }), "");
+  EXPECT_EQ(runRanks(
+                2, [](Communicator& c, int rank) { return allocated(c, rank, 2); },
+                [](int) { ::setenv("SMDDP_NCCL_LIBRARY", SMDDP_TEST_NCCL_MINIMAL_PATH, 1); }),
+            "");
+}
+
 // Estimates cost a CUDA call as the NCCL plane runs it (NCCL's ring on the GPUs' fabric, the
 // model's 360 GB/s prior: above its bytes at that rate, below the staging copies alone), and a
 // pair NCCL lacks (BOR) as smddp's plane, staging copies included (20 GB/s each way).

@@ -13,9 +13,13 @@ memory (test_fake_device.py), so the groups below run their collectives on NCCL:
 - a peer that is SIGKILLed, exits or is stopped inside a stream of all_reduces is named on every
   survivor within 2 s (PG timeout 60 s); ranks that disagree on a collective (size, dtype, kind)
   are named on every rank, at the latest at its next call (the signatures travel out of band);
-- shrink_group after a lost rank, and reconfigure, go on training on the plane.
+- shrink_group after a lost rank, and reconfigure, go on training on the plane; so does
+  examples/keep_training.py.
 """
 import os
+import re
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -115,3 +119,16 @@ def test_shrink_after_a_lost_rank_goes_on_on_the_plane():
 @pytest.mark.skipif(not hasattr(torch.distributed, "_reconfigure"), reason="needs torch >= 2.15")
 def test_reconfigure_on_the_plane():
     harness.run(workers_reconfigure.api, 4, init="tcp", timeout=180)
+
+
+def test_the_keep_training_example_on_the_plane():
+    """examples/keep_training.py (a worker SIGKILLed, the group reconfigured around it, a
+    replacement admitted), its gradients on the NCCL plane."""
+    example = os.path.join(REPO, "examples", "keep_training.py")
+    run = subprocess.run([sys.executable, example, "--steps", "30", "--step-s", "0.1"],
+                         capture_output=True, text=True, timeout=180, env=dict(os.environ))
+    assert run.returncode == 0, run.stdout + run.stderr
+    done = re.findall(r"worker (\d+): done at step 30, parameters ([0-9a-f]+)", run.stdout)
+    assert sorted(int(w) for w, _ in done) == [0, 1, 3, 4], run.stdout
+    assert len({digest for _, digest in done}) == 1, run.stdout
+    assert "rank 2" in run.stdout and "failed" in run.stdout, run.stdout

@@ -35,6 +35,29 @@ bool hasShrink(const NcclApi& api) { return api.commShrink != nullptr; }
 
 std::string refusal(const Call& call) { return ncclRefusal(call); }
 
+std::shared_ptr<void> memAlloc(const NcclApi& api, device::Device& device, int ordinal,
+                               size_t bytes) {
+  if (api.memAlloc == nullptr || api.memFree == nullptr) return nullptr;
+  void* p = nullptr;
+  {
+    device::CurrentDevice current(device, ordinal);  // NCCL allocates on the current device
+    const ncclResult_t r = api.memAlloc(&p, std::max<size_t>(bytes, 1));
+    if (r != ncclSuccess || p == nullptr) {
+      throw Error(ErrorCode::kInternal, "smddp: ncclMemAlloc of " + std::to_string(bytes) +
+                                            " bytes: " + api.describe(r, nullptr));
+    }
+  }
+  const NcclApi* a = &api;  // loaded once per process, never unloaded
+  device::Device* d = &device;
+  return std::shared_ptr<void>(p, [a, d, ordinal](void* q) {
+    try {
+      device::CurrentDevice current(*d, ordinal);
+      a->memFree(q);  // as cudaFree: after the device is done with it
+    } catch (...) {  // a deleter: the memory stays allocated
+    }
+  });
+}
+
 std::string newUniqueId(const NcclApi& api) {
   ncclUniqueId id{};
   const ncclResult_t r = api.getUniqueId(&id);

@@ -54,6 +54,11 @@ int versionOf(const NcclApi& api);
 bool hasShrink(const NcclApi& api);
 // "" when NCCL runs `call` as smddp defines it; else why not (nccl_types.h).
 std::string refusal(const Call& call);
+// `bytes` of memory of device `ordinal` from ncclMemAlloc (memory NCCL can register), given back
+// with ncclMemFree when the last owner goes; null when the loaded NCCL lacks the call. Throws
+// Error(kInternal) with NCCL's text when it fails.
+std::shared_ptr<void> memAlloc(const NcclApi& api, device::Device& device, int ordinal,
+                               size_t bytes);
 // A fresh ncclUniqueId as bytes (NCCL_UNIQUE_ID_BYTES of them).
 std::string newUniqueId(const NcclApi& api);
 
