@@ -21,8 +21,8 @@ from . import best_of
 from . import limits as limits_mod
 from . import placement
 from . import report
-from .common import (BACKENDS, COLLECTIVES, ELEM_SIZE, parse_bytes, perf_tool, size_ladder, sweep_sizes,
-                     usable_cores, worker_env)
+from .common import (BACKENDS, COLLECTIVES, CUDA_BACKENDS, ELEM_SIZE, parse_bytes, perf_tool,
+                     size_ladder, sweep_sizes, usable_cores, worker_env)
 from .runners import EngineRunner, MpiRunner, RunError, TorchGroup, build_mpi
 
 
@@ -62,7 +62,7 @@ def parse_args(argv):
     p.add_argument("--worlds", type=_csv(None), default=["2", "4"])
     p.add_argument("--dtypes", type=_csv(tuple(ELEM_SIZE)), default=["float32", "bfloat16"])
     p.add_argument("--collectives", type=_csv(COLLECTIVES), default=list(COLLECTIVES))
-    p.add_argument("--backends", type=_csv(BACKENDS), default=list(BACKENDS))
+    p.add_argument("--backends", type=_csv(BACKENDS + CUDA_BACKENDS), default=list(BACKENDS))
     p.add_argument("--gloo-pinned-only", action="store_true",
                    help="run gloo pinned only (default: pinned and unpinned, the faster per "
                         "size is gloo's figure: compare_lib/best_of.py)")
@@ -99,7 +99,20 @@ class Backends:
         self.order = best_of.run_order(args.backends, not args.gloo_pinned_only)
         env = worker_env(args.provider)
         for b in self.order:
-            if b in ("smddp", "smddp-alloc", "gloo", best_of.UNPINNED):
+            if b in CUDA_BACKENDS and not _gpus():
+                self.skipped[b] = ("skipped", "no GPU visible (torch.cuda.is_available() is "
+                                   "False)")
+            elif b in CUDA_BACKENDS:
+                print(f"# starting {world} torch.distributed ranks on CUDA tensors: {b}",
+                      flush=True)
+                try:
+                    self.runners[b] = TorchGroup(sys.executable, b, world,
+                                                 dict(env, NCCL_MULTI_RANK_GPU_ENABLE="1"),
+                                                 os.path.join(outdir, "logs"), args.timeout,
+                                                 pinned=True, name=b)
+                except RunError as e:
+                    self.skipped[b] = ("error", str(e))
+            elif b in ("smddp", "smddp-alloc", "gloo", best_of.UNPINNED):
                 torch_backend, pinned = ("gloo", False) if b == best_of.UNPINNED else (b, True)
                 print(f"# starting {world} torch.distributed ranks with backend {torch_backend}"
                       f"{'' if pinned else ' (unpinned)'}", flush=True)
@@ -128,6 +141,15 @@ class Backends:
         for r in self.runners.values():
             if isinstance(r, TorchGroup):
                 r.close()
+
+
+def _gpus():
+    """GPUs this machine's torch sees (0 without one, or with a CPU-only torch)."""
+    try:
+        import torch
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except ImportError:
+        return 0
 
 
 def _cell(world, coll, dtype, backend, status="ok", reason=""):

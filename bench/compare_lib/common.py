@@ -17,6 +17,13 @@ PER_RANK = ("all_gather", "reduce_scatter", "all_to_all", "gather", "scatter")
 # Collectives with a root (always rank 0 here).
 ROOTED = ("broadcast", "reduce", "gather", "scatter")
 BACKENDS = ("smddp", "smddp-alloc", "gloo", "mpi", "engine")
+# CUDA tensors, one column each where a GPU is visible (rank r on GPU r mod the GPUs; several ranks
+# on one GPU take NCCL with NCCL_MULTI_RANK_GPU_ENABLE): smddp's NCCL plane, smddp's own plane,
+# torch's ProcessGroupNCCL, gloo. Asked for by name (--backends), never by default.
+CUDA_BACKENDS = ("smddp-nccl", "smddp-cuda", "nccl", "gloo-cuda")
+# The torch backend and SMDDP_GPU_PLANE of each CUDA column.
+CUDA_RUNS = {"smddp-nccl": ("smddp", "nccl"), "smddp-cuda": ("smddp", "smddp"),
+             "nccl": ("nccl", None), "gloo-cuda": ("gloo", None)}
 ELEM_SIZE = {"float32": 4, "bfloat16": 2}
 
 

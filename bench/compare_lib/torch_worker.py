@@ -10,6 +10,8 @@ elements that differ from the closed-form values after a separate checked call; 
 backend's time estimate of one call (torch's _time_estimator, max over ranks) where it has one),
 other ranks "ok".
 A dtype the backend rejects (gloo + bfloat16 on torch 1.13) answers {"unsupported": message}.
+The CUDA columns (common.CUDA_BACKENDS) run the same on CUDA tensors, rank r on GPU r mod the
+GPUs, each timed loop ended by a device synchronisation.
 Invariant: stdout carries only "@@" lines; everything else goes to stderr.
 """
 import json
@@ -21,7 +23,7 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from compare_lib.common import element_count  # noqa: E402
+from compare_lib.common import CUDA_RUNS, element_count  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 
@@ -33,12 +35,19 @@ def pattern(rank, count, dtype):
 # smddp-alloc: every buffer allocated by the backend (Backend.allocate_tensor: smddp's shareable
 # memory, where large collectives run in place); the others: torch's allocator.
 ALLOCATE = None
+DEVICE = torch.device("cpu")  # the CUDA columns: this rank's GPU
 
 
 def zeros(count, dtype):
     if ALLOCATE is None:
-        return torch.zeros(count, dtype=dtype)
+        return torch.zeros(count, dtype=dtype, device=DEVICE)
     return ALLOCATE(count, dtype).zero_()
+
+
+def settle():
+    """The calls so far have finished (on the device too)."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize(DEVICE)
 
 
 class Case:
@@ -92,6 +101,7 @@ class Case:
         else:
             self.buf.copy_(pattern(self.rank, self.buf.numel(), self.dtype))
         self.call()
+        settle()
         if self.coll == "all_gather":
             got = torch.cat(self.outs)
             want = torch.cat([pattern(r, self.count, self.dtype) for r in range(self.world)])
@@ -122,7 +132,7 @@ class Case:
             got = self.buf
             want = sum(pattern(r, self.count, torch.float64) for r in range(self.world))
             want = want.to(self.dtype)
-        return int((got.float() != want.float()).sum())
+        return int((got.float().cpu() != want.float()).sum())
 
 
 def probe(coll, dtype, rank, world):
@@ -140,7 +150,7 @@ def calls_for(cmd, warm_s):
     slowest rank's warm-up pace (every rank must make the same number), at least min_iters."""
     if cmd.get("budget_ms") is None:
         return cmd["iters"]
-    pace = torch.tensor([warm_s], dtype=torch.float64)
+    pace = torch.tensor([warm_s], dtype=torch.float64, device=DEVICE)
     dist.all_reduce(pace, op=dist.ReduceOp.MAX)
     fit = int(cmd["budget_ms"] * 1e-3 / max(float(pace[0]), 1e-9))
     return max(cmd.get("min_iters") or 1, min(cmd["iters"], fit))
@@ -148,7 +158,7 @@ def calls_for(cmd, warm_s):
 
 def estimator():
     """The group's backend when it estimates times (torch >= 2.15: smddp; gloo does not)."""
-    backend = dist.group.WORLD._get_backend(torch.device("cpu"))
+    backend = dist.group.WORLD._get_backend(DEVICE)
     return backend if getattr(backend, "_supports_time_estimate", False) else None
 
 
@@ -165,10 +175,10 @@ def sweep(cmd, rank, world):
     if err is not None:
         return {"unsupported": err}
     sizes, warmup = cmd["sizes"], cmd["warmup"]
-    times = torch.zeros(len(sizes), dtype=torch.float64)
-    wrong = torch.zeros(len(sizes), dtype=torch.float64)
+    times = torch.zeros(len(sizes), dtype=torch.float64, device=DEVICE)
+    wrong = torch.zeros(len(sizes), dtype=torch.float64, device=DEVICE)
     calls = [0] * len(sizes)
-    estimates = torch.zeros(len(sizes), dtype=torch.float64)
+    estimates = torch.zeros(len(sizes), dtype=torch.float64, device=DEVICE)
     estimating = estimator() is not None
     paced = max(warmup, 1 if cmd.get("budget_ms") is not None else 0)  # a pace needs a call
     for k, size in enumerate(sizes):
@@ -177,11 +187,13 @@ def sweep(cmd, rank, world):
         t0 = time.perf_counter()
         for _ in range(paced):
             case.call()
+        settle()
         iters = calls_for(cmd, (time.perf_counter() - t0) / max(paced, 1))
         dist.barrier()
         t0 = time.perf_counter()
         for _ in range(iters):
             case.call()
+        settle()
         times[k] = (time.perf_counter() - t0) * 1e6 / iters
         calls[k] = iters
         wrong[k] = case.check()
@@ -202,12 +214,18 @@ def sweep(cmd, rank, world):
 
 
 def main():
-    global ALLOCATE
+    global ALLOCATE, DEVICE
     backend, rank, world, init = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    name = "smddp" if backend == "smddp-alloc" else backend
+    if backend in CUDA_RUNS:
+        name, plane = CUDA_RUNS[backend]
+        if plane:
+            os.environ["SMDDP_GPU_PLANE"] = plane  # read by smddp at its first use, below
+        DEVICE = torch.device("cuda", rank % torch.cuda.device_count())
+        torch.cuda.set_device(DEVICE)  # before the group: its data plane is chosen from it
     if backend.startswith("smddp"):
         import torch_smddp  # noqa: F401  (registers the backend)
     torch.set_num_threads(1)
-    name = "smddp" if backend == "smddp-alloc" else backend
     dist.init_process_group(name, init_method=init, rank=rank, world_size=world)
     if backend == "smddp-alloc":
         cpu = torch.device("cpu")
