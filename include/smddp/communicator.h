@@ -78,6 +78,15 @@ class Communicator {
   // has none. dataPlaneReason() says why, in words.
   std::string dataPlane() const;
   std::string dataPlaneReason() const;
+  // This communicator is `parent` without `excludedParentRanks` (a shrink), and every remaining
+  // rank says so before this communicator's first CUDA call: where both take the NCCL plane and
+  // every remaining rank's parent has a healthy NCCL communicator and an NCCL with
+  // ncclCommShrink, this one's is shrunk from it (no new rendezvous); otherwise it is formed
+  // anew as usual. Error(kInvalidArgument) after this communicator's first CUDA call.
+  void shrinkDevicePlaneOf(Communicator& parent, const std::vector<int>& excludedParentRanks);
+  // How this communicator's NCCL communicator was made: "ncclCommInitRankConfig",
+  // "ncclCommShrink", or "" while there is none.
+  std::string ncclFormedBy() const;
 
   // `bytes` of host memory that the other ranks of this host can read and write in place (a
   // tensor's storage; page-aligned). On one host, all_reduce, broadcast, all_gather and

@@ -109,6 +109,9 @@ PYBIND11_MODULE(_C, m) {
                                return pg.dataPlaneReason();
                              },
                              "why data_plane is what it is, in words")
+      .def_property_readonly("nccl_formed_by", &ProcessGroupSmddp::ncclFormedBy,
+                             "how the group's NCCL communicator was made: "
+                             "'ncclCommInitRankConfig', 'ncclCommShrink', or '' while none")
       .def_property_readonly("memory_stats", &ProcessGroupSmddp::memoryStats,
                              "memory held, in bytes, by name (Communicator::memoryStats): the "
                              "process's shareable tensor memory (allocate_tensor) and its use")

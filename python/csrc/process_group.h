@@ -52,6 +52,7 @@ class ProcessGroupSmddp : public compat::BackendBase {
   }
   std::string dataPlane() const { return enter().comm().dataPlane(); }
   std::string dataPlaneReason() const { return enter().comm().dataPlaneReason(); }
+  std::string ncclFormedBy() const { return enter().comm().ncclFormedBy(); }
   std::chrono::milliseconds timeout() const {
     return std::chrono::milliseconds(timeoutMs_.load(std::memory_order_relaxed));
   }

@@ -134,6 +134,12 @@ c10::intrusive_ptr<compat::BackendBase> ProcessGroupSmddp::shrink(
     agreeOnMembers(*store, childName + "/" + key, members, rank, childTimeout, what);
     child = c10::make_intrusive<ProcessGroupSmddp>(store_, rank, static_cast<int>(members.size()),
                                                    childTimeout, childName, false, key);
+    if (!(flags & kShrinkAbort)) {
+      // Without a loss the parent's NCCL communicator is healthy: the child's is shrunk from it
+      // (ncclCommShrink, where NCCL has it) instead of a new rendezvous.
+      std::vector<int> gone(excluded.begin(), excluded.end());
+      child->enter().comm().shrinkDevicePlaneOf(enter().comm(), gone);
+    }
   }
   track(child);
   return child;

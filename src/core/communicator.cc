@@ -152,6 +152,13 @@ std::string Communicator::dataPlane() const { return impl_->dataPlane(); }
 
 std::string Communicator::dataPlaneReason() const { return impl_->dataPlaneWhy(); }
 
+void Communicator::shrinkDevicePlaneOf(Communicator& parent,
+                                       const std::vector<int>& excludedParentRanks) {
+  impl_->shrinkDevicePlaneOf(*parent.impl_, excludedParentRanks);
+}
+
+std::string Communicator::ncclFormedBy() const { return impl_->ncclFormedBy(); }
+
 std::map<std::string, uint64_t> Communicator::deviceIpcCalls() const {
   std::map<std::string, uint64_t> calls;
   for (int k = 0; k <= static_cast<int>(CollectiveKind::kControl); ++k) {

@@ -130,6 +130,9 @@ class CommunicatorImpl {
   // published at creation (bounded by timeout()). Throws Error when the ranks' SMDDP_GPU_PLANE cannot agree.
   std::string dataPlane();
   std::string dataPlaneWhy();
+  // Communicator::shrinkDevicePlaneOf and ncclFormedBy (communicator_nccl.cc).
+  void shrinkDevicePlaneOf(CommunicatorImpl& parent, const std::vector<int>& excluded);
+  std::string ncclFormedBy();
   // Communicator::allocateDevice (communicator_planes.cc).
   std::shared_ptr<void> allocateDevice(size_t bytes, int device);
 

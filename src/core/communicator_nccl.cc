@@ -66,12 +66,47 @@ planes::nccl::NcclPlane& CommunicatorImpl::ncclPlane(const algo::CollectiveArgs&
     if (code != ErrorCode::kAborted) SMDDP_WARN(rank_, reason);
     markBroken(code, reason);
   };
+  if (p.shrinkAsked) {
+    setup.shrinkOf = planes::nccl::ShrinkOf{std::move(p.shrinkParent), p.shrinkExcluded};
+  }
   // Returns at once: the communicator forms on the plane's helper thread, every rank's first
   // call on the plane having started it (the calls meanwhile wait there, in order).
   p.nccl = std::make_unique<planes::nccl::NcclPlane>(setup, Clock::now() + timeout());
   SMDDP_INFO(rank_, "NCCL plane forming on " << device->name() << " device " << args.device
                                             << " with " << name);
   return *p.nccl;
+}
+
+void CommunicatorImpl::shrinkDevicePlaneOf(CommunicatorImpl& parent,
+                                           const std::vector<int>& excluded) {
+  std::shared_ptr<planes::nccl::NcclComm> comm;
+  {
+    std::lock_guard<std::mutex> lock(parent.planes_->mutex);
+    if (parent.planes_->nccl) comm = parent.planes_->nccl->healthyComm();
+  }
+  device::Device* device = settings_.device != nullptr ? settings_.device : device::processDevice();
+  std::string why;
+  const planes::nccl::NcclApi* api =
+      device != nullptr ? planes::nccl::loadNccl(device->name(), &why) : nullptr;
+  const bool can = comm && api != nullptr && planes::nccl::hasShrink(*api);
+  DevicePlanes& p = *planes_;
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    if (p.nccl) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
+                      "): shrinkDevicePlaneOf after this communicator's first CUDA call");
+    }
+    p.shrinkAsked = true;
+    p.shrinkParent = can ? std::move(comm) : nullptr;
+    p.shrinkExcluded = excluded;
+  }
+  if (p.store) p.store->set(p.prefix + "/nccl/shrink/" + std::to_string(rank_), can ? "1" : "0");
+}
+
+std::string CommunicatorImpl::ncclFormedBy() {
+  std::lock_guard<std::mutex> lock(planes_->mutex);
+  return planes_->nccl ? planes_->nccl->formedBy() : std::string();
 }
 
 void CommunicatorImpl::describeNccl(algo::CollectiveDesc& d) {
@@ -181,6 +216,8 @@ void CommunicatorImpl::closeDevicePlanes() {
 #include "core/communicator_impl.h"
 
 namespace smddp::core {
+void CommunicatorImpl::shrinkDevicePlaneOf(CommunicatorImpl&, const std::vector<int>&) {}
+std::string CommunicatorImpl::ncclFormedBy() { return ""; }
 void CommunicatorImpl::failDevicePlanes(ErrorCode, const std::string&) {}
 void CommunicatorImpl::closeDevicePlanes() {}
 }  // namespace smddp::core

@@ -120,6 +120,7 @@ planes::Plane CommunicatorImpl::decidePlane() {
   }
   SMDDP_INFO(rank_, "CUDA tensors use the " << planes::toString(p.choice.plane) << " plane: "
                                             << p.choice.why);
+  if (p.choice.plane != planes::Plane::kNccl) p.shrinkParent.reset();  // nothing to shrink
   p.decided.store(static_cast<int>(p.choice.plane), std::memory_order_release);
   return p.choice.plane;
 }

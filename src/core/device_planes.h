@@ -20,6 +20,7 @@
 #include "smddp/store.h"
 
 namespace smddp::planes::nccl {
+class NcclComm;
 class NcclPlane;
 }  // namespace smddp::planes::nccl
 namespace smddp::transport::ofi {
@@ -43,6 +44,11 @@ struct DevicePlanes {
   std::atomic<int> decided{-1};  // -1 until decided, then a planes::Plane
   planes::PlaneChoice choice;
   std::unique_ptr<planes::nccl::NcclPlane> nccl;
+  // A group shrunk from another (Communicator::shrinkDevicePlaneOf): the parent's healthy NCCL
+  // communicator to derive this one's from (null: this rank cannot), and the ranks left out.
+  bool shrinkAsked = false;
+  std::shared_ptr<planes::nccl::NcclComm> shrinkParent;
+  std::vector<int> shrinkExcluded;
 
   std::mutex postMutex;  // posts to the NCCL plane, in call order
 

@@ -243,6 +243,51 @@ TEST(NcclPlaneMemory, AllocatedDeviceMemoryCarriesCollectives) {
             "");
 }
 
+// A group shrunk from another (rank 1 left out): its NCCL communicator is shrunk from the
+// parent's where the loaded NCCL has ncclCommShrink (the full test NCCL), formed anew where it
+// has not (the oldest NCCL taken); either way it reduces right.
+std::string shrinkRun(const char* library, const std::string& formedBy) {
+  const std::string dir = test::makeTempDir("smddp-mp-nccl-shrink");
+  const std::string report = test::forkRanks(3, 120s, [&](int rank) {
+    if (library != nullptr) ::setenv("SMDDP_NCCL_LIBRARY", library, 1);
+    auto parent = join(dir, rank, 3);
+    void* s = device_api::createStream(0);
+    DeviceArray<int32_t> x(s, std::vector<int32_t>(1001, rank + 1));
+    parent->allReduce(x.buf(DataType::kInt32), x.buf(DataType::kInt32), ReduceOp::kSum).wait();
+    if (expectEqual(rank, "the parent's all_reduce", x.get(), std::vector<int32_t>(1001, 6))) {
+      return 1;
+    }
+    if (rank == 1) return 0;  // left out
+    Options opts;
+    opts.provider = "shm";
+    opts.timeout = 60s;
+    opts.name = "child";
+    opts.generation = "x1";
+    auto child = Communicator::create(makeFileStore(dir), rank == 0 ? 0 : 1, 2, opts);
+    child->shrinkDevicePlaneOf(*parent, {1});
+    DeviceArray<int32_t> y(s, std::vector<int32_t>(777, rank + 1));
+    child->allReduce(y.buf(DataType::kInt32), y.buf(DataType::kInt32), ReduceOp::kSum).wait();
+    if (expectEqual(rank, "the shrunk group's all_reduce", y.get(), std::vector<int32_t>(777, 4))) {
+      return 1;
+    }
+    if (child->ncclFormedBy() != formedBy) {
+      std::fprintf(stderr, "rank %d: formed by %s, expected %s\n", rank,
+                   child->ncclFormedBy().c_str(), formedBy.c_str());
+      return 1;
+    }
+    child.reset();
+    device_api::destroyStream(s);
+    return 0;
+  });
+  test::removeTree(dir);
+  return report;
+}
+
+TEST(NcclPlaneShrink, AShrunkGroupDerivesItsCommunicatorWhereNcclCan) {
+  EXPECT_EQ(shrinkRun(nullptr, "ncclCommShrink"), "");
+  EXPECT_EQ(shrinkRun(SMDDP_TEST_NCCL_MINIMAL_PATH, "ncclCommInitRankConfig"), "");
+}
+
 // Estimates cost a CUDA call as the NCCL plane runs it (NCCL's ring on the GPUs' fabric, the
 // model's 360 GB/s prior: above its bytes at that rate, below the staging copies alone), and a
 // pair NCCL lacks (BOR) as smddp's plane, staging copies included (20 GB/s each way).

@@ -340,6 +340,7 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* excluded, int count, ncclComm_
   if ((flags & NCCL_SHRINK_ABORT) != 0) parent.aborted.store(true);
   auto s = std::make_shared<CommState>();
   s->name = parent.name + "k" + std::to_string(++parent.shrinks);
+  s->size = 0;  // counted below: the parent's ranks that remain
   for (int r = 0; r < parent.size; ++r) {
     if (out[static_cast<size_t>(r)]) continue;
     if (r == parent.rank) s->rank = s->size;

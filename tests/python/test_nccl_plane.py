@@ -13,7 +13,8 @@ memory (test_fake_device.py), so the groups below run their collectives on NCCL:
 - a peer that is SIGKILLed, exits or is stopped inside a stream of all_reduces is named on every
   survivor within 2 s (PG timeout 60 s); ranks that disagree on a collective (size, dtype, kind)
   are named on every rank, at the latest at its next call (the signatures travel out of band);
-- shrink_group after a lost rank, and reconfigure, go on training on the plane; so does
+- shrink_group without a loss shrinks the NCCL communicator (ncclCommShrink); after a lost rank,
+  and after reconfigure, the survivors go on training on the plane; so does
   examples/keep_training.py.
 """
 import os
@@ -104,6 +105,11 @@ def test_a_lost_peer_is_named_within_two_seconds(how):
 @pytest.mark.parametrize("kind", ["size", "dtype", "collective"])
 def test_a_mismatch_is_named_on_every_rank(kind):
     harness.run(workers_nccl_plane.mismatch, 2, init="file", timeout=60, args=(kind,))
+
+
+@pytest.mark.skipif(not hasattr(torch.distributed, "shrink_group"), reason="no shrink_group")
+def test_shrink_without_a_loss_shrinks_the_nccl_communicator():
+    harness.run(workers_nccl_plane.shrink_without_loss, 3, init="tcp", timeout=120)
 
 
 @pytest.mark.skipif(not hasattr(torch.distributed, "shrink_group"), reason="no shrink_group")

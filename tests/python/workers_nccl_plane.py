@@ -125,3 +125,23 @@ def mismatch(rank, world, init_method, kind):
     expect_raise(rank, "a collective on the broken group", lambda: dist.barrier(), "broken",
                  bound_s=20.0)
     dist.destroy_process_group()
+
+
+def shrink_without_loss(rank, world, init_method):
+    """SHRINK_DEFAULT with nobody lost: the shrunk group's NCCL communicator is derived from the
+    parent's (ncclCommShrink), and reduces right."""
+    _init(rank, world, init_method)
+    check_usable(rank, world, "before the shrink")
+    pg = torch_smddp.backend_of()
+    assert pg.nccl_formed_by == "ncclCommInitRankConfig", pg.nccl_formed_by
+    if rank == world - 1:
+        dist.destroy_process_group()
+        return
+    group = dist.shrink_group([world - 1])
+    t = torch.full((9,), float(rank + 1))
+    dist.all_reduce(t, group=group)
+    want = float(sum(range(1, world)))
+    assert t.tolist() == [want] * 9, f"rank {rank}: shrunk group: {t.tolist()}"
+    formed = torch_smddp.backend_of(group).nccl_formed_by
+    assert formed == "ncclCommShrink", f"rank {rank}: shrunk group's communicator: {formed}"
+    dist.destroy_process_group()

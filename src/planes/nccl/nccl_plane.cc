@@ -183,6 +183,15 @@ void NcclPlane::track(const std::shared_ptr<NcclWork>& work) {
   if (idle) wake_.notify_all();  // a busy watchdog polls anyway: no wake-up per call
 }
 
+std::shared_ptr<NcclComm> NcclPlane::healthyComm() const {
+  if (!formed_.load(std::memory_order_acquire) || failed()) return nullptr;
+  return comm_;
+}
+
+std::string NcclPlane::formedBy() const {
+  return formed_.load(std::memory_order_acquire) ? formedBy_ : std::string();
+}
+
 size_t NcclPlane::pending() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return pending_.size();

@@ -29,6 +29,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,6 +53,11 @@ const NcclApi* loadNccl(const std::string& device, std::string* why, std::string
 int versionOf(const NcclApi& api);
 // Whether the loaded NCCL has ncclCommShrink.
 bool hasShrink(const NcclApi& api);
+// The communicator a shrunk group's plane may be derived from (NcclPlaneSetup::shrinkOf).
+struct ShrinkOf {
+  std::shared_ptr<NcclComm> parent;  // the parent's, formed and healthy; null: none to shrink
+  std::vector<int> excluded;         // parent ranks left out
+};
 // "" when NCCL runs `call` as smddp defines it; else why not (nccl_types.h).
 std::string refusal(const Call& call);
 // `bytes` of memory of device `ordinal` from ncclMemAlloc (memory NCCL can register), given back
@@ -85,6 +91,10 @@ struct NcclPlaneSetup {
   std::string prefix;            // its keys' prefix
   std::function<std::chrono::milliseconds()> timeout;
   NcclPlaneHooks hooks;
+  // Set for a group made by shrinking another: every rank said (prefix/nccl/shrink/<rank>)
+  // whether it can derive the communicator from the parent's by ncclCommShrink; when all can,
+  // the formation does, else it forms one anew.
+  std::optional<ShrinkOf> shrinkOf;
 };
 
 class NcclPlane {
@@ -120,6 +130,11 @@ class NcclPlane {
   bool waitUntil(NcclWork& work, Clock::time_point deadline);
   // Works posted and not yet settled.
   size_t pending() const;
+  // The formed communicator while the plane is healthy (null before, or once failed): what a
+  // group shrunk from this one derives its own from.
+  std::shared_ptr<NcclComm> healthyComm() const;
+  // How the communicator was made ("ncclCommInitRankConfig", "ncclCommShrink"); "" until formed.
+  std::string formedBy() const;
 
  private:
   struct Held {
@@ -130,6 +145,12 @@ class NcclPlane {
   // then the held works in order; fails the plane when any of it fails.
   void form(Clock::time_point deadline);
   std::string exchangeId(Clock::time_point deadline);
+  std::unique_ptr<NcclComm> formAnew(Clock::time_point deadline);  // the id, then init
+  // Whether every rank said it can shrink from its parent (bounded by `deadline`).
+  bool everyRankCanShrink(Clock::time_point deadline);
+  // Reads `key` from the store in slices until the deadline or stopReason() (Error otherwise).
+  std::string awaitKey(const std::string& key, Clock::time_point deadline,
+                       const std::string& what);
   // Why the formation stops waiting ("" to go on): shutting down, the plane failed, a verdict.
   std::string stopReason();
   // Enqueues a collective on the formed communicator (enqueueMutex_ held): the work waits for
@@ -146,8 +167,9 @@ class NcclPlane {
   void settleFailed(NcclWork& work);
 
   NcclPlaneSetup setup_;
-  std::unique_ptr<NcclComm> comm_;  // set once formed_ (under enqueueMutex_)
+  std::shared_ptr<NcclComm> comm_;  // set once formed_ (under enqueueMutex_)
   std::atomic<bool> formed_{false};
+  std::string formedBy_;  // set before formed_
   std::atomic<bool> closing_{false};  // the destructor runs: the formation gives up
   std::mutex enqueueMutex_;  // orders posts against the formation's flush of held_
   std::deque<Held> held_;    // posted before formed_, in order

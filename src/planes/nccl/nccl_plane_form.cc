@@ -28,13 +28,8 @@ std::string NcclPlane::stopReason() {
   return setup_.hooks.verdict ? setup_.hooks.verdict(&code) : std::string();
 }
 
-std::string NcclPlane::exchangeId(Clock::time_point deadline) {
-  const std::string key = setup_.prefix + "/nccl/id";
-  if (setup_.rank == 0) {
-    const std::string id = newUniqueId(*setup_.api);
-    setup_.store->set(key, id);
-    return id;
-  }
+std::string NcclPlane::awaitKey(const std::string& key, Clock::time_point deadline,
+                                const std::string& what) {
   std::string failure;
   while (true) {
     const std::string stop = stopReason();
@@ -47,32 +42,63 @@ std::string NcclPlane::exchangeId(Clock::time_point deadline) {
       failure = e.what();
     }
   }
-  throw Error(ErrorCode::kTimeout, setup_.who + ": rank 0 did not publish the NCCL "
-                                                "communicator's id in time (" + failure + ")");
+  throw Error(ErrorCode::kTimeout, setup_.who + ": " + what + " in time (" + failure + ")");
+}
+
+std::string NcclPlane::exchangeId(Clock::time_point deadline) {
+  const std::string key = setup_.prefix + "/nccl/id";
+  if (setup_.rank == 0) {
+    const std::string id = newUniqueId(*setup_.api);
+    setup_.store->set(key, id);
+    return id;
+  }
+  return awaitKey(key, deadline, "rank 0 did not publish the NCCL communicator's id");
+}
+
+bool NcclPlane::everyRankCanShrink(Clock::time_point deadline) {
+  bool all = true;
+  for (int r = 0; r < setup_.size; ++r) {
+    const std::string key = setup_.prefix + "/nccl/shrink/" + std::to_string(r);
+    all = awaitKey(key, deadline, "rank " + std::to_string(r) + " did not say whether it can "
+                                  "shrink its parent's NCCL communicator") == "1" && all;
+  }
+  return all;
+}
+
+std::unique_ptr<NcclComm> NcclPlane::formAnew(Clock::time_point deadline) {
+  const std::string bytes = exchangeId(deadline);
+  ncclUniqueId id{};
+  if (bytes.size() != sizeof(id.internal)) {
+    throw Error(ErrorCode::kInternal, setup_.who + ": the NCCL id in the store has " +
+                                          std::to_string(bytes.size()) + " bytes, not " +
+                                          std::to_string(sizeof(id.internal)));
+  }
+  std::memcpy(id.internal, bytes.data(), sizeof(id.internal));
+  return NcclComm::init(*setup_.api, *setup_.device, setup_.ordinal, id, setup_.rank,
+                        setup_.size, deadline, [this] { return stopReason(); }, setup_.who);
 }
 
 void NcclPlane::form(Clock::time_point deadline) {
   std::unique_ptr<NcclComm> comm;
   ErrorCode code = ErrorCode::kInternal;
   std::string cause;
+  std::string by = "ncclCommInitRankConfig";
   try {
-    const std::string bytes = exchangeId(deadline);
-    ncclUniqueId id{};
-    if (bytes.size() != sizeof(id.internal)) {
-      throw Error(ErrorCode::kInternal, setup_.who + ": the NCCL id in the store has " +
-                                            std::to_string(bytes.size()) + " bytes, not " +
-                                            std::to_string(sizeof(id.internal)));
+    if (setup_.shrinkOf && everyRankCanShrink(deadline)) {
+      by = "ncclCommShrink";
+      comm = NcclComm::shrink(*setup_.shrinkOf->parent, setup_.shrinkOf->excluded, false,
+                              deadline, [this] { return stopReason(); }, setup_.who);
+    } else {
+      comm = formAnew(deadline);
     }
-    std::memcpy(id.internal, bytes.data(), sizeof(id.internal));
-    comm = NcclComm::init(*setup_.api, *setup_.device, setup_.ordinal, id, setup_.rank,
-                          setup_.size, deadline, [this] { return stopReason(); }, setup_.who);
   } catch (const Error& e) {
     code = e.code() == ErrorCode::kInvalidArgument ? ErrorCode::kInternal : e.code();
-    cause = std::string("the NCCL communicator could not be formed: ") + e.what();
+    cause = "the NCCL communicator could not be formed (" + by + "): " + e.what();
   } catch (const std::exception& e) {
     code = ErrorCode::kStore;
-    cause = std::string("the NCCL communicator could not be formed: ") + e.what();
+    cause = "the NCCL communicator could not be formed (" + by + "): " + e.what();
   }
+  if (setup_.shrinkOf) setup_.shrinkOf->parent.reset();  // the parent's may go now
   std::lock_guard<std::mutex> order(enqueueMutex_);
   if (comm && (failed() || closing_.load(std::memory_order_acquire))) {
     comm->abort();  // formed too late: the plane failed (its works with it) or is going away
@@ -83,6 +109,7 @@ void NcclPlane::form(Clock::time_point deadline) {
     return;
   }
   comm_ = std::move(comm);
+  formedBy_ = by;
   formed_.store(true, std::memory_order_release);
   while (!held_.empty() && !failed()) {
     Held h = std::move(held_.front());
