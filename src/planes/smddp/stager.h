@@ -143,7 +143,7 @@ class DeviceStager {
   void enqueueCopies(StagedCall& call, const algo::CollectiveArgs& args);
   void enqueuePlan(StagedCall& call, const algo::CollectiveArgs& args,
                    const std::vector<IpcOp>& ops);
-  // The last call in inflight_ failed half enqueued (mutex_ held): see device_stager.cc.
+  // The last call in inflight_ failed half enqueued (mutex_ held): see stager.cc.
   void abandon(const std::shared_ptr<StagedCall>& call);
 
   device::Device& device_;
