@@ -71,7 +71,7 @@ planes::nccl::NcclPlane& CommunicatorImpl::ncclPlane(const algo::CollectiveArgs&
   }
   // Returns at once: the communicator forms on the plane's helper thread, every rank's first
   // call on the plane having started it (the calls meanwhile wait there, in order).
-  p.nccl = std::make_unique<planes::nccl::NcclPlane>(setup, Clock::now() + timeout());
+  p.nccl = std::make_shared<planes::nccl::NcclPlane>(setup, Clock::now() + timeout());
   SMDDP_INFO(rank_, "NCCL plane forming on " << device->name() << " device " << args.device
                                             << " with " << name);
   return *p.nccl;
@@ -201,7 +201,7 @@ void CommunicatorImpl::failDevicePlanes(ErrorCode code, const std::string& reaso
 }
 
 void CommunicatorImpl::closeDevicePlanes() {
-  std::unique_ptr<planes::nccl::NcclPlane> plane;
+  std::shared_ptr<planes::nccl::NcclPlane> plane;
   {
     std::lock_guard<std::mutex> lock(planes_->mutex);
     plane = std::move(planes_->nccl);

@@ -43,7 +43,8 @@ struct DevicePlanes {
   std::mutex mutex;  // guards the decision and the NCCL plane's creation
   std::atomic<int> decided{-1};  // -1 until decided, then a planes::Plane
   planes::PlaneChoice choice;
-  std::unique_ptr<planes::nccl::NcclPlane> nccl;
+  // shared_ptr: destroyed where NcclPlane may be incomplete (a build without the NCCL plane)
+  std::shared_ptr<planes::nccl::NcclPlane> nccl;
   // A group shrunk from another (Communicator::shrinkDevicePlaneOf): the parent's healthy NCCL
   // communicator to derive this one's from (null: this rank cannot), and the ranks left out.
   bool shrinkAsked = false;
