@@ -227,7 +227,7 @@ std::string usageText(const std::string& program) {
          "  -r, --root <rank>           broadcast root, -1 for every root in turn, default 0\n"
          "  -np, --nranks <n>           fork n ranks on this host (file store in a fresh temp "
          "dir)\n"
-         "  -P, --provider <name>       shm|tcp|efa|auto (default: SMDDP_PROVIDER)\n"
+         "  -P, --provider <name>       shm|tcp|net|efa|auto (default: SMDDP_PROVIDER)\n"
          "  -B, --bind <0|1|2>          -np ranks: 1: bind rank r to the r-th allowed core when\n"
          "                              there are enough (as mpirun does for 2); 2: also with\n"
          "                              more ranks than CPUs, rank r to CPU r mod CPUs (as\n"

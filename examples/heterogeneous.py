@@ -12,11 +12,13 @@ gets its batches from data rank j mod (number of data ranks). Trainers run DDP o
 --train-group group and, at the end, trainer 0 prints a sha256 of the parameters and saves them
 to SM_MODEL_DIR. Without a --data-group in the job (a plain torchrun on the trainers alone) the
 trainers prepare their batches themselves, so the two runs can be compared: they must train the
-same model bit for bit (tests/python/test_sagemaker.py).
+same model bit for bit (tests/python/test_sagemaker_jobs.py).
 
 Invariant: batch (step, trainer j) depends only on (--seed, step, j); what moves is a prepared
 float tensor and its labels, in step order per trainer, so where a batch was prepared cannot
-change the model. Tensors are CPU tensors in this release (--device cpu).
+change the model. The tensors are CPU tensors (the test runs the job on CPU instances); smddp
+carries CUDA tensors too (docs/TORCH.md), so a GPU version moves the model and batches to the
+trainer's device.
 """
 import argparse
 import hashlib

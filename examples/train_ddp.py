@@ -80,6 +80,9 @@ class SyntheticImages:
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--backend", default="smddp", choices=["smddp", "gloo"])
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="cuda: each rank trains on GPU LOCAL_RANK mod the GPUs visible (on "
+                        "smddp, CUDA tensors take NCCL where each rank has a GPU of its own)")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--steps", type=int, default=20, help="steps per epoch")
     p.add_argument("--batch", type=int, default=32, help="per-rank batch size")
@@ -95,6 +98,9 @@ def parse_args():
                    help="file marking that the injected failure already happened")
     p.add_argument("--fail-rank", type=int, default=1)
     args = p.parse_args()
+    if "LOCAL_RANK" not in os.environ:
+        p.error("launch with torchrun, e.g. torchrun --standalone --nproc_per_node=2 "
+                "--redirects 1 --tee 1 examples/train_ddp.py")
     if args.fail_once_at_epoch is not None and not args.fail_marker:
         p.error("--fail-once-at-epoch needs --fail-marker")
     return args
@@ -131,7 +137,7 @@ def state_sha256(module):
     h = hashlib.sha256()
     for name, tensor in sorted(module.state_dict().items()):
         h.update(name.encode())
-        h.update(tensor.detach().contiguous().numpy().tobytes())
+        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()
 
 
@@ -140,15 +146,20 @@ def main():
     if args.backend == "smddp":
         import torch_smddp  # noqa: F401  (registers the backend)
     torch.set_num_threads(1)  # several ranks share the host's cores
+    device = torch.device("cpu")
+    if args.device == "cuda":
+        local = int(os.environ["LOCAL_RANK"])
+        device = torch.device("cuda", local % torch.cuda.device_count())
+        torch.cuda.set_device(device)  # before the group: its data plane is chosen from it
     kwargs = {} if args.timeout is None else {"timeout": timedelta(seconds=args.timeout)}
     dist.init_process_group(backend=args.backend, **kwargs)
     rank, world = dist.get_rank(), dist.get_world_size()
 
     torch.manual_seed(args.seed)
-    net = SmallResNet()
+    net = SmallResNet().to(device)
     opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=0.9)
     first = load_checkpoint(args.checkpoint, net, opt)  # before DDP: it broadcasts rank 0's state
-    model = DDP(net)
+    model = DDP(net, device_ids=[device.index] if device.type == "cuda" else None)
     data = SyntheticImages(args.seed, rank)
     if rank == 0:
         print(f"backend={args.backend} world={world} epochs={args.epochs} steps={args.steps} "
@@ -159,11 +170,11 @@ def main():
                   flush=True)
 
     for epoch in range(first, args.epochs):
-        start, total = time.perf_counter(), torch.zeros(1)
+        start, total = time.perf_counter(), torch.zeros(1, device=device)
         for step in range(args.steps):
             if args.fail_once_at_epoch is not None:
                 maybe_fail(args, rank, epoch, step)
-            x, y = data.batch(epoch, step, args.batch)
+            x, y = (t.to(device) for t in data.batch(epoch, step, args.batch))
             loss = F.cross_entropy(model(x), y)
             opt.zero_grad()
             loss.backward()
@@ -184,7 +195,4 @@ def main():
 
 
 if __name__ == "__main__":
-    if "LOCAL_RANK" not in os.environ:
-        raise SystemExit("launch with torchrun, e.g. torchrun --standalone --nproc_per_node=2 "
-                         "--redirects 1 --tee 1 examples/train_ddp.py")
     main()

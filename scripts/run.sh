@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # One entry point for a fresh Debian 12 machine (as root, or with sudo available):
-#   bash scripts/run.sh main   installs what is missing, builds, runs the main job (DDP training)
-#   bash scripts/run.sh test   installs what is missing, builds, runs every test tier (torch 2.x
-#                              from PyPI, and the torch 1.13 legacy tier)
-#   bash scripts/run.sh build  installs what is missing and builds only
+#   bash scripts/run.sh main   installs what training needs, builds the library, the extension and
+#                              the perf tool it runs, runs the main job (DDP training, a sweep)
+#   bash scripts/run.sh test   installs what the tests need too, builds everything, runs every
+#                              test tier (torch 2.x from PyPI, and the torch 1.13 legacy tier)
+#   bash scripts/run.sh build  installs what the tests need and builds everything
 #   bash scripts/run.sh upstream [world sizes, default "2 3"]
 #                              installs what is missing, builds, runs PyTorch's own distributed
 #                              test suite against smddp and gloo (tests/upstream, docs/UPSTREAM.md)
 #   bash scripts/run.sh compare [bench/compare flags]
 #                              installs what is missing, builds, runs bench/compare
 #                              (smddp vs gloo vs Open MPI, docs/PERF.md)
-# Every mode installs the same packages (PACKAGES below, Open MPI among them).
+# What each mode changes on the machine: Debian packages (MAIN_PACKAGES for main; every other mode
+# TEST_PACKAGES too), .venv (python/requirements.txt for main, requirements-test.txt otherwise);
+# test also podman's settings (scripts/podman_setup.sh) and .venv113.
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,10 +26,22 @@ PY=/usr/bin/python3   # Debian's interpreter: it sees python3-torch
 # A step's heading, with the time since the script started (CI logs show where the time goes).
 step() { printf '== [%2d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
-PACKAGES=(build-essential cmake pkg-config libfabric-dev libfabric-bin libgtest-dev libgmock-dev
-          libbenchmark-dev pybind11-dev python3-pytest python3-torch libtorch-dev python3-venv
-          python3-pip openmpi-bin libopenmpi-dev python3-matplotlib iproute2 iptables
-          etcd-server etcd-client python3-etcd ccache python3-kubernetes python3-yaml)
+# Training: a compiler, CMake, libfabric, pybind11 (the extension), venv + pip, ccache.
+MAIN_PACKAGES=(build-essential cmake pkg-config libfabric-dev libfabric-bin pybind11-dev
+               python3-venv python3-pip ccache)
+# The tests add GoogleTest, Google Benchmark, Debian's torch 1.13 (the legacy tier), Open MPI
+# (bench/compare's peer), network namespaces and firewall rules, etcd (torchrun's rendezvous), the
+# Kubernetes models (the manifests' validator).
+TEST_PACKAGES=("${MAIN_PACKAGES[@]}" libgtest-dev libgmock-dev libbenchmark-dev python3-pytest
+               python3-torch libtorch-dev openmpi-bin libopenmpi-dev python3-matplotlib iproute2
+               iptables etcd-server etcd-client python3-etcd python3-kubernetes python3-yaml)
+PACKAGES=("${TEST_PACKAGES[@]}")
+REQUIREMENTS=python/requirements-test.txt
+# main: training's packages and PyPI requirements only, and only the targets it runs.
+if [ "${1:-}" = main ]; then
+  PACKAGES=("${MAIN_PACKAGES[@]}")
+  REQUIREMENTS=python/requirements.txt
+fi
 
 install_packages() {
   local missing=()
@@ -45,15 +60,23 @@ install_packages() {
 # relative to the checkout (CCACHE_BASEDIR) let the second reuse the first's objects.
 LAUNCHER=()
 
+# build [TARGET...]: the library and the given targets (the perf tool of the main job), without
+# the C++ tests; with no target, everything the tests need.
 build() {
   if command -v ccache >/dev/null; then  # after install_packages: a fresh machine has it now
     export CCACHE_BASEDIR=$ROOT
     LAUNCHER=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
     export CMAKE_ARGS="${CMAKE_ARGS:-} ${LAUNCHER[*]}"
   fi
-  step "configuring and building in $BUILD_DIR"
-  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${LAUNCHER[@]}" >/dev/null
-  cmake --build "$BUILD_DIR" -j "$JOBS"
+  local tests=ON targets=()
+  if [ $# -gt 0 ]; then
+    tests=OFF
+    for t in "$@"; do targets+=(--target "$t"); done
+  fi
+  step "configuring and building in $BUILD_DIR${1:+ (${*})}"
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSMDDP_BUILD_TESTS=$tests \
+    "${LAUNCHER[@]}" >/dev/null
+  cmake --build "$BUILD_DIR" -j "$JOBS" "${targets[@]}"
 }
 
 check_rules() {
@@ -62,11 +85,12 @@ check_rules() {
 }
 
 # Two interpreters, each with torch_smddp built against its own torch:
-#   .venv     torch 2.x from PyPI (python/requirements.txt pins it), made from the python3 on PATH,
+#   .venv     torch 2.x from PyPI (python/requirements.txt pins it; requirements-test.txt adds the
+#             tests' packages), made from the python3 on PATH,
 #             which reaches PyPI: the torch users run; every Python test runs here.
 #   .venv113  Debian's torch 1.13 (python3-torch, seen only by /usr/bin/python3): the legacy tier.
 # The first torch download on a fresh machine is a few GB ($BUILD_DIR/pip.log).
-# The packages of python/requirements.txt go into .venv in the background while the code builds
+# The packages of $REQUIREMENTS go into .venv in the background while the code builds
 # (python_deps_start; the download is network-bound); setup_python waits for them.
 PIP_PID=""
 python_deps_start() {
@@ -76,8 +100,8 @@ python_deps_start() {
     python3 -m venv .venv
   fi
   mkdir -p "$BUILD_DIR"
-  step ".venv: torch and the other PyPI packages (python/requirements.txt) in the background ($BUILD_DIR/pip.log)"
-  .venv/bin/python -m pip install --progress-bar off -r python/requirements.txt \
+  step ".venv: torch and the other PyPI packages ($REQUIREMENTS) in the background ($BUILD_DIR/pip.log)"
+  .venv/bin/python -m pip install --progress-bar off -r "$REQUIREMENTS" \
     > "$BUILD_DIR/pip.log" 2>&1 &
   PIP_PID=$!
 }
@@ -86,7 +110,7 @@ python_deps_wait() {
   [ -n "$PIP_PID" ] || python_deps_start
   if ! wait "$PIP_PID"; then
     tail -30 "$BUILD_DIR/pip.log"
-    echo "pip install -r python/requirements.txt failed (log: $BUILD_DIR/pip.log)" >&2
+    echo "pip install -r $REQUIREMENTS failed (log: $BUILD_DIR/pip.log)" >&2
     exit 1
   fi
   PIP_PID=""
@@ -128,6 +152,8 @@ LEGACY_TESTS=(test_registration.py test_collectives.py test_ddp.py test_errors.p
 
 run_tests() {
   check_rules
+  step "checking the docs (paths, variables, quoted messages, examples' --help, the perf tools' flags)"
+  .venv/bin/python scripts/check_docs.py --build-dir "$BUILD_DIR" --python .venv/bin/python
   step "C++ tests (ctest: unit, loopback, mp)"
   (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 600)
   step "the GPU validation script's CPU side (tests/gpu/run_gpu.sh, DRY_RUN=1: the fake device)"
@@ -182,7 +208,7 @@ base_images_wait() {
 }
 
 case "${1:-}" in
-  main) install_packages; python_deps_start; build; setup_python; run_main ;;
+  main) install_packages; python_deps_start; build all_reduce_perf; setup_python; run_main ;;
   test) install_packages; base_images_start; python_deps_start; build; setup_python
         setup_python113; base_images_wait; run_tests ;;
   build) install_packages; python_deps_start; build; setup_python; setup_python113 ;;

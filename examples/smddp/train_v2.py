@@ -9,7 +9,7 @@ runs offline. It runs unchanged on smddp:
 
 Invariant: data, initial weights and batch order depend only on --seed, so the final model
 equals (up to float rounding) the same model trained in one process on the global batches;
-tests/python/test_sagemaker.py checks exactly that.
+tests/python/test_sagemaker_jobs.py checks exactly that.
 """
 import argparse
 import os

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Library version, as printed by SMDDP_DEBUG=INFO.
+// Library version, as printed by SMDDP_DEBUG=INFO: CMakeLists.txt's project VERSION (the configure
+// refuses a mismatch), the Python package's and the CHANGELOG's newest section.
 #pragma once
 
 #define SMDDP_VERSION_MAJOR 0
-#define SMDDP_VERSION_MINOR 1
+#define SMDDP_VERSION_MINOR 2
 #define SMDDP_VERSION_PATCH 0
 
 namespace smddp {

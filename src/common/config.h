@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The one place where smddp reads its environment. Every SMDDP_* variable is declared once in
 // SMDDP_CONFIG_VARS (name, type, default, doc), parsed once into an immutable Config, and mirrored
-// in the README's configuration table (a unit test checks the mirror). getenv appears only in
+// in docs/CONFIGURATION.md's table (a unit test checks the mirror). getenv appears only in
 // config.cc.
 #pragma once
 

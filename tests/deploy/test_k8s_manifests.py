@@ -65,7 +65,7 @@ def test_every_manifest_is_valid(docs):
     kinds = {(d.source.rsplit("/", 1)[-1], d.body["kind"]) for d in docs}
     assert {("pytorchjob.yaml", "PyTorchJob"), ("elasticjob.yaml", "ElasticJob"),
             ("etcd.yaml", "Deployment"), ("etcd.yaml", "Service"),
-            ("perf-mpijob.yaml", "Job"), ("perf-mpijob.yaml", "Service")} <= kinds
+            ("perf-job.yaml", "Job"), ("perf-job.yaml", "Service")} <= kinds
 
 
 def test_manifests_open_with_spdx():
@@ -133,10 +133,10 @@ CASES = {  # id: (file, document index, mutation, field path, words the error mu
                           lambda b: template(b)["containers"][0]["ports"][0].update(
                               containerPort="2379"),
                           f"{P}.containers[0].ports[0].containerPort", "expected int"),
-    "unquoted env value": ("perf-mpijob.yaml", 1,
+    "unquoted env value": ("perf-job.yaml", 1,
                            lambda b: template(b)["containers"][0]["env"][0].update(value=2),
                            f"{P}.containers[0].env[0].value", "expected str", "int 2"),
-    "missing container name": ("perf-mpijob.yaml", 1,
+    "missing container name": ("perf-job.yaml", 1,
                                lambda b: template(b)["containers"][0].pop("name"),
                                f"{P}.containers[0].name", "missing required field of V1Container"),
     "missing CRD field": ("elasticjob.yaml", 0, lambda b: b["spec"].pop("rdzvEndpoint"),
@@ -150,17 +150,17 @@ CASES = {  # id: (file, document index, mutation, field path, words the error mu
                          f"{E}.volumes[0].emptyDir", "medium: Memory"),
     "mount of no volume": ("etcd.yaml", 0, lambda b: template(b).pop("volumes"),
                            f"{P}.containers[0].volumeMounts[0].name", "no volume named 'data'"),
-    "efa only in requests": ("perf-mpijob.yaml", 1,
+    "efa only in requests": ("perf-job.yaml", 1,
                              lambda b: _perf_res(b).update(
                                  limits=_without(_perf_res(b)["limits"], "vpc.amazonaws.com/efa")),
                              f'{P}.containers[0].resources.limits["vpc.amazonaws.com/efa"]',
                              "only in requests", "limits"),
-    "hugepages requests != limits": ("perf-mpijob.yaml", 1,
+    "hugepages requests != limits": ("perf-job.yaml", 1,
                                      lambda b: _perf_res(b).update(requests=dict(
                                          _perf_res(b)["requests"], **{"hugepages-2Mi": "2Gi"})),
                                      f"{P}.containers[0].resources.requests.hugepages-2Mi",
                                      "must equal limits"),
-    "hugepages without memory": ("perf-mpijob.yaml", 1,
+    "hugepages without memory": ("perf-job.yaml", 1,
                                  lambda b: _perf_res(b).update(
                                      requests=_without(_perf_res(b)["requests"], "memory")),
                                  f"{P}.containers[0].resources.requests.memory",
@@ -178,10 +178,10 @@ CASES = {  # id: (file, document index, mutation, field path, words the error mu
                                   lambda b: template(b, "Worker")["containers"][0].update(
                                       name="trainer"),
                                   f"{W}.containers", "no container named 'pytorch'"),
-    "Job restarts Always": ("perf-mpijob.yaml", 1,
+    "Job restarts Always": ("perf-job.yaml", 1,
                             lambda b: template(b).update(restartPolicy="Always"),
                             f"{P}.restartPolicy", "Never or OnFailure"),
-    "subdomain without Service": ("perf-mpijob.yaml", 1,
+    "subdomain without Service": ("perf-job.yaml", 1,
                                   lambda b: template(b).update(subdomain="perf"),
                                   f"{P}.subdomain", "headless Service"),
 }
@@ -195,7 +195,7 @@ def test_mistake_is_rejected(docs, case):
 
 
 def _perf_pod(docs):
-    job = find(docs, "perf-mpijob.yaml", 1).body
+    job = find(docs, "perf-job.yaml", 1).body
     spec = copy.deepcopy(template(job))
     spec.pop("subdomain")  # a lone Pod: no headless Service
     return kv.Document("deploy/k8s/perf-pod.yaml", 0, {

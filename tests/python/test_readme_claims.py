@@ -5,14 +5,15 @@
   (python/csrc/process_group.h) and the engine offers (include/smddp/communicator.h);
 - the Features table's data types are the engine's dtypes (src/common/types.cc, one name each,
   as many as kNumDataTypes), and its reductions row names every engine op;
-- the torch section's all_reduce op list is exactly the ReduceOps the backend maps
-  (python/csrc/tensor_map.cc).
+- the torch document's all_reduce op list (docs/TORCH.md) is exactly the ReduceOps the backend
+  maps (python/csrc/tensor_map.cc).
 """
 import pathlib
 import re
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
+TORCH_DOC = (ROOT / "docs" / "TORCH.md").read_text()
 
 # README name -> (torch Backend methods, engine Communicator methods); any one present suffices
 COLLECTIVES = {
@@ -99,11 +100,11 @@ def test_features_table_dtypes_and_ops_match_the_engine():
 
 
 def test_torch_all_reduce_ops_match_the_backend():
-    m = re.search(r"`all_reduce` \(([A-Z_, \n]+);", README)
-    assert m, "no all_reduce op list in the torch section"
+    m = re.search(r"`all_reduce` \(([A-Z_, \n]+);", TORCH_DOC)
+    assert m, "no all_reduce op list in docs/TORCH.md"
     listed = {op.strip() for op in m.group(1).split(",")}
     src = (ROOT / "python/csrc/tensor_map.cc").read_text()
     mapped = set(re.findall(r"case ::c10d::ReduceOp::(\w+):", src))
     if "case compat::kPremulSum:" in src:
         mapped.add("PREMUL_SUM")
-    assert listed == mapped, f"README: {sorted(listed)}; backend: {sorted(mapped)}"
+    assert listed == mapped, f"docs/TORCH.md: {sorted(listed)}; backend: {sorted(mapped)}"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Config parsing: defaults, overrides, launcher variables, bad values named in the error, and the
-// README's configuration table mirroring every declared variable.
+// configuration table of docs/CONFIGURATION.md mirroring every declared variable.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -85,14 +85,14 @@ TEST(Config, BadValuesNameTheVariable) {
   }
 }
 
-TEST(Config, ReadmeMirrorsEveryVariable) {
-  std::ifstream in(SMDDP_README_PATH);
-  ASSERT_TRUE(in.good()) << "cannot read " << SMDDP_README_PATH;
+TEST(Config, TheConfigurationDocMirrorsEveryVariable) {
+  std::ifstream in(SMDDP_CONFIG_DOC_PATH);
+  ASSERT_TRUE(in.good()) << "cannot read " << SMDDP_CONFIG_DOC_PATH;
   std::stringstream text;
   text << in.rdbuf();
   for (const auto& var : Config::documentation()) {
     EXPECT_NE(text.str().find(std::string("`") + var.name + "`"), std::string::npos)
-        << var.name << " is missing from the README's configuration table";
+        << var.name << " is missing from the configuration table of docs/CONFIGURATION.md";
   }
 }
 
