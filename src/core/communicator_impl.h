@@ -36,7 +36,6 @@ class NcclWork;
 namespace smddp::core {
 
 using planes::DevicePath;
-using planes::PlaneChoice;
 using planes::PlaneFacts;
 using planes::DevicePathFacts;
 using planes::DeviceStager;

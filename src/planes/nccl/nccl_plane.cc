@@ -69,10 +69,7 @@ std::string newUniqueId(const NcclApi& api) {
 
 NcclPlane::NcclPlane(const NcclPlaneSetup& setup, Clock::time_point deadline) : setup_(setup) {
   stream_ = setup_.device->createStream(setup_.ordinal);
-  auto stop = [this]() -> std::string {
-    ErrorCode code;
-    return setup_.hooks.verdict ? setup_.hooks.verdict(&code) : std::string();
-  };
+  auto stop = [this] { return stopReason(); };
   auto fail = [this](NcclWork& work, ErrorCode code, const std::string& cause) {
     work.settle(std::make_exception_ptr(setup_.hooks.errorFor(work, code, cause, true)));
   };
@@ -304,20 +301,6 @@ void NcclPlane::watch() {
     if (failure && !failed()) fail(code, cause);
     lock.lock();
   }
-}
-
-bool NcclPlane::waitUntil(NcclWork& work, Clock::time_point deadline) {
-  auto step = std::chrono::microseconds(1);
-  while (!work.settled()) {
-    if (work.ready() && setup_.device->done(work.end()) && !failed()) {
-      work.settle(nullptr);  // the watchdog would, up to kPoll later
-      break;
-    }
-    if (Clock::now() > deadline) return work.settled();
-    std::this_thread::sleep_for(step);
-    step = std::min(step * 2, std::chrono::microseconds(100));
-  }
-  return true;
 }
 
 }  // namespace smddp::planes::nccl

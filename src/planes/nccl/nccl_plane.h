@@ -126,8 +126,6 @@ class NcclPlane {
   // the NCCL communicators are aborted.
   void fail(ErrorCode code, const std::string& cause);
   bool failed() const { return failed_.load(std::memory_order_acquire); }
-  // Waits on the host until `work` settled or `deadline` passes (true: settled).
-  bool waitUntil(NcclWork& work, Clock::time_point deadline);
   // Works posted and not yet settled.
   size_t pending() const;
   // The formed communicator while the plane is healthy (null before, or once failed): what a
