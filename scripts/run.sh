@@ -26,9 +26,10 @@ PY=/usr/bin/python3   # Debian's interpreter: it sees python3-torch
 # A step's heading, with the time since the script started (CI logs show where the time goes).
 step() { printf '== [%2d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
-# Training: a compiler, CMake, libfabric, pybind11 (the extension), venv + pip, ccache.
+# Training: a compiler, CMake, libfabric, pybind11 (the extension), OpenSSL's libcrypto (the job
+# secret), venv + pip, ccache.
 MAIN_PACKAGES=(build-essential cmake pkg-config libfabric-dev libfabric-bin pybind11-dev
-               python3-venv python3-pip ccache)
+               libssl-dev python3-venv python3-pip ccache)
 # The tests add GoogleTest, Google Benchmark, Debian's torch 1.13 (the legacy tier), Open MPI
 # (bench/compare's peer), network namespaces and firewall rules, etcd (torchrun's rendezvous), the
 # Kubernetes models (the manifests' validator).

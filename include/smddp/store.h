@@ -26,8 +26,14 @@ std::shared_ptr<Store> makeFileStore(const std::string& directory);
 
 // A small TCP store: the server side (one process of the job) serves every client, itself included.
 // host may be a name or an address; port 0 with isServer picks a free port (see tcpStorePort()).
+// Every connection starts with a handshake; with the job secret (SMDDP_JOB_SECRET or
+// SMDDP_JOB_SECRET_FILE) it proves both sides hold it, and the server serves no one else.
 std::shared_ptr<Store> makeTcpStore(const std::string& host, int port, bool isServer,
                                     std::chrono::milliseconds connectTimeout);
+// The same with an explicit job secret ("": none), whatever the environment says.
+std::shared_ptr<Store> makeTcpStore(const std::string& host, int port, bool isServer,
+                                    std::chrono::milliseconds connectTimeout,
+                                    const std::string& jobSecret);
 // The port a TCP store listens on or is connected to; -1 for other stores.
 int tcpStorePort(const Store& store);
 

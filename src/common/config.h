@@ -115,7 +115,15 @@ enum class LogLevel { kNone = 0, kWarn = 1, kInfo = 2, kTrace = 3 };
   X(costModel, "SMDDP_COST_MODEL", String, "",                                                     \
     "Parameters of the cost model behind time estimates (torch's _time_estimator): a JSON file "   \
     "of bench/model calibrate (the network's latency, rate and efficiency, the arena's costs), "   \
-    "over the priors and this machine's copy and reduction rates measured at first use.")
+    "over the priors and this machine's copy and reduction rates measured at first use.")       \
+  X(jobSecret, "SMDDP_JOB_SECRET", String, "",                                                     \
+    "A secret shared by every process of the job (16 to 4096 bytes, e.g. openssl rand -hex 32). "  \
+    "When set, every connection to smddp's TCP store proves it by HMAC-SHA256 challenge-response " \
+    "and everything smddp publishes in a torch store is signed with it: a process without it "     \
+    "can neither read, write nor join the job's state (docs/SECURITY.md). Never logged.")           \
+  X(jobSecretFile, "SMDDP_JOB_SECRET_FILE", String, "",                                            \
+    "A file holding the job secret (mode 0600 or stricter; one trailing newline ignored), for "    \
+    "secrets mounted from a Kubernetes Secret. SMDDP_JOB_SECRET wins when both are set.")
 
 struct Config {
   int64_t timeoutMs;
@@ -147,6 +155,8 @@ struct Config {
   // libfabric's own FI_PROVIDER, honoured when SMDDP_PROVIDER is auto.
   std::string fiProvider;
   std::string costModel;
+  std::string jobSecret;
+  std::string jobSecretFile;
 
   // Parsed once from the process environment; later changes to the environment are not seen.
   static const Config& global();

@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 smddp_layer(smddp_common
+  common/auth.cc
   common/call.cc
   common/config.cc
   common/cpus.cc
   common/logging.cc
   common/types.cc)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+target_link_libraries(smddp_common PUBLIC OpenSSL::Crypto)

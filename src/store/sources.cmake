@@ -3,7 +3,10 @@
 smddp_layer(smddp_store
   store/file_store.cc
   store/prefix_store.cc
+  store/store_codec.cc
+  store/store_handshake.cc
   store/store_wire.cc
   store/tcp_store.cc
-  store/tcp_store_server.cc)
+  store/tcp_store_server.cc
+  store/tcp_store_serve.cc)
 target_link_libraries(smddp_store PUBLIC smddp_common)

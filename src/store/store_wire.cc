@@ -78,6 +78,9 @@ bool sendAll(int fd, const std::string& data, Clock::time_point deadline, const 
     if (!waitFd(fd, POLLOUT, deadline)) return false;
     ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+      throw ConnectionCut(ErrorCode::kStore, what + ": the store server closed the connection");
+    }
     if (n < 0) throw Error(ErrorCode::kStore, what + ": send failed: " + std::strerror(errno));
     off += static_cast<size_t>(n);
   }
@@ -90,8 +93,11 @@ bool recvAll(int fd, char* data, size_t bytes, Clock::time_point deadline, const
     if (!waitFd(fd, POLLIN, deadline)) return false;
     ssize_t n = ::recv(fd, data + off, bytes - off, MSG_DONTWAIT);
     if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+    if (n < 0 && errno == ECONNRESET) {
+      throw ConnectionCut(ErrorCode::kStore, what + ": the store server reset the connection");
+    }
     if (n < 0) throw Error(ErrorCode::kStore, what + ": receive failed: " + std::strerror(errno));
-    if (n == 0) throw Error(ErrorCode::kStore, what + ": the store server closed the connection");
+    if (n == 0) throw ConnectionCut(ErrorCode::kStore, what + ": the store server closed the connection");
     off += static_cast<size_t>(n);
   }
   return true;

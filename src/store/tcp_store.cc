@@ -3,14 +3,19 @@
 // connection per store object, one request at a time under a mutex, so the store is thread-safe.
 // Invariants: every request is bounded (get: its timeout plus kIoGrace; set/add: kIoGrace); after
 // a failed or timed-out exchange the connection is dropped and re-opened by the next request, so
-// a late reply can never be read as the answer to a later request.
+// a late reply can never be read as the answer to a later request; a reply is checked against its
+// request (status, length) before its payload is read or anything is allocated for it.
+#include <poll.h>
 #include <unistd.h>
 
 #include <memory>
 #include <mutex>
 
+#include "common/auth.h"
+#include "common/config.h"
 #include "smddp/error.h"
 #include "smddp/store.h"
+#include "store/backoff.h"
 #include "store/prefix_store.h"
 #include "store/store_wire.h"
 #include "store/tcp_store_server.h"
@@ -20,10 +25,11 @@ namespace store {
 
 class TcpStore : public Store {
  public:
-  TcpStore(const std::string& host, int port, bool isServer, std::chrono::milliseconds timeout)
-      : host_(host), port_(port), connectTimeout_(timeout) {
+  TcpStore(const std::string& host, int port, bool isServer, std::chrono::milliseconds timeout,
+           std::string secret)
+      : host_(host), port_(port), connectTimeout_(timeout), secret_(std::move(secret)) {
     if (isServer) {
-      server_ = std::make_unique<TcpStoreServer>(host, port);
+      server_ = std::make_unique<TcpStoreServer>(host, port, secret_);
       port_ = server_->port();
       if (host_.empty() || host_ == "0.0.0.0" || host_ == "::") host_ = "127.0.0.1";
     }
@@ -31,7 +37,7 @@ class TcpStore : public Store {
       throw Error(ErrorCode::kInvalidArgument,
                   "tcp store: client needs a port in 1..65535, got " + std::to_string(port));
     }
-    fd_ = connectWithRetry(host_, port_, Clock::now() + connectTimeout_);
+    connect(Clock::now() + connectTimeout_);
   }
 
   ~TcpStore() override {
@@ -88,15 +94,23 @@ class TcpStore : public Store {
     std::unique_lock<std::timed_mutex> lock(mu_, deadline);
     std::string what = where() + ": " + name + "('" + key + "')";
     if (!lock.owns_lock()) throw Error(ErrorCode::kStore, what + ": store busy past the deadline");
-    if (fd_ < 0) fd_ = connectWithRetry(host_, port_, std::min(Clock::now() + connectTimeout_, deadline));
+    if (fd_ >= 0 && !quiet(fd_)) {
+      ::close(fd_);  // closed by the server (idle) or holding bytes nobody asked for
+      fd_ = -1;
+    }
+    if (fd_ < 0) connect(std::min(Clock::now() + connectTimeout_, deadline));
     try {
       char header[kReplyHeader];
       bool ok = sendAll(fd_, encodeRequest(op, key, value, arg), deadline, what) &&
                 recvAll(fd_, header, sizeof(header), deadline, what);
-      std::string payload(ok ? getU32(header + 1) : 0, '\0');
-      if (payload.size() > kMaxValue) throw Error(ErrorCode::kStore, what + ": malformed reply");
-      ok = ok && recvAll(fd_, payload.data(), payload.size(), deadline, what);
       if (!ok) throw Error(ErrorCode::kStore, what + ": no reply from the server in time");
+      const uint32_t length = getU32(header + 1);
+      const std::string bad = checkReplyHeader(op, static_cast<uint8_t>(header[0]), length);
+      if (!bad.empty()) throw Error(ErrorCode::kStore, what + ": malformed reply (" + bad + ")");
+      std::string payload(length, '\0');
+      if (!recvAll(fd_, payload.data(), payload.size(), deadline, what)) {
+        throw Error(ErrorCode::kStore, what + ": no reply from the server in time");
+      }
       auto status = static_cast<WireStatus>(header[0]);
       if (status == WireStatus::kFailed) throw Error(ErrorCode::kStore, what + ": " + payload);
       return {status, std::move(payload)};
@@ -107,9 +121,37 @@ class TcpStore : public Store {
     }
   }
 
+  // Opens the connection and completes the handshake; fd_ stays -1 when either fails. A
+  // connection cut in the handshake (a flooded server sheds its oldest handshakes) is tried again
+  // until the deadline.
+  void connect(Clock::time_point deadline) {
+    Backoff backoff(std::chrono::milliseconds(1), std::chrono::milliseconds(100));
+    for (;;) {
+      int fd = connectWithRetry(host_, port_, deadline);
+      try {
+        clientHandshake(fd, secret_, deadline, where());
+        fd_ = fd;
+        return;
+      } catch (const ConnectionCut&) {
+        ::close(fd);
+        if (!backoff.sleepUntil(deadline)) throw;
+      } catch (...) {
+        ::close(fd);
+        throw;
+      }
+    }
+  }
+
+  // True when nothing is waiting on an idle connection: no bytes, no close from the server.
+  static bool quiet(int fd) {
+    pollfd p{fd, POLLIN | POLLRDHUP, 0};
+    return ::poll(&p, 1, 0) == 0;
+  }
+
   std::string host_;
   int port_;
   std::chrono::milliseconds connectTimeout_;
+  std::string secret_;
   std::unique_ptr<TcpStoreServer> server_;
   std::timed_mutex mu_;
   int fd_ = -1;
@@ -118,8 +160,16 @@ class TcpStore : public Store {
 }  // namespace store
 
 std::shared_ptr<Store> makeTcpStore(const std::string& host, int port, bool isServer,
+                                    std::chrono::milliseconds connectTimeout,
+                                    const std::string& jobSecret) {
+  return std::make_shared<store::TcpStore>(host, port, isServer, connectTimeout, jobSecret);
+}
+
+std::shared_ptr<Store> makeTcpStore(const std::string& host, int port, bool isServer,
                                     std::chrono::milliseconds connectTimeout) {
-  return std::make_shared<store::TcpStore>(host, port, isServer, connectTimeout);
+  const Config& config = Config::global();
+  return makeTcpStore(host, port, isServer, connectTimeout,
+                      auth::loadJobSecret(config.jobSecret, config.jobSecretFile));
 }
 
 int tcpStorePort(const Store& s) {

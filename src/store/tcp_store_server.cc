@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// TcpStoreServer: the poll() loop (see tcp_store_server.h for the invariants).
+// TcpStoreServer: the listener, the poll() loop, admission and deadlines (see tcp_store_server.h).
+// Each connection's protocol is in tcp_store_serve.cc.
 #include "store/tcp_store_server.h"
 
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -81,9 +84,32 @@ int openListener(const std::string& host, int port, int& boundPort) {
   return fd;
 }
 
+// "address:port" of an accepted peer.
+std::string describePeer(const sockaddr_storage& sa) {
+  char ip[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  if (sa.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<const sockaddr_in*>(&sa);
+    ::inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+    port = ntohs(in->sin_port);
+  } else if (sa.ss_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<const sockaddr_in6*>(&sa);
+    ::inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+    port = ntohs(in6->sin6_port);
+  }
+  return std::string(ip) + ":" + std::to_string(port);
+}
+
+int64_t msUntil(Clock::time_point t, Clock::time_point now) {
+  return std::max<int64_t>(
+      0, std::chrono::duration_cast<std::chrono::milliseconds>(t - now).count() + 1);
+}
+
 }  // namespace
 
-TcpStoreServer::TcpStoreServer(const std::string& host, int port) {
+TcpStoreServer::TcpStoreServer(const std::string& host, int port, std::string secret,
+                               ServerLimits limits)
+    : secret_(std::move(secret)), limits_(limits) {
   listenFd_ = openListener(host, port, port_);
   int pipeFds[2];
   if (::pipe2(pipeFds, O_NONBLOCK | O_CLOEXEC) != 0) {
@@ -92,6 +118,13 @@ TcpStoreServer::TcpStoreServer(const std::string& host, int port) {
   }
   wakeRead_ = pipeFds[0];
   wakeWrite_ = pipeFds[1];
+  reserveFd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  // Leave room for the rest of the process (its endpoints, files): a quarter of the descriptors.
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+    limits_.maxConnections =
+        std::clamp<size_t>(nofile.rlim_cur * 3 / 4, 16, limits_.maxConnections);
+  }
   thread_ = startHelperThread("smddp-store", [this] { run(); });
 }
 
@@ -106,19 +139,53 @@ TcpStoreServer::~TcpStoreServer() {
 void TcpStoreServer::closeAll() {
   for (auto& [fd, c] : conns_) ::close(fd);
   conns_.clear();
-  for (int* fd : {&listenFd_, &wakeRead_, &wakeWrite_}) {
+  for (int* fd : {&listenFd_, &wakeRead_, &wakeWrite_, &reserveFd_}) {
     if (*fd >= 0) ::close(*fd);
     *fd = -1;
   }
 }
 
-int TcpStoreServer::pollTimeoutMs() const {
-  auto now = Clock::now();
-  int64_t best = 1000;
+ServerStats TcpStoreServer::stats() const {
+  ServerStats s;
+  s.connections = statConnections_.load();
+  s.handshaking = statHandshaking_.load();
+  s.parked = statParked_.load();
+  s.keys = statKeys_.load();
+  s.storedBytes = statStored_.load();
+  s.queuedBytes = statQueued_.load();
+  s.dropped = statDropped_.load();
+  s.refused = statRefused_.load();
+  return s;
+}
+
+void TcpStoreServer::publishStats() {
+  size_t handshaking = 0, parked = 0, queued = 0;
   for (const auto& [fd, c] : conns_) {
-    if (!c.waiting) continue;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(c.waitDeadline - now);
-    best = std::min<int64_t>(best, std::max<int64_t>(0, left.count() + 1));
+    handshaking += c.phase != Phase::kReady;
+    parked += c.waiting;
+    for (const auto& v : c.out) queued += v->size();
+    queued -= std::min(queued, c.outOffset);
+  }
+  statConnections_ = conns_.size();
+  statHandshaking_ = handshaking;
+  statParked_ = parked;
+  statKeys_ = data_.size();
+  statStored_ = storedBytes_;
+  statQueued_ = queued;
+  statDropped_ = dropped_;
+  statRefused_ = refused_;
+}
+
+int TcpStoreServer::pollTimeoutMs(Clock::time_point now) const {
+  int64_t best = 1000;
+  if (acceptPausedUntil_ > now) best = std::min(best, msUntil(acceptPausedUntil_, now));
+  for (const auto& [fd, c] : conns_) {
+    if (c.waiting) best = std::min(best, msUntil(c.waitDeadline, now));
+    if (c.phase != Phase::kReady) {
+      best = std::min(best, msUntil(c.accepted + limits_.handshake, now));
+    } else if (!c.waiting && c.out.empty()) {
+      best = std::min(best, msUntil(c.lastProgress + (c.in.empty() ? limits_.idle : limits_.stall), now));
+    }
   }
   return static_cast<int>(best);
 }
@@ -126,156 +193,162 @@ int TcpStoreServer::pollTimeoutMs() const {
 void TcpStoreServer::run() {
   std::vector<pollfd> fds;
   for (;;) {
+    const auto now = Clock::now();
     fds.clear();
     fds.push_back({wakeRead_, POLLIN, 0});
-    fds.push_back({listenFd_, POLLIN, 0});
+    fds.push_back({listenFd_, static_cast<short>(acceptPausedUntil_ > now ? 0 : POLLIN), 0});
     for (const auto& [fd, c] : conns_) {
-      short events = c.waiting ? 0 : POLLIN;  // a parked client sends nothing more
+      // Read only a connection with nothing to answer: a client that does not read its replies
+      // is not read either. A parked one is watched for its peer's close alone.
+      short events = POLLRDHUP;
+      if (!c.waiting && c.out.empty() && !c.closeWhenSent) events |= POLLIN;
       if (!c.out.empty()) events |= POLLOUT;
       fds.push_back({fd, events, 0});
     }
-    int rc = ::poll(fds.data(), fds.size(), pollTimeoutMs());
+    int rc = ::poll(fds.data(), fds.size(), pollTimeoutMs(now));
     if (rc < 0 && errno != EINTR) {
       SMDDP_WARN(-1, "tcp store server: poll failed: " << std::strerror(errno));
       return;
     }
     if (fds[0].revents != 0) return;  // shutdown
-    if (fds[1].revents & POLLIN) acceptClients();
     for (size_t i = 2; i < fds.size(); ++i) {
       if (fds[i].revents == 0) continue;
       auto it = conns_.find(fds[i].fd);
       if (it == conns_.end()) continue;
+      Conn& c = it->second;
       bool ok = true;
-      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) ok = readFrom(it->first, it->second);
-      if (ok) ok = handleInput(it->first, it->second) && flush(it->first, it->second);
-      if (!ok) {
+      if ((fds[i].revents & (POLLHUP | POLLERR)) ||
+          ((fds[i].revents & POLLRDHUP) && !(fds[i].revents & POLLIN))) {
+        ok = false;  // gone (a parked GET's client included)
+      }
+      if (ok && (fds[i].revents & POLLIN)) ok = readFrom(it->first, c) && handleInput(c);
+      if (ok) ok = flush(it->first, c);
+      if (ok && c.closeWhenSent && c.out.empty()) ok = false;
+      if (!ok && c.dropWhy != nullptr) {
+        drop(it->first, c.dropWhy, c.refused);
+      } else if (!ok) {
         ::close(it->first);
         conns_.erase(it);
       }
     }
-    expireWaiters();
+    // After the connections: a descriptor closed above and reused by accept() must not be
+    // mistaken for the one the poll results describe.
+    if (fds[1].revents & POLLIN) acceptClients();
+    enforceDeadlines(Clock::now());
+    publishStats();
   }
 }
 
 void TcpStoreServer::acceptClients() {
-  for (;;) {
-    int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;  // EAGAIN: drained; anything else: try again on the next wake-up
-    if (conns_.size() >= kMaxClients) {
-      SMDDP_WARN(-1, "tcp store server: refusing a client beyond " << kMaxClients);
+  for (int accepted = 0; accepted < 256; ++accepted) {
+    sockaddr_storage sa{};
+    socklen_t len = sizeof(sa);
+    int fd = ::accept4(listenFd_, reinterpret_cast<sockaddr*>(&sa), &len,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) return;
+      if ((errno == EMFILE || errno == ENFILE) && reserveFd_ >= 0) {
+        // Out of descriptors: take the waiting connection with the reserve one and close it, so
+        // the backlog does not keep poll() awake, then back off.
+        ::close(reserveFd_);
+        int victim = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (victim >= 0) ::close(victim);
+        reserveFd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+        ++dropped_;
+      }
+      acceptPausedUntil_ = Clock::now() + std::chrono::milliseconds(50);
+      return;
+    }
+    const auto now = Clock::now();
+    if (!admit(now)) {
+      ++dropped_;
       ::close(fd);
       continue;
     }
-    conns_[fd] = Conn{};
+    Conn c;
+    c.peer = describePeer(sa);
+    c.accepted = c.lastProgress = now;
+    conns_.emplace(fd, std::move(c));
   }
 }
 
-// False when the client is gone.
-bool TcpStoreServer::readFrom(int fd, Conn& c) {
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
-    if (n > 0) {
-      c.in.append(buf, static_cast<size_t>(n));
-      continue;
+// Makes room for one more connection by closing the oldest handshake (when too many are in the
+// handshake) or the longest idle ready one (at the connection cap). False when nothing can go.
+bool TcpStoreServer::admit(Clock::time_point now) {
+  (void)now;
+  size_t handshaking = 0;
+  auto oldestHandshake = conns_.end();
+  auto idlest = conns_.end();
+  for (auto it = conns_.begin(); it != conns_.end(); ++it) {
+    const Conn& c = it->second;
+    if (c.phase != Phase::kReady) {
+      ++handshaking;
+      if (oldestHandshake == conns_.end() || c.accepted < oldestHandshake->second.accepted) {
+        oldestHandshake = it;
+      }
+    } else if (!c.waiting && c.out.empty() && c.in.empty() &&
+               (idlest == conns_.end() || c.lastProgress < idlest->second.lastProgress)) {
+      idlest = it;
     }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-    if (n < 0 && errno == EINTR) continue;
-    return false;  // orderly close or reset
   }
-}
-
-// Serves every complete request in the input; false on a malformed frame.
-bool TcpStoreServer::handleInput(int fd, Conn& c) {
-  while (!c.waiting && c.in.size() >= kRequestHeader) {
-    const char* p = c.in.data();
-    auto op = static_cast<WireOp>(p[0]);
-    uint32_t klen = getU32(p + 1);
-    uint32_t vlen = getU32(p + 5);
-    int64_t arg = getI64(p + 9);
-    if (klen > kMaxKey || vlen > kMaxValue || op < WireOp::kSet || op > WireOp::kAdd) {
-      SMDDP_WARN(-1, "tcp store server: dropping a client that sent a malformed frame (op "
-                         << int(p[0]) << ", key " << klen << " B, value " << vlen << " B)");
-      return false;
-    }
-    size_t total = kRequestHeader + klen + vlen;
-    if (c.in.size() < total) return true;
-    std::string key = c.in.substr(kRequestHeader, klen);
-    std::string value = c.in.substr(kRequestHeader + klen, vlen);
-    c.in.erase(0, total);
-    handleRequest(c, op, key, std::move(value), arg);
+  if (handshaking >= limits_.maxHandshaking && oldestHandshake != conns_.end()) {
+    drop(oldestHandshake->first, "too many connections in the handshake");
+  } else if (conns_.size() >= limits_.maxConnections) {
+    if (idlest == conns_.end()) return false;
+    drop(idlest->first, "the connection cap was reached (idle connection closed)");
   }
   return true;
 }
 
-void TcpStoreServer::handleRequest(Conn& c, WireOp op, const std::string& key, std::string value,
-                                   int64_t arg) {
-  if (op == WireOp::kSet) {
-    data_[key] = std::move(value);
-    c.out += encodeReply(WireStatus::kOk, "");
-    wakeWaiters(key);
-  } else if (op == WireOp::kGet) {
-    auto it = data_.find(key);
-    if (it != data_.end()) {
-      c.out += encodeReply(WireStatus::kOk, it->second);
-    } else if (arg <= 0) {
-      c.out += encodeReply(WireStatus::kNotFound, "");
-    } else {
-      c.waiting = true;
-      c.waitKey = key;
-      c.waitDeadline = Clock::now() + std::chrono::milliseconds(arg);
-    }
-  } else {
-    std::string& slot = data_[key];
-    char* end = nullptr;
-    errno = 0;
-    long long current = slot.empty() ? 0 : std::strtoll(slot.c_str(), &end, 10);
-    if (!slot.empty() && (errno != 0 || *end != '\0')) {
-      c.out += encodeReply(WireStatus::kFailed, "value '" + slot + "' is not an integer");
-      return;
-    }
-    int64_t result = static_cast<int64_t>(current) + arg;
-    slot = std::to_string(result);
-    std::string payload;
-    putI64(payload, result);
-    c.out += encodeReply(WireStatus::kOk, payload);
-    wakeWaiters(key);
-  }
-}
-
-// Parked GETs for key get their answer; their replies go out on the next POLLOUT (or at once).
-void TcpStoreServer::wakeWaiters(const std::string& key) {
-  const std::string& value = data_[key];
-  for (auto& [fd, c] : conns_) {
-    if (c.waiting && c.waitKey == key) {
-      c.waiting = false;
-      c.out += encodeReply(WireStatus::kOk, value);
-      flush(fd, c);
-    }
-  }
-}
-
-void TcpStoreServer::expireWaiters() {
-  auto now = Clock::now();
+void TcpStoreServer::enforceDeadlines(Clock::time_point now) {
+  std::vector<std::pair<int, const char*>> late;
   for (auto& [fd, c] : conns_) {
     if (c.waiting && now >= c.waitDeadline) {
       c.waiting = false;
-      c.out += encodeReply(WireStatus::kNotFound, "");
-      flush(fd, c);
+      reply(c, WireStatus::kNotFound, "");
+      if (!flush(fd, c)) late.emplace_back(fd, nullptr);
+    } else if (c.phase != Phase::kReady && now >= c.accepted + limits_.handshake) {
+      late.emplace_back(fd, "no handshake in time");
+    } else if (c.phase == Phase::kReady && !c.in.empty() && now >= c.lastProgress + limits_.stall) {
+      late.emplace_back(fd, "a partial request stalled");
+    } else if (c.phase == Phase::kReady && !c.waiting && c.out.empty() &&
+               now >= c.lastProgress + limits_.idle) {
+      late.emplace_back(fd, nullptr);  // idle: the client reconnects when it needs the store
+    }
+  }
+  for (auto [fd, why] : late) {
+    if (why != nullptr) {
+      drop(fd, why);
+    } else {
+      ::close(fd);
+      conns_.erase(fd);
     }
   }
 }
 
-// Writes what the socket takes now; the rest waits for POLLOUT. False when the client is gone.
-bool TcpStoreServer::flush(int fd, Conn& c) {
-  while (!c.out.empty()) {
-    ssize_t n = ::send(fd, c.out.data(), c.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-    if (n < 0) return false;
-    c.out.erase(0, static_cast<size_t>(n));
+// Closes a misbehaving connection, with a log line (see warnClosed()).
+void TcpStoreServer::drop(int fd, const char* why, bool refusedHandshake) {
+  auto it = conns_.find(fd);
+  if (it == conns_.end()) return;
+  ++(refusedHandshake ? refused_ : dropped_);
+  warnClosed(it->second.peer, why);
+  ::close(fd);
+  conns_.erase(it);
+}
+
+// WARNs at most once a second: a flood of bad clients must not flood the log.
+void TcpStoreServer::warnClosed(const std::string& peer, const std::string& why) {
+  const auto now = Clock::now();
+  if (now - lastWarn_ < std::chrono::seconds(1)) {
+    ++unwarned_;
+    return;
   }
-  return true;
+  SMDDP_WARN(-1, "tcp store server: closed the connection of " << peer << ": " << why
+                     << (unwarned_ > 0 ? " (and " + std::to_string(unwarned_) +
+                                             " more connections closed since the last report)"
+                                       : ""));
+  lastWarn_ = now;
+  unwarned_ = 0;
 }
 
 }  // namespace smddp::store
