@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <string>
 
+#include "store/limits.h"
+
 namespace smddp::store {
 
 enum class WireOp : uint8_t { kSet = 1, kGet = 2, kAdd = 3 };
@@ -20,8 +22,6 @@ enum class WireStatus : uint8_t { kOk = 0, kNotFound = 1, kFailed = 2 };
 
 constexpr size_t kRequestHeader = 1 + 4 + 4 + 8;
 constexpr size_t kReplyHeader = 1 + 4;
-constexpr uint32_t kMaxKey = 64 * 1024;
-constexpr uint32_t kMaxValue = 64u * 1024 * 1024;
 
 void putU32(std::string& out, uint32_t v);
 void putI64(std::string& out, int64_t v);
