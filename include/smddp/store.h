@@ -21,8 +21,15 @@ class Store {
   virtual int64_t add(const std::string& key, int64_t delta) = 0;
 };
 
-// One directory shared by every rank of one host; values are files written atomically.
+// One directory shared by every rank of one host; values are files written atomically, private
+// to this user (0600; directories it creates 0700). The directory must be this user's own and not
+// writable by other users unless sticky; values are at most 64 MiB. A job id, when given, is
+// written into the directory's .job file by the first store: a store of another job (or one
+// without an id, where the first had one, and vice versa) is refused at once, naming both.
+// Throws Error(kStore) on any of these, Error(kInvalidArgument) for a job id longer than 256
+// bytes or not printable ASCII.
 std::shared_ptr<Store> makeFileStore(const std::string& directory);
+std::shared_ptr<Store> makeFileStore(const std::string& directory, const std::string& jobId);
 
 // A small TCP store: the server side (one process of the job) serves every client, itself included.
 // host may be a name or an address; port 0 with isServer picks a free port (see tcpStorePort()).

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Parses the SMDDP_* environment once. This is the only file of smddp that calls getenv.
+// Numbers are parsed strictly (no blanks, no '+', no wrap on overflow) and held to the range
+// SMDDP_CONFIG_VARS declares for them.
 #include "common/config.h"
 
+#include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
-#include <sstream>
+#include <optional>
 #include <utility>
 
 #include "smddp/error.h"
@@ -17,28 +21,61 @@ std::string upper(std::string s) {
   return s;
 }
 
-[[noreturn]] void bad(const std::string& name, const std::string& value, const char* want) {
+[[noreturn]] void bad(const std::string& name, const std::string& value, const std::string& want) {
   throw Error(ErrorCode::kInvalidArgument,
               "smddp: bad value '" + value + "' for " + name + ": expected " + want);
 }
 
-int64_t parseInt(const std::string& name, const std::string& text) {
-  size_t pos = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(text, &pos, 10);
-  } catch (const std::exception&) {
-    bad(name, text, "an integer");
-  }
-  if (pos != text.size()) bad(name, text, "an integer");
+// Strict decimal: an optional '-', then digits, nothing else (no blanks, no '+'). nullopt when
+// the text is not one or its value does not fit in int64.
+std::optional<int64_t> integerOf(const std::string& text) {
+  int64_t v = 0;
+  const char* const end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end) return std::nullopt;
   return v;
 }
 
-void assign(int64_t& out, const std::string& name, const std::string& text, const char* type) {
-  out = std::string(type) == "Bytes" ? parseBytes(name, text) : parseInt(name, text);
+// Digits with an optional K, M or G suffix (powers of 1024). nullopt on junk, and when the count
+// or its product with the suffix passes INT64_MAX (checked, never wrapped).
+std::optional<int64_t> bytesOf(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  std::string digits = text;
+  int64_t mult = 1;
+  const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  if (last == 'K' || last == 'M' || last == 'G') {
+    mult = int64_t{1} << (last == 'K' ? 10 : last == 'M' ? 20 : 30);
+    digits.pop_back();
+  }
+  const auto isDigit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), isDigit)) return std::nullopt;
+  const std::optional<int64_t> count = integerOf(digits);
+  int64_t bytes = 0;
+  if (!count || __builtin_mul_overflow(*count, mult, &bytes)) return std::nullopt;
+  return bytes;
 }
-void assign(std::string& out, const std::string&, const std::string& text, const char*) { out = text; }
-void assign(LogLevel& out, const std::string& name, const std::string& text, const char*) {
+
+int64_t parseInRange(const std::string& name, const std::string& text, bool bytes,
+                     ConfigRange range) {
+  const std::optional<int64_t> v = bytes ? bytesOf(text) : integerOf(text);
+  if (!v || !range.holds(*v)) {
+    bad(name, text,
+        bytes ? "a byte count in " + rangeText(range) + " (K, M and G suffixes accepted)"
+              : "an integer in " + rangeText(range));
+  }
+  return *v;
+}
+
+void assign(int64_t& out, const std::string& name, const std::string& text, const char* type,
+            ConfigRange range) {
+  out = parseInRange(name, text, std::string(type) == "Bytes", range);
+}
+void assign(std::string& out, const std::string&, const std::string& text, const char*,
+            ConfigRange) {
+  out = text;
+}
+void assign(LogLevel& out, const std::string& name, const std::string& text, const char*,
+            ConfigRange) {
   try {
     out = parseLogLevel(text);
   } catch (const Error&) {
@@ -62,7 +99,7 @@ std::map<std::string, std::string> readEnvironment() {
   auto grab = [&env](const char* name) {
     if (const char* v = std::getenv(name)) env[name] = v;
   };
-#define SMDDP_GRAB(member, NAME, type, def, doc) grab(NAME);
+#define SMDDP_GRAB(member, NAME, type, def, range, doc) grab(NAME);
   SMDDP_CONFIG_VARS(SMDDP_GRAB)
 #undef SMDDP_GRAB
   // Foreign variables that smddp honours: libfabric's provider choice and MPI launchers' ranks.
@@ -86,35 +123,38 @@ LogLevel parseLogLevel(const std::string& text) {
 }
 
 int64_t parseBytes(const std::string& name, const std::string& text) {
-  if (text.empty()) bad(name, text, "a byte count such as 65536, 64K or 4M");
-  std::string digits = text;
-  int64_t mult = 1;
-  const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
-  if (last == 'K' || last == 'M' || last == 'G') {
-    mult = last == 'K' ? (int64_t{1} << 10) : last == 'M' ? (int64_t{1} << 20) : (int64_t{1} << 30);
-    digits.pop_back();
-  }
-  if (digits.empty()) bad(name, text, "a byte count such as 65536, 64K or 4M");
-  for (char c : digits) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) bad(name, text, "a byte count such as 65536, 64K or 4M");
-  }
-  return parseInt(name, digits) * mult;
+  const std::optional<int64_t> v = bytesOf(text);
+  if (!v) bad(name, text, "a byte count such as 65536, 64K or 4M, below 2^63");
+  return *v;
+}
+
+std::string rangeText(ConfigRange range) {
+  return std::to_string(range.min) + ".." + std::to_string(range.max);
 }
 
 Config Config::fromMap(const std::map<std::string, std::string>& given) {
   std::map<std::string, std::string> env = given;
+  std::map<std::string, std::string> shownAs;  // a value given under a former name says so
   for (const auto& [current, former] : kFormerNames) {
     const auto old = env.find(former);
     const auto now = env.find(current);
-    if (old != env.end() && (now == env.end() || now->second.empty())) env[current] = old->second;
+    if (old != env.end() && (now == env.end() || now->second.empty())) {
+      env[current] = old->second;
+      shownAs[current] = std::string(current) + " (set as " + former + ")";
+    }
   }
+  const auto shown = [&shownAs](const char* name) {
+    const auto it = shownAs.find(name);
+    return it == shownAs.end() ? std::string(name) : it->second;
+  };
   Config c;
-#define SMDDP_DEFAULT(member, NAME, type, def, doc) assign(c.member, NAME, defaultText(def), #type);
+#define SMDDP_DEFAULT(member, NAME, type, def, range, doc) \
+  assign(c.member, NAME, defaultText(def), #type, range);
   SMDDP_CONFIG_VARS(SMDDP_DEFAULT)
 #undef SMDDP_DEFAULT
-#define SMDDP_PARSE(member, NAME, type, def, doc)                  \
+#define SMDDP_PARSE(member, NAME, type, def, range, doc)                \
   if (auto it = env.find(NAME); it != env.end() && !it->second.empty()) \
-    assign(c.member, NAME, it->second, #type);
+    assign(c.member, shown(NAME), it->second, #type, range);
   SMDDP_CONFIG_VARS(SMDDP_PARSE)
 #undef SMDDP_PARSE
   auto get = [&env](const char* name) -> std::string {
@@ -122,23 +162,13 @@ Config Config::fromMap(const std::map<std::string, std::string>& given) {
     return it == env.end() ? std::string() : it->second;
   };
   c.fiProvider = get("FI_PROVIDER");
-  // Launcher-provided ranks, when the smddp ones are absent.
+  // Launcher-provided ranks, when the smddp ones are absent; held to the same ranges.
   for (auto [r, s] : {std::pair{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
                       std::pair{"PMI_RANK", "PMI_SIZE"}}) {
-    if (c.rank < 0 && !get(r).empty()) c.rank = parseInt(r, get(r));
-    if (c.worldSize < 0 && !get(s).empty()) c.worldSize = parseInt(s, get(s));
-  }
-  if (c.timeoutMs <= 0) bad("SMDDP_TIMEOUT_MS", std::to_string(c.timeoutMs), "a positive count");
-  if (c.segmentBytes < 64) bad("SMDDP_SEGMENT_BYTES", std::to_string(c.segmentBytes), "at least 64");
-  if (c.arena != 0 && c.arena != 1) bad("SMDDP_ARENA", std::to_string(c.arena), "0 or 1");
-  if (c.arenaSlotBytes < 4096 || c.arenaSlotBytes > (int64_t{1} << 30)) {
-    bad("SMDDP_ARENA_SLOT_BYTES", std::to_string(c.arenaSlotBytes), "between 4K and 1G");
-  }
-  if (c.arenaEagerBytes < 0 || c.arenaEagerBytes > 65536) {
-    bad("SMDDP_ARENA_EAGER_BYTES", std::to_string(c.arenaEagerBytes), "between 0 and 64K");
-  }
-  if (c.arenaMailBytes < 0 || c.arenaMailBytes > 65536) {
-    bad("SMDDP_ARENA_MAIL_BYTES", std::to_string(c.arenaMailBytes), "between 0 and 64K");
+    if (c.rank < 0 && !get(r).empty()) c.rank = parseInRange(r, get(r), false, kRankRange);
+    if (c.worldSize < 0 && !get(s).empty()) {
+      c.worldSize = parseInRange(s, get(s), false, kWorldSizeRange);
+    }
   }
   if (c.device != "auto" && c.device != "cuda" && c.device != "fake" && c.device != "none") {
     bad("SMDDP_DEVICE", c.device, "auto, cuda, fake or none");
@@ -146,15 +176,6 @@ Config Config::fromMap(const std::map<std::string, std::string>& given) {
   if (c.gpuPlane != "auto" && c.gpuPlane != "nccl" && c.gpuPlane != "smddp") {
     bad("SMDDP_GPU_PLANE", c.gpuPlane, "auto, nccl or smddp");
   }
-  if (c.fakeDelayUs < 0 || c.fakeDelayUs > 1000000) {
-    bad("SMDDP_FAKE_DEVICE_DELAY_US", std::to_string(c.fakeDelayUs), "between 0 and 1000000");
-  }
-  if (c.deviceIpc != 0 && c.deviceIpc != 1) {
-    bad("SMDDP_DEVICE_IPC", std::to_string(c.deviceIpc), "0 or 1");
-  }
-  if (c.fiHmem != 0 && c.fiHmem != 1) bad("SMDDP_FI_HMEM", std::to_string(c.fiHmem), "0 or 1");
-  if (c.stagingBytes < 4096) bad("SMDDP_STAGING_BYTES", std::to_string(c.stagingBytes), "at least 4K");
-  if (c.spinUs < -1) bad("SMDDP_SPIN_US", std::to_string(c.spinUs), "a count >= 0, or -1 (auto)");
   return c;
 }
 
@@ -165,7 +186,8 @@ const Config& Config::global() {
 
 std::vector<Config::VarDoc> Config::documentation() {
   std::vector<VarDoc> docs;
-#define SMDDP_DOC(member, NAME, type, def, doc) docs.push_back({NAME, #type, defaultText(def), doc});
+#define SMDDP_DOC(member, NAME, type, def, range, doc) \
+  docs.push_back({NAME, #type, defaultText(def), range, doc});
   SMDDP_CONFIG_VARS(SMDDP_DOC)
 #undef SMDDP_DOC
   return docs;

@@ -2,33 +2,31 @@
 // FileStore: a Store in one directory shared by the ranks of one host (or a shared file system).
 // Invariants: a value file appears complete or not at all (written to a temp file, then renamed);
 // add() is atomic across threads and processes (flock on a per-key lock file, each call with its
-// own open file description, so threads of one process exclude each other too).
-#include <fcntl.h>
+// own open file description, so threads of one process exclude each other too); no value larger
+// than kMaxValue is written or read; the directory is safe to keep in a shared place and serves
+// one job (store_dir.h, file_io.h).
 #include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <atomic>
-#include <chrono>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "smddp/error.h"
 #include "smddp/store.h"
 #include "store/backoff.h"
+#include "store/file_io.h"
+#include "store/limits.h"
+#include "store/store_dir.h"
 
 namespace smddp {
 namespace {
 
-constexpr size_t kMaxEncodedKey = 240;  // file names are limited to 255 bytes
+constexpr size_t kMaxEncodedKey = 240;                // file names are limited to 255 bytes
 constexpr std::chrono::milliseconds kLockWait{2000};  // longest wait for another add()
-
-std::string sysError(const std::string& what, const std::string& path) {
-  return "file store: " + what + " '" + path + "' failed: " + std::strerror(errno);
-}
 
 // Keys may hold '/', '.', NULs...: every byte outside [A-Za-z0-9_-] becomes %XX, and the "k_"
 // prefix keeps encoded names apart from the temp and lock files.
@@ -52,121 +50,64 @@ std::string encodeKey(const std::string& key) {
   return out;
 }
 
-void writeAll(int fd, const std::string& data, const std::string& path) {
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(ErrorCode::kStore, sysError("write", path));
-    off += static_cast<size_t>(n);
-  }
-}
-
-// Reads the whole file; false when it does not exist (yet).
-bool readFile(const std::string& path, std::string& out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return false;
-    throw Error(ErrorCode::kStore, sysError("open", path));
-  }
-  out.clear();
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      ::close(fd);
-      throw Error(ErrorCode::kStore, sysError("read", path));
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return true;
-}
-
 class FileStore : public Store {
  public:
-  explicit FileStore(std::string dir) : dir_(std::move(dir)) {
-    if (dir_.empty()) throw Error(ErrorCode::kInvalidArgument, "file store: empty directory name");
-    makeDirs();
-  }
+  FileStore(const std::string& dir, const std::string& jobId) : dir_(dir) { dir_.claim(jobId); }
 
   void set(const std::string& key, const std::string& value) override {
-    setPath(pathOf(encodeKey(key)), value);
+    const std::string name = encodeKey(key);
+    if (value.size() > store::kMaxValue) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  dir_.where() + ": set('" + key + "'): a value of " +
+                      std::to_string(value.size()) + " bytes is larger than the " +
+                      std::to_string(store::kMaxValue) + " a store value may be");
+    }
+    store::replaceFileAt(dir_.fd(), name, value, dir_.where());
   }
 
   std::string get(const std::string& key, std::chrono::milliseconds timeout) override {
-    std::string path = pathOf(encodeKey(key));
+    const std::string name = encodeKey(key);
     auto deadline = store::Backoff::Clock::now() + timeout;
     store::Backoff backoff(std::chrono::microseconds(50), std::chrono::milliseconds(5));
-    std::string value;
     do {
-      if (readFile(path, value)) return value;
+      if (auto value = readValue(name)) return *value;
     } while (backoff.sleepUntil(deadline));
-    if (readFile(path, value)) return value;
-    throw Error(ErrorCode::kStore, "file store " + dir_ + ": key '" + key + "' not set after " +
+    if (auto value = readValue(name)) return *value;
+    throw Error(ErrorCode::kStore, dir_.where() + ": key '" + key + "' not set after " +
                                        std::to_string(timeout.count()) + " ms");
   }
 
   int64_t add(const std::string& key, int64_t delta) override {
     const std::string name = encodeKey(key);
-    const std::string path = pathOf(name);
-    std::string text;
-    // add(key, 0) on an existing key is a polled read: setPath() renames atomically, so the
-    // file always holds a whole value and no lock is needed (the polls no longer queue on flock).
-    if (delta == 0 && readFile(path, text)) return parseCounter(key, delta, text);
-    std::string lockPath = pathOf(".lock." + name);
-    int fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) throw Error(ErrorCode::kStore, sysError("open lock", lockPath));
+    // add(key, 0) on an existing key is a polled read: set() renames atomically, so the file
+    // always holds a whole value and no lock is needed (the polls no longer queue on flock).
+    if (delta == 0) {
+      if (auto text = readValue(name)) return parseCounter(key, delta, *text);
+    }
+    const std::string lockName = ".lock." + name;
+    // Closing the last descriptor (fd going) releases the lock, on every path.
+    const store::Fd fd = store::openLockAt(dir_.fd(), lockName, dir_.where());
     // Bounded: a process stopped (SIGSTOP, debugger) while holding the lock must not block the
     // others' stores forever; they fail this add instead, and their callers go on.
     const auto deadline = store::Backoff::Clock::now() + kLockWait;
     store::Backoff backoff(std::chrono::microseconds(50), std::chrono::milliseconds(1));
-    while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
       if ((err != EWOULDBLOCK && err != EINTR) || !backoff.sleepUntil(deadline)) {
-        ::close(fd);
-        throw Error(ErrorCode::kStore,
-                    err == EWOULDBLOCK ? "file store " + dir_ + ": add('" + key + "'): lock " +
-                                             lockPath + " held by another process for " +
-                                             std::to_string(kLockWait.count()) + " ms"
-                                       : sysError("flock", lockPath));
+        throw Error(
+            ErrorCode::kStore,
+            dir_.where() + ": add('" + key + "'): " +
+                (err == EWOULDBLOCK ? "lock " + lockName + " held by another process for " +
+                                          std::to_string(kLockWait.count()) + " ms"
+                                    : "flock '" + lockName + "' failed: " + std::strerror(err)));
       }
     }
-    int64_t result = 0;
-    try {
-      result = addLocked(key, path, delta);
-    } catch (...) {
-      ::close(fd);  // closing the last descriptor releases the lock
-      throw;
-    }
-    ::close(fd);
-    return result;
+    return addLocked(key, name, delta);
   }
 
  private:
-  std::string pathOf(const std::string& name) const { return dir_ + "/" + name; }
-
-  // Writes a temporary file and renames it over `path`: readers see the old or the new value,
-  // whole.
-  void setPath(const std::string& path, const std::string& value) {
-    std::string tmp = dir_ + "/.tmp." + std::to_string(::getpid()) + "." +
-                      std::to_string(counter_.fetch_add(1));
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) throw Error(ErrorCode::kStore, sysError("create", tmp));
-    try {
-      writeAll(fd, value, tmp);
-    } catch (...) {
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw;
-    }
-    ::close(fd);
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-      ::unlink(tmp.c_str());
-      throw Error(ErrorCode::kStore, sysError("rename into", path));
-    }
+  std::optional<std::string> readValue(const std::string& name) const {
+    return store::readFileAt(dir_.fd(), name, store::kMaxValue, dir_.where());
   }
 
   int64_t parseCounter(const std::string& key, int64_t delta, const std::string& text) const {
@@ -174,41 +115,41 @@ class FileStore : public Store {
     errno = 0;
     const int64_t value = std::strtoll(text.c_str(), &end, 10);
     if (text.empty() || errno != 0 || *end != '\0') {
-      throw Error(ErrorCode::kStore, "file store " + dir_ + ": add(" + key + ", " +
-                                         std::to_string(delta) + "): value '" + text +
-                                         "' is not an integer");
+      // Quoted in part: the value may be up to kMaxValue bytes of anything.
+      const std::string shown = text.size() > 64 ? text.substr(0, 64) + "..." : text;
+      throw Error(ErrorCode::kStore, dir_.where() + ": add(" + key + ", " + std::to_string(delta) +
+                                         "): value '" + shown + "' is not an integer");
     }
     return value;
   }
 
-  int64_t addLocked(const std::string& key, const std::string& path, int64_t delta) {
-    std::string text;
-    const bool existed = readFile(path, text);
-    int64_t value = existed ? parseCounter(key, delta, text) : 0;
-    value += delta;
+  int64_t addLocked(const std::string& key, const std::string& name, int64_t delta) {
+    const std::optional<std::string> text = readValue(name);
+    const int64_t before = text ? parseCounter(key, delta, *text) : 0;
+    int64_t value = 0;
+    if (__builtin_add_overflow(before, delta, &value)) {
+      throw Error(ErrorCode::kStore, dir_.where() + ": add(" + key + ", " + std::to_string(delta) +
+                                         "): " + std::to_string(before) + " + " +
+                                         std::to_string(delta) + " overflows int64");
+    }
     // add(key, 0) gets here only for a key that did not exist at its lock-free read
-    if (delta != 0 || !existed) setPath(path, std::to_string(value));
+    if (delta != 0 || !text) {
+      store::replaceFileAt(dir_.fd(), name, std::to_string(value), dir_.where());
+    }
     return value;
   }
 
-  void makeDirs() {
-    for (size_t pos = 1; pos != std::string::npos;) {
-      pos = dir_.find('/', pos + 1);
-      std::string part = dir_.substr(0, pos);
-      if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
-        throw Error(ErrorCode::kStore, sysError("mkdir", part));
-      }
-    }
-  }
-
-  std::string dir_;
-  std::atomic<uint64_t> counter_{0};
+  store::StoreDir dir_;
 };
 
 }  // namespace
 
 std::shared_ptr<Store> makeFileStore(const std::string& directory) {
-  return std::make_shared<FileStore>(directory);
+  return makeFileStore(directory, std::string());
+}
+
+std::shared_ptr<Store> makeFileStore(const std::string& directory, const std::string& jobId) {
+  return std::make_shared<FileStore>(directory, jobId);
 }
 
 }  // namespace smddp

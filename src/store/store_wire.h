@@ -22,6 +22,7 @@
 #include <string>
 
 #include "smddp/error.h"
+#include "store/limits.h"
 
 namespace smddp::store {
 
@@ -60,8 +61,6 @@ bool decodeServerHello(const char* p, ServerHello& out, std::string& why);
 
 constexpr size_t kRequestHeader = 1 + 4 + 4 + 8;
 constexpr size_t kReplyHeader = 1 + 4;
-constexpr uint32_t kMaxKey = 64 * 1024;
-constexpr uint32_t kMaxValue = 64u * 1024 * 1024;
 constexpr uint32_t kMaxFailureText = 4096;
 constexpr int64_t kMaxWaitMs = 24LL * 3600 * 1000;  // a GET's timeout is clipped to a day
 
