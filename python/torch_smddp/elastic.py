@@ -32,6 +32,8 @@ from datetime import timedelta
 
 import torch.distributed as dist
 
+from . import _C
+
 
 class QuorumError(RuntimeError):
     """This process is not a member of the generation it tried to enter."""
@@ -109,12 +111,14 @@ class StoreQuorum:
         return f"{self._prefix}/{name}"
 
     def _set(self, name, value):
-        self._store.set(self._key(name), json.dumps(value))
+        # Signed with the job secret when there is one: torch's store admits anyone who reaches it.
+        key = self._key(name)
+        self._store.set(key, _C._seal_value(key, json.dumps(value).encode()))
 
     def _get(self, name, wait_s):
         key = self._key(name)
         self._store.wait([key], timedelta(seconds=max(wait_s, 0.001)))
-        return json.loads(self._store.get(key))
+        return json.loads(_C._open_value(key, self._store.get(key)))
 
     def _current_epoch(self):
         return self._store.add(self._key("epoch"), 0) - 1  # "epoch" holds last epoch + 1

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/config.h"
 #include "smddp/error.h"
 
 namespace smddp::auth {
@@ -104,6 +105,12 @@ std::string loadJobSecret(const std::string& value, const std::string& file) {
            std::to_string(kMaxSecretBytes) + " bytes (got " + std::to_string(secret.size()) +
            "); e.g. openssl rand -hex 32");
   }
+  return secret;
+}
+
+const std::string& configuredJobSecret() {
+  static const std::string secret =
+      loadJobSecret(Config::global().jobSecret, Config::global().jobSecretFile);
   return secret;
 }
 

@@ -38,4 +38,7 @@ bool sameProof(const std::string& a, const std::string& b);
 // set (no authentication).
 std::string loadJobSecret(const std::string& value, const std::string& file);
 
+// The job secret of this process's settings (Config::global()), loaded once; "" when none.
+const std::string& configuredJobSecret();
+
 }  // namespace smddp::auth

@@ -4,6 +4,7 @@ smddp_layer(smddp_store
   store/file_io.cc
   store/file_store.cc
   store/prefix_store.cc
+  store/signed_store.cc
   store/store_codec.cc
   store/store_handshake.cc
   store/store_dir.cc

@@ -12,7 +12,6 @@
 #include <mutex>
 
 #include "common/auth.h"
-#include "common/config.h"
 #include "smddp/error.h"
 #include "smddp/store.h"
 #include "store/backoff.h"
@@ -167,9 +166,7 @@ std::shared_ptr<Store> makeTcpStore(const std::string& host, int port, bool isSe
 
 std::shared_ptr<Store> makeTcpStore(const std::string& host, int port, bool isServer,
                                     std::chrono::milliseconds connectTimeout) {
-  const Config& config = Config::global();
-  return makeTcpStore(host, port, isServer, connectTimeout,
-                      auth::loadJobSecret(config.jobSecret, config.jobSecretFile));
+  return makeTcpStore(host, port, isServer, connectTimeout, auth::configuredJobSecret());
 }
 
 int tcpStorePort(const Store& s) {

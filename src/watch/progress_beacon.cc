@@ -123,6 +123,11 @@ void ProgressBeacon::checkRemoteFailure() {
   if (b == std::string::npos) return;
   const int origin = std::atoi(value.c_str());
   if (origin == rank_) return;
+  if (origin < 0 || origin >= size_) {
+    SMDDP_WARN(rank_, "ignored a failure announced for rank " << origin << ", outside the group of "
+                          << size_ << " (written by a process outside the job?)");
+    return;
+  }
   auto code = static_cast<ErrorCode>(std::atoi(value.c_str() + a + 1));
   // A timeout, a dead peer or a mismatch is the same fact here; anything else is a peer failure.
   if (code != ErrorCode::kTimeout && code != ErrorCode::kMismatch) code = ErrorCode::kPeerFailure;

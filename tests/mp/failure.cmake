@@ -14,3 +14,6 @@ if(TARGET smddp_core)
   target_compile_definitions(smddp_mp_fatal_signal PRIVATE
                              SMDDP_FAKE_PROVIDER="$<TARGET_FILE:smddp_fake_provider>")
 endif()
+if(TARGET smddp_core)
+  smddp_add_test(smddp_mp_forged_store mp 200 LIBS smddp_core SOURCES mp/forged_store_test.cc)
+endif()
