@@ -10,18 +10,26 @@ processes per host default to the host's GPUs (SM_NUM_GPUS), 1 on CPU instances.
 also get SMDDP_FABRIC_ADDR = the address the current host name resolves to (unless set), so the
 tcp provider binds the cluster network rather than whatever libfabric finds first.
 
+The job secret (SMDDP_JOB_SECRET or SMDDP_JOB_SECRET_FILE, see SECURITY.md) reaches the workers
+with the rest of the environment; it is never printed (the plan line shows `***` or the file's
+path). --new-job-secret makes one for a single-host job that has none; a multi-host job must share
+one secret, which a launcher per host cannot invent, so there it is refused: give every host the
+same SMDDP_JOB_SECRET_FILE.
+
 Invariant: a malformed or inconsistent config stops the launcher with exit status 2 and one
 line naming the file/variable and the field, before anything is started; otherwise the
 launcher becomes torchrun (exec), so its exit status and signals are torchrun's.
 """
 import argparse
 import os
+import secrets
 import socket
 import sys
 
 from .sagemaker import RESOURCE_CONFIG, ClusterConfigError, read_cluster
 
 DEFAULT_PORT = 29500
+SECRET_VARS = ("SMDDP_JOB_SECRET", "SMDDP_JOB_SECRET_FILE")
 
 
 def _nproc(text):
@@ -52,6 +60,10 @@ def parse_args(argv):
     p.add_argument("--resource-config", default=RESOURCE_CONFIG,
                    help=f"SageMaker's resource config (default {RESOURCE_CONFIG})")
     p.add_argument("--max-restarts", type=int, default=0, help="torchrun's --max_restarts")
+    p.add_argument("--new-job-secret", action="store_true",
+                   help="single-host jobs: give the workers a fresh job secret (SMDDP_JOB_SECRET) "
+                        "unless SMDDP_JOB_SECRET or SMDDP_JOB_SECRET_FILE is set; refused for "
+                        "several hosts, which must share one secret")
     p.add_argument("--dry-run", action="store_true",
                    help="print the plan and the torchrun command, start nothing")
     p.add_argument("-m", dest="module", action="store_true",
@@ -76,6 +88,8 @@ def torchrun_command(plan, args, port, python=sys.executable, torch_major=None):
 
 
 def worker_env(plan, env):
+    """The workers' environment: all of env (the job secret included, as torchrun passes it on)
+    plus what the launcher adds."""
     out = dict(env)
     if not out.get("SMDDP_FABRIC_ADDR"):
         try:
@@ -86,22 +100,46 @@ def worker_env(plan, env):
     return out
 
 
+def with_job_secret(plan, env, new):
+    """env, plus a fresh SMDDP_JOB_SECRET when `new` and the job has none. ValueError for a
+    multi-host job without one: each host's launcher would invent a different secret."""
+    if not new or any(env.get(v) for v in SECRET_VARS):
+        return env
+    if len(plan.hosts) > 1:
+        raise ValueError(f"--new-job-secret: the {len(plan.hosts)} hosts of this job must share "
+                         "one secret, which the launcher of each host cannot invent; set "
+                         "SMDDP_JOB_SECRET_FILE (or SMDDP_JOB_SECRET) to the same secret on "
+                         "every host instead")
+    return dict(env, SMDDP_JOB_SECRET=secrets.token_hex(32))
+
+
+def describe_job_secret(env, generated=False):
+    """What the plan line says about the secret; never its value."""
+    if env.get("SMDDP_JOB_SECRET"):
+        return "job secret SMDDP_JOB_SECRET=***" + (" (new)" if generated else "")
+    if env.get("SMDDP_JOB_SECRET_FILE"):
+        return f"job secret from SMDDP_JOB_SECRET_FILE={env['SMDDP_JOB_SECRET_FILE']}"
+    return "no job secret"
+
+
 def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         plan = read_cluster(os.environ, args.resource_config, args.nproc_per_node)
         port = args.master_port or int(os.environ.get("MASTER_PORT") or DEFAULT_PORT)
+        base_env = with_job_secret(plan, os.environ, args.new_job_secret)
     except (ClusterConfigError, ValueError) as e:
         print(f"torch_smddp.launch: {e}", file=sys.stderr)
         return 2
     import torch  # after the config check: a bad config fails fast
 
     cmd = torchrun_command(plan, args, port, torch_major=int(torch.__version__.split(".")[0]))
-    env = worker_env(plan, os.environ)
+    env = worker_env(plan, base_env)
+    secret = describe_job_secret(env, generated=base_env is not os.environ)
     print(f"torch_smddp.launch: host {plan.current_host} = node {plan.node_rank} of "
           f"{len(plan.hosts)} (group {plan.group}, {plan.nproc_per_node} process(es)), master "
-          f"{plan.master_addr}:{port}, from {', '.join(plan.sources)}", file=sys.stderr,
-          flush=True)
+          f"{plan.master_addr}:{port}, {secret}, from {', '.join(plan.sources)}",
+          file=sys.stderr, flush=True)
     if args.dry_run:
         print(" ".join(cmd))
         return 0

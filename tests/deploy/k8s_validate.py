@@ -7,7 +7,8 @@ Every document is walked against the python3-kubernetes models (each key must be
 model per attribute_map, recursively through openapi_types; scalars are type-checked; required
 fields are enforced by building each model with client-side validation on). Custom resources are
 walked against crd_schemas.py, their pod templates as V1PodTemplateSpec. Then k8s_rules.py adds
-what matters for smddp on EKS (extended resources in limits, hugepages, /dev/shm, rendezvous).
+what matters for smddp on EKS (extended resources in limits, hugepages, /dev/shm, rendezvous) and
+k8s_job_secret.py the job secret (a file of a Secret volume, mode 0400, one per job).
 The models are those of python3-kubernetes 22.x, i.e. Kubernetes 1.22: a field added later is
 reported as unknown (the manifests stay within what every current EKS version accepts).
 
@@ -29,6 +30,7 @@ from kubernetes.client.configuration import Configuration
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import crd_schemas  # noqa: E402
+import k8s_job_secret  # noqa: E402
 import k8s_rules  # noqa: E402
 from k8s_rules import join, quantity  # noqa: E402
 
@@ -247,6 +249,7 @@ def validate_documents(docs):
         if not walker.errors:  # the rules may assume a well-formed document
             well_formed.append(doc)
             k8s_rules.check_document(doc.body, walker)
+            k8s_job_secret.check_document(doc.body, walker.error)
         errors += [f"{label(doc)}: {path}: {message}" for path, message in walker.errors]
     for doc, path, message in k8s_rules.check_across(well_formed):
         errors.append(f"{label(doc)}: {path}: {message}")

@@ -6,7 +6,10 @@
   etcd Deployment + Service, perf Job + headless Service);
 - each kind of mistake the validator exists for is rejected: every negative test mutates a copy
   of a real manifest and asserts an error that names that document and the field path;
-- a plain Pod (as deploy/k8s/perf-pod.yaml for `podman play kube` would be) is walked too.
+- a plain Pod (as deploy/k8s/perf-pod.yaml for `podman play kube` would be) is walked too;
+- every container that runs smddp ranks reads the job secret from a file of the Secret volume
+  smddp-job-secret at mode 0400 (k8s_job_secret.py), and each way of getting that wrong is
+  rejected.
 
 Invariant: no network, no API server, nothing written outside pytest's tmp_path.
     /usr/bin/python3 -m pytest -q tests/deploy/test_k8s_manifests.py
@@ -23,6 +26,7 @@ pytest.importorskip("yaml", reason="needs python3-yaml (apt-get install it)")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import k8s_job_secret as ks  # noqa: E402
 import k8s_validate as kv  # noqa: E402
 
 
@@ -110,6 +114,19 @@ def _perf_res(body):
     return template(body)["containers"][0]["resources"]
 
 
+def _volume(spec, name):
+    return next(v for v in spec["volumes"] if v["name"] == name)
+
+
+def _set_env(container, name, **entry):
+    container["env"] = [e for e in container["env"] if e["name"] != name] + [
+        dict(name=name, **entry)]
+
+
+def _secret(spec):
+    return _volume(spec, "job-secret")["secret"]
+
+
 W = "spec.pytorchReplicaSpecs.Worker.template.spec"
 M = "spec.pytorchReplicaSpecs.Master.template.spec"
 E = "spec.replicaSpecs.Worker.template.spec"
@@ -184,6 +201,58 @@ CASES = {  # id: (file, document index, mutation, field path, words the error mu
     "subdomain without Service": ("perf-job.yaml", 1,
                                   lambda b: template(b).update(subdomain="perf"),
                                   f"{P}.subdomain", "headless Service"),
+    # The job secret (k8s_job_secret.py).
+    "no job secret": ("pytorchjob.yaml", 0,
+                      lambda b: template(b, "Worker")["containers"][0].update(env=[
+                          e for e in template(b, "Worker")["containers"][0]["env"]
+                          if e["name"] != "SMDDP_JOB_SECRET_FILE"]),
+                      f"{W}.containers[0].env", "no SMDDP_JOB_SECRET_FILE"),
+    "secret readable by group": ("elasticjob.yaml", 0,
+                                 lambda b: _secret(template(b, "Worker")).update(
+                                     defaultMode=0o440),
+                                 f"{E}.volumes[2].secret.defaultMode", "0440", "0400"),
+    "secret at the default mode": ("perf-job.yaml", 1,
+                                   lambda b: _secret(template(b)).pop("defaultMode"),
+                                   f"{P}.volumes[1].secret.defaultMode", "missing", "0644"),
+    "secret item readable by others": ("pytorchjob.yaml", 0,
+                                       lambda b: _secret(template(b, "Master")).update(items=[
+                                           {"key": "secret", "path": "secret", "mode": 0o604}]),
+                                       f"{M}.volumes[1].secret.items[0].mode", "0604"),
+    "secret file on an emptyDir": ("pytorchjob.yaml", 0,
+                                   lambda b: template(b, "Master")["volumes"].__setitem__(
+                                       1, {"name": "job-secret", "emptyDir": {}}),
+                                   f"{M}.volumes[1]", "not a secret volume"),
+    "secret file on no mount": ("perf-job.yaml", 1,
+                                lambda b: _set_env(template(b)["containers"][0],
+                                                   "SMDDP_JOB_SECRET_FILE", value="/etc/secret"),
+                                f"{P}.containers[0].env[9].value", "on no volumeMount"),
+    "secret in the manifest": ("pytorchjob.yaml", 0,
+                               lambda b: _set_env(template(b, "Worker")["containers"][0],
+                                                  "SMDDP_JOB_SECRET", value="0123456789abcdef"),
+                               f"{W}.containers[0].env[4].value", "written into the manifest"),
+    "secret in the environment": ("elasticjob.yaml", 0,
+                                  lambda b: _set_env(template(b, "Worker")["containers"][0],
+                                                     "SMDDP_JOB_SECRET", valueFrom={
+                                                         "secretKeyRef": {
+                                                             "name": "smddp-job-secret",
+                                                             "key": "secret"}}),
+                                  f"{E}.containers[0].env[4].valueFrom", "environment",
+                                  "wins over SMDDP_JOB_SECRET_FILE"),
+    "secret optional": ("elasticjob.yaml", 0,
+                        lambda b: _secret(template(b, "Worker")).update(optional=True),
+                        f"{E}.volumes[2].secret.optional", "keep the pod from starting"),
+    "fsGroup on a secret pod": ("perf-job.yaml", 1,
+                                lambda b: template(b).update(securityContext={"fsGroup": 1000}),
+                                f"{P}.securityContext.fsGroup", "group-readable (0440)"),
+    "non-root reader": ("pytorchjob.yaml", 0,
+                        lambda b: template(b, "Master").update(
+                            securityContext={"runAsUser": 1000}),
+                        f"{M}.containers[0].securityContext", "non-root user cannot read"),
+    "Master and Worker disagree": ("pytorchjob.yaml", 0,
+                                   lambda b: _secret(template(b, "Worker")).update(
+                                       secretName="other-secret"),
+                                   f"{W}.volumes[1].secret", "'other-secret'",
+                                   "every process of a job must hold the same secret"),
 }
 
 
@@ -215,3 +284,60 @@ def test_plain_pod(docs):
     errors = kv.validate_documents([pod])
     assert_names(errors, "perf-pod.yaml", 0, "spec.containers[0].volumeMounts", "/dev/shm")
     assert all("(Pod smddp-perf-pod)" in e for e in errors), errors
+
+
+def _smddp_containers(docs):
+    """{(file, container path): container} of every container the job-secret rule applies to."""
+    found = {}
+    for d in docs:
+        for path, t, _ in ks.pod_templates(d.body):
+            for i, c in enumerate(t["spec"]["containers"]):
+                if ks.runs_smddp(c):
+                    found[(d.source.rsplit("/", 1)[-1], f"{path}.spec.containers[{i}]")] = c
+    return found
+
+
+def test_every_smddp_container_reads_the_job_secret_from_a_secret_volume(docs):
+    found = _smddp_containers(docs)
+    assert set(found) == {  # every worker of every job; not etcd, not the -np self-check
+        ("pytorchjob.yaml", "spec.pytorchReplicaSpecs.Master.template.spec.containers[0]"),
+        ("pytorchjob.yaml", "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0]"),
+        ("elasticjob.yaml", "spec.replicaSpecs.Worker.template.spec.containers[0]"),
+        ("perf-job.yaml", "spec.template.spec.containers[0]")}, sorted(found)
+    for d in docs:
+        for path, t, _ in ks.pod_templates(d.body):
+            spec = t["spec"]
+            for c in spec["containers"]:
+                if not ks.runs_smddp(c):
+                    continue
+                env = {e["name"]: e for e in c["env"]}
+                assert "SMDDP_JOB_SECRET" not in env, (d.source, path)
+                file = env["SMDDP_JOB_SECRET_FILE"]["value"]
+                mount = next(m for m in c["volumeMounts"] if m["name"] == "job-secret")
+                assert file == mount["mountPath"] + "/secret" and mount.get("readOnly")
+                secret = _secret(spec)
+                assert secret == {"secretName": "smddp-job-secret", "defaultMode": 0o400}
+                assert "securityContext" not in spec, (d.source, path)  # no fsGroup, root
+
+
+def test_perf_pod_needs_no_job_secret():
+    # Its 2 ranks are forked by the perf tool (-np) and meet through a file store inside the
+    # container: nothing outside the pod can reach it (and podman kube play, which
+    # tests/deploy/test_image.py runs it with, gives Secret volumes mode 0644).
+    loaded, errors = kv.load([os.path.join(kv.MANIFEST_DIR, "perf-pod.yaml")])
+    assert not errors and kv.validate_documents(loaded) == []
+    container = loaded[0].body["spec"]["containers"][0]
+    assert "-np" in container["command"] and not ks.runs_smddp(container)
+    # Ranks that meet through a TCP store would need it.
+    container["command"].remove("-np")
+    container["env"] = [{"name": "SMDDP_STORE", "value": "tcp:smddp-perf-0.smddp-perf:29500"}]
+    errors = kv.validate_documents(loaded)
+    assert_names(errors, "perf-pod.yaml", 0, "spec.containers[0].env", "no SMDDP_JOB_SECRET_FILE")
+
+
+def test_no_secret_value_in_a_manifest():
+    secret = kv.Document("deploy/k8s/secret.yaml", 0, {
+        "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "smddp-job-secret"},
+        "stringData": {"secret": "0123456789abcdef0123456789abcdef"}})
+    assert_names(kv.validate_documents([secret]), "secret.yaml", 0, "stringData",
+                 "kubectl create secret")

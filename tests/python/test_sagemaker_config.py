@@ -3,7 +3,7 @@
 config and SM_* variables become a plan (node rank, master, role, processes per host) and a
 torchrun command, and that every malformed or inconsistent config is refused with a message
 naming the source and the field — by the launcher too, with exit status 2 before anything
-starts.
+starts; the job secret reaches the workers and is never printed.
 
 Invariant: no process is started except `python -m torch_smddp.launch` itself (refusals and
 --dry-run), each with a timeout.
@@ -148,3 +148,41 @@ def test_launcher_dry_run_prints_the_torchrun_command(tmp_path):
                                     "--master_port=29500", "--role=data", "--max_restarts=0",
                                     "t.py", "--x"]
     assert "host algo-2 = node 1 of 3 (group data, 3 process(es))" in r.stderr
+
+
+SECRET = "s3cr3t-value-that-must-never-be-printed"
+
+
+def test_job_secret_passes_through_and_is_never_printed(tmp_path):
+    plan = read_cluster({"SM_NUM_GPUS": "2"}, write(tmp_path, HETERO))
+    given = {"SMDDP_JOB_SECRET": SECRET, "SMDDP_JOB_SECRET_FILE": "/run/secrets/smddp"}
+    env = launch.worker_env(plan, given)
+    assert {k: env[k] for k in given} == given
+    assert launch.with_job_secret(plan, given, new=True) is given  # a given secret is kept
+    assert launch.describe_job_secret(env) == "job secret SMDDP_JOB_SECRET=***"
+    assert launch.describe_job_secret({"SMDDP_JOB_SECRET_FILE": "/f"}).endswith("_FILE=/f")
+    path = write(tmp_path, dict(HETERO, current_host="algo-2", current_group_name="data"))
+    r = subprocess.run([sys.executable, "-m", "torch_smddp.launch", "--resource-config", path,
+                        "--dry-run", "t.py"], capture_output=True, text=True, timeout=60,
+                       env=dict({k: v for k, v in os.environ.items() if not k.startswith("SM_")},
+                                SMDDP_JOB_SECRET=SECRET))
+    assert r.returncode == 0, r.stderr
+    assert SECRET not in r.stdout + r.stderr and "job secret SMDDP_JOB_SECRET=***" in r.stderr
+
+
+def test_new_job_secret_only_for_one_host(tmp_path):
+    one = read_cluster({}, write(tmp_path, {"current_host": "algo-1", "hosts": ["algo-1"]}))
+    assert launch.with_job_secret(one, {}, new=False) == {}
+    made = [launch.with_job_secret(one, {"PATH": "/bin"}, new=True) for _ in range(2)]
+    assert all(m["PATH"] == "/bin" and len(m["SMDDP_JOB_SECRET"]) == 64 for m in made)
+    assert made[0]["SMDDP_JOB_SECRET"] != made[1]["SMDDP_JOB_SECRET"]
+    assert launch.describe_job_secret(made[0], generated=True).endswith("=*** (new)")
+    # Several hosts: each launcher would invent its own, and the ranks could not meet.
+    path = write(tmp_path, dict(HETERO, current_host="algo-2", current_group_name="data"))
+    r = subprocess.run([sys.executable, "-m", "torch_smddp.launch", "--resource-config", path,
+                        "--new-job-secret", "--dry-run", "t.py"], capture_output=True, text=True,
+                       timeout=60,
+                       env={k: v for k, v in os.environ.items()
+                            if not k.startswith(("SM_", "SMDDP_JOB_SECRET"))})
+    assert r.returncode == 2 and "torch.distributed.run" not in r.stdout, r.stderr
+    assert "--new-job-secret: the 3 hosts of this job must share one secret" in r.stderr
