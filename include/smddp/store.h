@@ -44,6 +44,20 @@ std::shared_ptr<Store> makeTcpStore(const std::string& host, int port, bool isSe
 // The port a TCP store listens on or is connected to; -1 for other stores.
 int tcpStorePort(const Store& store);
 
+// With the job secret of this process's settings (SMDDP_JOB_SECRET or SMDDP_JOB_SECRET_FILE), a
+// view of `inner` in which every value written is signed (HMAC-SHA256 over key and value) and
+// every value read must carry a valid signature, else get() throws Error(kStore) naming the key;
+// without one, `inner` itself. For stores smddp does not guard itself (torch's).
+std::shared_ptr<Store> signWithJobSecret(std::shared_ptr<Store> inner);
+// Whether this process has a job secret.
+bool hasJobSecret();
+// What signWithJobSecret's store writes for `value` under `key`, and reads back: sealed values
+// for code that moves bytes through a store by other means (torch_smddp's Python). openStoreValue
+// throws Error(kStore) naming the key for a missing or wrong signature. Both are the identity
+// without a job secret.
+std::string sealStoreValue(const std::string& key, const std::string& value);
+std::string openStoreValue(const std::string& key, const std::string& stored);
+
 // Prepends prefix + "/" to every key, so several communicators can share one store.
 std::shared_ptr<Store> makePrefixStore(const std::string& prefix, std::shared_ptr<Store> store);
 

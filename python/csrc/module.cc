@@ -13,10 +13,10 @@
 #include <cmath>
 
 #include "call_timer.h"
-#include "common/auth.h"
 #include "process_group.h"
+#include "smddp/error.h"
+#include "smddp/store.h"
 #include "smddp/version.h"
-#include "store/signed_store.h"
 #include "torch_compat.h"
 
 namespace py = pybind11;
@@ -143,28 +143,23 @@ PYBIND11_MODULE(_C, m) {
   m.attr("base_class") = smddp::torch_shim::compat::kBaseClassName;
   m.attr("backend_api") = static_cast<bool>(SMDDP_TORCH_BACKEND_API);
   m.def("engine_version", [] { return std::string(smddp::versionString()); });
-  m.def("_has_job_secret", [] { return !smddp::auth::configuredJobSecret().empty(); },
+  m.def("_has_job_secret", &smddp::hasJobSecret,
         "Whether this process runs with a job secret (SMDDP_JOB_SECRET or SMDDP_JOB_SECRET_FILE).");
   m.def(
       "_seal_value",
-      [](const std::string& key, const py::bytes& value) -> py::bytes {
-        const std::string& secret = smddp::auth::configuredJobSecret();
-        if (secret.empty()) return value;
-        return py::bytes(smddp::store::sealValue(secret, key, std::string(value)));
+      [](const std::string& key, const py::bytes& value) {
+        return py::bytes(smddp::sealStoreValue(key, std::string(value)));
       },
       "value signed for `key` with the job secret (unchanged without one): what torch_smddp "
       "writes into torch's store.");
   m.def(
       "_open_value",
-      [](const std::string& key, const py::bytes& stored) -> py::bytes {
-        const std::string& secret = smddp::auth::configuredJobSecret();
-        if (secret.empty()) return stored;
-        std::string value, why;
-        if (!smddp::store::openValue(secret, key, std::string(stored), value, why)) {
-          throw std::runtime_error("smddp: store key '" + key + "' refused: " + why +
-                                   " (written by a process without SMDDP_JOB_SECRET?)");
+      [](const std::string& key, const py::bytes& stored) {
+        try {
+          return py::bytes(smddp::openStoreValue(key, std::string(stored)));
+        } catch (const smddp::Error& e) {
+          throw std::runtime_error(e.what());
         }
-        return py::bytes(value);
       },
       "The value of a signed `stored` read from torch's store; RuntimeError when its signature "
       "is missing or wrong (the value unchanged without a job secret).");

@@ -8,9 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/auth.h"
 #include "smddp/error.h"
-#include "store/signed_store.h"
 
 namespace smddp::torch_shim {
 
@@ -60,8 +58,7 @@ int64_t TorchStoreAdapter::add(const std::string& key, int64_t delta) {
 }
 
 std::shared_ptr<Store> adaptStore(c10::intrusive_ptr<::c10d::Store> store) {
-  return store::signWithJobSecret(auth::configuredJobSecret(),
-                                  std::make_shared<TorchStoreAdapter>(std::move(store)));
+  return signWithJobSecret(std::make_shared<TorchStoreAdapter>(std::move(store)));
 }
 
 }  // namespace smddp::torch_shim

@@ -29,7 +29,7 @@ class TorchStoreAdapter : public Store {
 };
 
 // With a job secret (SMDDP_JOB_SECRET), every value smddp writes is signed and every value it
-// reads must be (store/signed_store.h): torch's store admits anyone who reaches its port.
+// reads must be (smddp/store.h): torch's store admits anyone who reaches its port.
 std::shared_ptr<Store> adaptStore(c10::intrusive_ptr<::c10d::Store> store);
 
 }  // namespace smddp::torch_shim

@@ -57,3 +57,29 @@ std::shared_ptr<Store> signWithJobSecret(const std::string& secret, std::shared_
 }
 
 }  // namespace smddp::store
+
+namespace smddp {
+
+std::shared_ptr<Store> signWithJobSecret(std::shared_ptr<Store> inner) {
+  return store::signWithJobSecret(auth::configuredJobSecret(), std::move(inner));
+}
+
+bool hasJobSecret() { return !auth::configuredJobSecret().empty(); }
+
+std::string sealStoreValue(const std::string& key, const std::string& value) {
+  const std::string& secret = auth::configuredJobSecret();
+  return secret.empty() ? value : store::sealValue(secret, key, value);
+}
+
+std::string openStoreValue(const std::string& key, const std::string& stored) {
+  const std::string& secret = auth::configuredJobSecret();
+  if (secret.empty()) return stored;
+  std::string value, why;
+  if (!store::openValue(secret, key, stored, value, why)) {
+    throw Error(ErrorCode::kStore, "smddp: store key '" + key + "' refused: " + why +
+                                       " (written by a process without SMDDP_JOB_SECRET?)");
+  }
+  return value;
+}
+
+}  // namespace smddp

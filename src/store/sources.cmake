@@ -10,6 +10,7 @@ smddp_layer(smddp_store
   store/store_dir.cc
   store/store_wire.cc
   store/tcp_store.cc
+  store/tcp_store_limits.cc
   store/tcp_store_server.cc
   store/tcp_store_serve.cc)
 target_link_libraries(smddp_store PUBLIC smddp_common)

@@ -94,7 +94,7 @@ class TcpStoreServer {
   void run();
   int pollTimeoutMs(Clock::time_point now) const;
   void acceptClients();
-  bool admit(Clock::time_point now);
+  bool admit();
   bool readFrom(int fd, Conn& c);
   bool handleInput(Conn& c);
   bool handleHello(Conn& c);

@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: Apache-2.0
+"""A hostile client for the tests: what a port scanner, an HTTP scraper or a stray process does to
+the TCP ports a running job opens. 127.0.0.1 only, bounded in count and time.
+
+listening_ports(pids) finds the TCP ports the given processes listen on (from /proc);
+Attacker(ports, exclude).start() attacks them in rounds on a thread until stop(): floods of
+connect-and-close, random bytes, HTTP requests, half-sent headers held open, and clients that
+send requests and never read. Each round's connections are closed before the next.
+"""
+import os
+import random
+import socket
+import threading
+import time
+
+ROUND_CONNECT_CLOSE = 200
+ROUND_RANDOM = 40
+ROUND_HTTP = 20
+ROUND_HELD = 100
+ROUND_NON_READERS = 5
+
+
+def _socket_inodes(pid):
+    inodes = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    except OSError:
+        pass
+    return inodes
+
+
+def listening_ports(pids):
+    """TCP ports in LISTEN state owned by any of pids, reachable on 127.0.0.1."""
+    inodes = set()
+    for pid in pids:
+        inodes |= _socket_inodes(pid)
+    ports = set()
+    for table, loopbacks in (("/proc/net/tcp", ("0100007F", "00000000")),
+                             ("/proc/net/tcp6", ("00000000000000000000000001000000",
+                                                 "00000000000000000000000000000000"))):
+        try:
+            lines = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            addr, port = f[1].split(":")
+            if f[3] == "0A" and f[9] in inodes and addr in loopbacks:
+                ports.add(int(port, 16))
+    return sorted(ports)
+
+
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def fd_count(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+class Attacker:
+    def __init__(self, ports_fn, seed=1):
+        self._ports_fn = ports_fn  # called each round: ports may appear as the job starts
+        self._rng = random.Random(seed)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.rounds = 0
+        self.connections = 0
+        self.ports_seen = set()
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+
+    def _connect(self, port):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.settimeout(0.5)
+        try:
+            s.connect(("127.0.0.1", port))
+        except OSError:
+            s.close()
+            return None
+        self.connections += 1
+        return s
+
+    @staticmethod
+    def _send(s, data):
+        try:
+            s.sendall(data)
+        except OSError:
+            pass
+
+    def _round(self, port):
+        held = []
+        try:
+            for _ in range(ROUND_CONNECT_CLOSE):
+                s = self._connect(port)
+                if s:
+                    s.close()
+            for _ in range(ROUND_RANDOM):
+                s = self._connect(port)
+                if s:
+                    self._send(s, self._rng.randbytes(self._rng.randint(1, 4096)))
+                    s.close()
+            for _ in range(ROUND_HTTP):
+                s = self._connect(port)
+                if s:
+                    self._send(s, b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                    held.append(s)
+            for _ in range(ROUND_HELD):
+                s = self._connect(port)
+                if s:
+                    self._send(s, b"\x01\x05")
+                    held.append(s)
+            for _ in range(ROUND_NON_READERS):
+                s = self._connect(port)
+                if s:
+                    s.setblocking(False)
+                    self._send(s, self._rng.randbytes(64) * 64)
+                    held.append(s)
+            self._stop.wait(0.3)
+        finally:
+            for s in held:
+                s.close()
+
+    def _run(self):
+        while not self._stop.is_set():
+            ports = self._ports_fn()
+            self.ports_seen |= set(ports)
+            for port in ports:
+                if self._stop.is_set():
+                    break
+                self._round(port)
+            self.rounds += 1
+            if not ports:
+                self._stop.wait(0.05)
