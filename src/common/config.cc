@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 #include <utility>
 
@@ -98,7 +99,11 @@ int64_t parseBytes(const std::string& name, const std::string& text) {
   for (char c : digits) {
     if (!std::isdigit(static_cast<unsigned char>(c))) bad(name, text, "a byte count such as 65536, 64K or 4M");
   }
-  return parseInt(name, digits) * mult;
+  const int64_t count = parseInt(name, digits);  // digits only: never negative
+  if (count > std::numeric_limits<int64_t>::max() / mult) {
+    bad(name, text, "a byte count below 8 EiB (2^63)");
+  }
+  return count * mult;
 }
 
 Config Config::fromMap(const std::map<std::string, std::string>& given) {
