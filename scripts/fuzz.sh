@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 # The fuzz tier (docs/TESTING.md): builds the libFuzzer targets of tests/fuzz with clang under
 # ASan+UBSan in $FUZZ_DIR, runs each for FUZZ_SECONDS over a copy of its committed seed corpus
-# (tests/fuzz/corpus/<name>/ never grows here), and fails when any target crashes, hangs on one
-# input for more than 5 s or goes over 1 GB, printing the input that did it.
-#   bash scripts/fuzz.sh [NAME...]   every target of tests/fuzz/CMakeLists.txt, or the named ones
+# (tests/fuzz/corpus/<name>/ never grows here), then the Python targets (tests/fuzz/*_fuzz.py)
+# under atheris in a venv of $FUZZ_DIR (pip: tests/fuzz/requirements.txt), and fails when any
+# target crashes, hangs on one input for more than 5 s or goes over 1 GB, printing the input.
+#   bash scripts/fuzz.sh [NAME...]   every target (tests/fuzz/CMakeLists.txt, *_fuzz.py), or
+#                                    the named ones
 #   bash scripts/fuzz.sh --planted   the self-check: the beacon target with a planted
 #                                    out-of-bounds write must be caught within
 #                                    FUZZ_PLANTED_SECONDS; succeeds only when it is
@@ -39,39 +41,68 @@ build() {
   cmake --build "$FUZZ_DIR" -j "$JOBS" "${targets[@]}"
 }
 
-# fuzz NAME CORPUS SECONDS [FLAGS...]: runs $FUZZ_DIR/fuzz/NAME_fuzz over a fresh copy of
+# fuzz NAME CORPUS SECONDS COMMAND...: runs the fuzzer COMMAND over a fresh copy of
 # tests/fuzz/corpus/CORPUS; its status is the fuzzer's (0: nothing found). The log and any
 # crashing input stay in $FUZZ_DIR/run/NAME/.
 fuzz() {
   local name=$1 corpus=$2 seconds=$3
   shift 3
-  local exe=$FUZZ_DIR/fuzz/${name}_fuzz work=$FUZZ_DIR/run/$name
+  local work=$FUZZ_DIR/run/$name
   rm -rf "$work"
   mkdir -p "$work/corpus"
   cp tests/fuzz/corpus/"$corpus"/* "$work/corpus/"
-  "$exe" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=1024 -artifact_prefix="$work/" \
-    -print_final_stats=1 "$@" "$work/corpus" > "$work/log" 2>&1
+  "$@" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=1024 -artifact_prefix="$work/" \
+    -print_final_stats=1 "$work/corpus" > "$work/log" 2>&1
+}
+
+# The Python targets' interpreter: a venv in $FUZZ_DIR with atheris (tests/fuzz/requirements.txt).
+python_setup() {
+  local py=$FUZZ_DIR/venv/bin/python
+  if ! "$py" -c "import atheris" 2>/dev/null; then
+    step "$FUZZ_DIR/venv: atheris for the Python targets"
+    python3 -m venv "$FUZZ_DIR/venv"
+    "$py" -m pip install -q --progress-bar off -r tests/fuzz/requirements.txt
+  fi
+}
+
+# CMD: the command that fuzzes NAME, tests/fuzz/NAME_fuzz.py under atheris or the libFuzzer build.
+CMD=()
+set_command() {
+  if [ -f "tests/fuzz/${1}_fuzz.py" ]; then
+    CMD=("$FUZZ_DIR/venv/bin/python" "tests/fuzz/${1}_fuzz.py")
+  else
+    CMD=("$FUZZ_DIR/fuzz/${1}_fuzz")
+  fi
 }
 
 # Where a failed run left its reproducer, and the sanitizer's report.
 report() {
   local name=$1 work=$FUZZ_DIR/run/$1
-  grep -E "ERROR: |SUMMARY: |runtime error|Test unit written|^Base64:" "$work/log" | head -20 || true
-  echo "full log: $work/log; reproduce: $FUZZ_DIR/fuzz/${name}_fuzz $work/<crash file>"
+  grep -E "ERROR: |SUMMARY: |runtime error|Uncaught Python|^[A-Za-z_.]*(Error|Exception)\b|Test unit written|^Base64:" \
+    "$work/log" | head -20 || true
+  set_command "$name"
+  echo "full log: $work/log; reproduce: ${CMD[*]} $work/<crash file>"
 }
 
 run_targets() {
-  local names=("$@") failed=()
+  local names=("$@") failed=() native=() python=()
   if [ ${#names[@]} -eq 0 ]; then
+    mapfile -t python < <(cd tests/fuzz && ls -- *_fuzz.py | sed 's/_fuzz\.py$//')
     build smddp_fuzz_all
-    mapfile -t names < "$FUZZ_DIR/fuzz/fuzz_targets.txt"
+    mapfile -t native < "$FUZZ_DIR/fuzz/fuzz_targets.txt"
+    names=("${native[@]}" "${python[@]}")
   else
-    build "${names[@]/%/_fuzz}"
+    for name in "${names[@]}"; do
+      if [ -f "tests/fuzz/${name}_fuzz.py" ]; then python+=("$name"); else native+=("${name}_fuzz"); fi
+    done
+    [ ${#native[@]} -eq 0 ] || build "${native[@]}"
   fi
+  [ ${#python[@]} -eq 0 ] || python_setup
   for name in "${names[@]}"; do
     [ -d "tests/fuzz/corpus/$name" ] || { echo "no seed corpus tests/fuzz/corpus/$name" >&2; exit 2; }
     step "fuzzing $name for ${FUZZ_SECONDS} s"
-    if fuzz "$name" "$name" "$FUZZ_SECONDS"; then
+    set_command "$name"
+    if fuzz "$name" "$name" "$FUZZ_SECONDS" "${CMD[@]}"; then
       grep -E "^Done [0-9]+ runs" "$FUZZ_DIR/run/$name/log" | tr '\n' ' ' || true
       grep -E "^stat::new_units_added" "$FUZZ_DIR/run/$name/log" || echo
     else
@@ -92,7 +123,7 @@ run_planted() {
   build beacon_planted_fuzz
   step "self-check: the planted bug must be found within ${FUZZ_PLANTED_SECONDS} s"
   local start=$SECONDS
-  if fuzz beacon_planted beacon "$FUZZ_PLANTED_SECONDS"; then
+  if fuzz beacon_planted beacon "$FUZZ_PLANTED_SECONDS" "$FUZZ_DIR/fuzz/beacon_planted_fuzz"; then
     echo "FAILED: the planted bug was not found in ${FUZZ_PLANTED_SECONDS} s" >&2
     exit 1
   fi
@@ -109,6 +140,6 @@ run_planted() {
 
 case "${1:-}" in
   --planted) run_planted ;;
-  -h|--help) sed -n '3,13p' "$0" ;;
+  -h|--help) sed -n '3,14p' "$0" ;;
   *) run_targets "$@" ;;
 esac
