@@ -32,10 +32,11 @@ MAIN_PACKAGES=(build-essential cmake pkg-config libfabric-dev libfabric-bin pybi
                libssl-dev python3-venv python3-pip ccache)
 # The tests add GoogleTest, Google Benchmark, Debian's torch 1.13 (the legacy tier), Open MPI
 # (bench/compare's peer), network namespaces and firewall rules, etcd (torchrun's rendezvous), the
-# Kubernetes models (the manifests' validator).
+# Kubernetes models (the manifests' validator), clang and libFuzzer (the fuzz tier).
 TEST_PACKAGES=("${MAIN_PACKAGES[@]}" libgtest-dev libgmock-dev libbenchmark-dev python3-pytest
                python3-torch libtorch-dev openmpi-bin libopenmpi-dev python3-matplotlib iproute2
-               iptables etcd-server etcd-client python3-etcd python3-kubernetes python3-yaml)
+               iptables etcd-server etcd-client python3-etcd python3-kubernetes python3-yaml clang
+               libclang-rt-14-dev)
 PACKAGES=("${TEST_PACKAGES[@]}")
 REQUIREMENTS=python/requirements-test.txt
 # main: training's packages and PyPI requirements only, and only the targets it runs.
@@ -157,6 +158,8 @@ run_tests() {
   .venv/bin/python scripts/check_docs.py --build-dir "$BUILD_DIR" --python .venv/bin/python
   step "C++ tests (ctest: unit, loopback, mp)"
   (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 600)
+  step "fuzz tier: every decoder another process can feed, 20 s each, and the planted-bug check"
+  bash scripts/fuzz.sh && bash scripts/fuzz.sh --planted
   step "the GPU validation script's CPU side (tests/gpu/run_gpu.sh, DRY_RUN=1: the fake device)"
   DRY_RUN=1 BUILD_DIR="$BUILD_DIR" OUT="$BUILD_DIR/gpu-dry-run" bash tests/gpu/run_gpu.sh
   # On min(JOBS, 4) pytest-xdist workers, a test file per worker at a time; then the tests that

@@ -49,10 +49,19 @@ class ClusterPlan:
 
 
 def _load_json(text, where):
+    # ValueError: JSONDecodeError, and an integer longer than Python converts (4300 digits);
+    # RecursionError: arrays or objects nested too deeply.
     try:
         return json.loads(text)
-    except json.JSONDecodeError as e:
+    except (ValueError, RecursionError) as e:
         raise ClusterConfigError(f"{where}: not valid JSON ({e})") from None
+
+
+def _json_object(text, where):
+    value = _load_json(text, where)
+    if not isinstance(value, dict):
+        raise ClusterConfigError(f"{where}: expected a JSON object, got {type(value).__name__}")
+    return value
 
 
 def _str_list(value, where):
@@ -83,10 +92,15 @@ def _resource_config(path, env):
     """The resource config as a dict (file first, else SM_RESOURCE_CONFIG), and where it came
     from; (None, None) when neither exists."""
     if path and os.path.exists(path):
-        with open(path) as f:
-            return _load_json(f.read(), path), path
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise ClusterConfigError(f"{path}: cannot be read as UTF-8 text ({e})") from None
+        return _json_object(text, path), path
     if env.get("SM_RESOURCE_CONFIG"):
-        return _load_json(env["SM_RESOURCE_CONFIG"], "SM_RESOURCE_CONFIG"), "SM_RESOURCE_CONFIG"
+        return (_json_object(env["SM_RESOURCE_CONFIG"], "SM_RESOURCE_CONFIG"),
+                "SM_RESOURCE_CONFIG")
     return None, None
 
 
@@ -148,6 +162,9 @@ def read_cluster(env, path=RESOURCE_CONFIG, nproc_per_node=None):
     if env_current is not None and env_current != current:
         raise ClusterConfigError(f"SM_CURRENT_HOST {env_current!r} disagrees with {where}'s "
                                  f"current_host {current!r}")
+    for key in ("current_group_name", "network_interface_name"):
+        if rc.get(key) is not None and not isinstance(rc[key], str):
+            raise ClusterConfigError(f"{where}: {key} must be a string, got {rc[key]!r}")
     groups = _groups(rc, where, hosts)
     group = rc.get("current_group_name") or next(iter(groups))
     if group not in groups:

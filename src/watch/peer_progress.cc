@@ -37,10 +37,16 @@ PeerProgress PeerProgress::decode(const std::string& text) {
       } else if (field == "completed") {
         p.completed = std::stoull(rest);
       } else if (field == "port") {
-        p.port = std::stoi(rest);
+        const int port = std::stoi(rest);
+        p.port = port > 0 && port <= 65535 ? port : 0;  // a forged port is never probed
       } else if (field == "sig") {
+        // A beacon publishes at most kMaxRecent signatures of bounded length: a value written by
+        // anyone else cannot make the reader hold more.
         const size_t cut = rest.find(' ');
-        if (cut != std::string::npos) p.recent.emplace_back(std::stoull(rest), rest.substr(cut + 1));
+        if (cut != std::string::npos && p.recent.size() < kMaxRecent &&
+            rest.size() - cut - 1 <= kMaxSignatureText) {
+          p.recent.emplace_back(std::stoull(rest), rest.substr(cut + 1));
+        }
       }
     } catch (const std::exception&) {
       // a malformed number: skip the line

@@ -49,6 +49,8 @@ struct PeerProgress {
   uint64_t completed = 0;  // collectives finished, successfully or not (in order)
   int port = 0;            // its process's liveness port (liveness_probe.h); 0: none
   std::vector<std::pair<uint64_t, std::string>> recent;  // seq, signatureWithAlgorithm
+  static constexpr size_t kMaxRecent = 64;           // decode() keeps no more (beacons send 8)
+  static constexpr size_t kMaxSignatureText = 4096;  // nor longer signatures
 
   std::string encode() const;
   static PeerProgress decode(const std::string& text);

@@ -79,6 +79,16 @@ BAD = [
         {"instance_group_name": "more", "hosts": ["algo-3"]}]),
      "host 'algo-3' is in instance groups 'train' and 'more'"),
     (dict(HETERO, instance_groups=[{"hosts": ["algo-1"]}]), "instance_groups[0] has no"),
+    # found by the fuzz tier (tests/fuzz/sagemaker_fuzz.py): each escaped as another exception
+    ('["current_host", "hosts"]', "expected a JSON object, got list"),
+    ("7", "expected a JSON object, got int"),
+    ("null", "expected a JSON object, got NoneType"),
+    ('{"hosts": ' + "[" * 5000 + "]" * 5000 + "}", "not valid JSON (maximum recursion depth"),
+    ('{"current_host": "algo-1", "hosts": ["algo-1"], "x": ' + "9" * 5000 + "}",
+     "not valid JSON (Exceeds the limit"),
+    (dict(HETERO, current_group_name=float("inf")), "current_group_name must be a string"),
+    (dict(HETERO, current_group_name=["train"]), "current_group_name must be a string"),
+    (dict(HETERO, network_interface_name=7), "network_interface_name must be a string, got 7"),
 ]
 
 
@@ -101,6 +111,18 @@ def test_malformed_or_inconsistent_config_is_refused(tmp_path, rc, message):
 def test_environment_must_agree_with_the_file(tmp_path, env, message):
     with pytest.raises(ClusterConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
         read_cluster(env, write(tmp_path, HETERO))
+
+
+def test_a_file_or_variable_that_is_not_json_text_is_refused(tmp_path):
+    path = tmp_path / "resourceconfig.json"
+    path.write_bytes(b'{"current_host": "algo-\xff", "hosts": ["algo-1"]}')
+    with pytest.raises(ClusterConfigError, match="resourceconfig.json: cannot be read as UTF-8"):
+        read_cluster({}, str(path))
+    absent = str(tmp_path / "absent.json")
+    with pytest.raises(ClusterConfigError, match="SM_RESOURCE_CONFIG: expected a JSON object"):
+        read_cluster({"SM_RESOURCE_CONFIG": '"algo-1"'}, absent)
+    with pytest.raises(ClusterConfigError, match="SM_HOSTS: not valid JSON"):
+        read_cluster({"SM_HOSTS": "[" * 100000, "SM_CURRENT_HOST": "algo-1"}, absent)
 
 
 def test_no_description_at_all(tmp_path):

@@ -85,6 +85,23 @@ TEST(Config, BadValuesNameTheVariable) {
   }
 }
 
+// Found by the config fuzz target (tests/fuzz): a count whose suffix overflowed int64 was
+// undefined behaviour, in practice a wrapped size (17179869188G = 2^64 + 4G was taken as 4G).
+TEST(Config, ByteCountsThatOverflowAreRefused) {
+  EXPECT_EQ(parseBytes("X", "8589934591G"), int64_t{8589934591} << 30);
+  for (const char* value : {"8589934592G", "17179869188G", "555555555555551G", "9007199254740992K",
+                            "9223372036854775807M", "99999999999999999999"}) {
+    EXPECT_THROW(parseBytes("X", value), Error) << value;
+  }
+  try {
+    Config::fromMap({{"SMDDP_STAGING_BYTES", "17179869188G"}});
+    ADD_FAILURE() << "SMDDP_STAGING_BYTES=17179869188G was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("SMDDP_STAGING_BYTES"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Config, TheConfigurationDocMirrorsEveryVariable) {
   std::ifstream in(SMDDP_CONFIG_DOC_PATH);
   ASSERT_TRUE(in.good()) << "cannot read " << SMDDP_CONFIG_DOC_PATH;

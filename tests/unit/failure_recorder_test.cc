@@ -164,5 +164,19 @@ TEST(Signature, MismatchTextNamesBothCalls) {
             "all_reduce(float32, 8, sum) [recursive_doubling]");
 }
 
+// A beacon value written by someone else: a port that is no port, and more signatures (and
+// longer ones) than any beacon sends, are cut to what a beacon may hold.
+TEST(Beacon, ForgedBeaconsAreBounded) {
+  std::string forged = "hb 3\nport 99999999\n";
+  for (int i = 0; i < 100000; ++i) forged += "sig " + std::to_string(i) + " x\n";
+  forged += "sig 5 " + std::string(1 << 20, 'y') + "\n";
+  const PeerProgress p = PeerProgress::decode(forged);
+  EXPECT_TRUE(p.present);
+  EXPECT_EQ(p.port, 0);
+  EXPECT_EQ(p.recent.size(), PeerProgress::kMaxRecent);
+  EXPECT_EQ(PeerProgress::decode("hb 1\nport -5\n").port, 0);
+  EXPECT_EQ(PeerProgress::decode("hb 1\nport 65535\n").port, 65535);
+}
+
 }  // namespace
 }  // namespace smddp::watch
