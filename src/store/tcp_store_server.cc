@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -265,6 +266,8 @@ void TcpStoreServer::acceptClients() {
       ::close(fd);
       continue;
     }
+    int one = 1;  // replies are whole; none waits for the peer's ACK of the previous one
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     Conn c;
     c.peer = describePeer(sa);
     c.accepted = c.lastProgress = now;
