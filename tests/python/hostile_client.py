@@ -10,6 +10,7 @@ send requests and never read. Each round's connections are closed before the nex
 import os
 import random
 import socket
+import struct
 import threading
 import time
 
@@ -18,6 +19,11 @@ ROUND_RANDOM = 40
 ROUND_HTTP = 20
 ROUND_HELD = 100
 ROUND_NON_READERS = 5
+ROUND_FOREIGN = 5
+
+# smddp's store protocol (src/store/store_wire.h): a client hello without a secret, then a GET.
+_HELLO = b"SMDDPstr" + struct.pack("<HHI", 2, 0, 0) + b"n" * 16
+_GET = struct.pack("<BIIq", 2, 3, 0, 0) + b"key"
 
 
 def _socket_inodes(pid):
@@ -77,6 +83,8 @@ class Attacker:
         self.rounds = 0
         self.connections = 0
         self.ports_seen = set()
+        self.foreign_answered = 0  # well-formed store requests without the secret that got an answer
+        self.foreign_refused = 0   # ... that got the "secret required" verdict
 
     def start(self):
         self._thread.start()
@@ -133,10 +141,35 @@ class Attacker:
                     s.setblocking(False)
                     self._send(s, self._rng.randbytes(64) * 64)
                     held.append(s)
+            for _ in range(ROUND_FOREIGN):
+                self._foreign_request(port)
             self._stop.wait(0.3)
         finally:
             for s in held:
                 s.close()
+
+    def _foreign_request(self, port):
+        """A well-formed store request from a process without the job's secret."""
+        s = self._connect(port)
+        if not s:
+            return
+        try:
+            s.sendall(_HELLO + _GET)
+            answer = b""
+            while len(answer) < 64 + 5:
+                chunk = s.recv(64 + 5 - len(answer))
+                if not chunk:
+                    break
+                answer += chunk
+        except OSError:
+            answer = b""
+        finally:
+            s.close()
+        if len(answer) >= 13 and answer[:8] == b"SMDDPstr":
+            if answer[12] == 2:
+                self.foreign_refused += 1
+            elif len(answer) == 64 + 5:
+                self.foreign_answered += 1
 
     def _run(self):
         while not self._stop.is_set():

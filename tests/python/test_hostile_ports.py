@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Hostile clients against every TCP port a running job opens (127.0.0.1 only, bounded): the
-engine tools' TCP store and every rank's liveness port and libfabric listeners, and a torch job's
-ports, attacked while the job rendezvous and runs collectives (hostile_client.py: connect-and-close
-floods, random bytes, HTTP requests, half headers held open, clients that never read). Each job
+engine tools' TCP store (the job holding a secret) and every rank's liveness port and libfabric
+listeners, and a torch job's ports, attacked while the job rendezvous and runs collectives
+(hostile_client.py: connect-and-close floods, random bytes, HTTP requests, half headers held open,
+clients that never read, well-formed store requests without the secret). Each job
 must finish with every result right, no rank declared dead, and the store server's memory and
 descriptors bounded and back afterwards. The figures printed are the ones SECURITY.md quotes.
 """
@@ -19,13 +20,14 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BENCH = os.path.join(REPO, os.environ.get("BUILD_DIR", "build"), "bench")
 
 
-def _engine_job(attack):
+def _engine_job(attack, secret=""):
     """3 ranks of all_reduce_perf over tcp with rank 0 serving the TCP store; with `attack`, every
     port they listen on is attacked for up to 8 s from the start (rendezvous included). Returns
     (exit codes, outputs, attacker, rank 0's RSS and descriptors: first, peak, after the attack)."""
     port = harness.free_port()
     env = dict(os.environ, SMDDP_STORE=f"tcp:127.0.0.1:{port}", SMDDP_WORLD_SIZE="3",
-               SMDDP_PROVIDER="tcp", SMDDP_FABRIC_ADDR="127.0.0.1", SMDDP_TIMEOUT_MS="60000")
+               SMDDP_PROVIDER="tcp", SMDDP_FABRIC_ADDR="127.0.0.1", SMDDP_TIMEOUT_MS="60000",
+               SMDDP_JOB_SECRET=secret)
     cmd = [os.path.join(BENCH, "all_reduce_perf"), "-b", "8", "-e", "256K", "-f", "4", "-n", "4000",
            "-w", "20", "-c", "1"]
     with tempfile.TemporaryDirectory() as tmp:
@@ -69,19 +71,22 @@ def _engine_job(attack):
 
 
 def test_engine_job_and_its_tcp_store_under_attack():
-    _, _, _, quiet_fds, quiet_rss = _engine_job(attack=False)
-    codes, out, attacker, (fds0, peak_fds, after_fds), peak_rss = _engine_job(attack=True)
+    secret = "hostile-test-job-secret-0123456789"
+    _, _, _, quiet_fds, quiet_rss = _engine_job(attack=False, secret=secret)
+    codes, out, attacker, (fds0, peak_fds, after_fds), peak_rss = _engine_job(True, secret)
     print(f"[ figures ] engine job under attack: {attacker.connections} hostile connections to "
           f"{len(attacker.ports_seen)} ports in {attacker.rounds} rounds; store server (rank 0) "
           f"peak RSS {peak_rss / 2**20:.1f} MiB (unattacked {quiet_rss / 2**20:.1f} MiB), "
           f"descriptors {fds0} -> {peak_fds} peak -> {after_fds} after (unattacked peak "
-          f"{quiet_fds[1]})")
+          f"{quiet_fds[1]}); {attacker.foreign_refused} well-formed requests without the "
+          f"secret refused, {attacker.foreign_answered} answered")
     assert codes == [0, 0, 0], "\n".join(out)
     assert "Out of bounds values : 0 OK" in out[0], out[0]
     for text in out:
         assert "is gone" not in text and "declared dead" not in text, text
     assert len(attacker.ports_seen) >= 4, attacker.ports_seen  # the store and the ranks' ports
     assert attacker.rounds >= 2
+    assert attacker.foreign_answered == 0 and attacker.foreign_refused >= 5
     assert peak_rss - quiet_rss < 64 * 2**20
     assert peak_fds - fds0 < 300  # the handshake cap (128) plus the job's own
     assert after_fds is not None, "the job ended before the check: make it longer"
