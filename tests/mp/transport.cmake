@@ -2,7 +2,8 @@
 # Multi-process tests of the libfabric transport: forked ranks on 127.0.0.1 over shm and
 # tcp;ofi_rxm. One binary; each case is its own ctest (gtest filter) so they run in parallel and a
 # failure names the case.
-add_executable(transport_mp_test mp/transport_exchange_test.cc mp/transport_errors_test.cc)
+add_executable(transport_mp_test mp/transport_exchange_test.cc mp/transport_errors_test.cc
+               mp/transport_bootstrap_test.cc)
 target_link_libraries(transport_mp_test PRIVATE smddp_transport smddp_store smddp_warnings
                       GTest::gtest GTest::gtest_main)
 target_include_directories(transport_mp_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-# Unit tier of the transport layer: libfabric FI_HMEM planning and registration, provider choice.
+# Unit tier of the transport layer: libfabric FI_HMEM planning and registration, provider choice,
+# bootstrap entries and peer addresses read as untrusted text.
 smddp_add_test(transport_hmem_test unit 60
   LIBS smddp_transport Libfabric::headers
   SOURCES unit/transport_hmem_test.cc)
@@ -9,3 +10,6 @@ smddp_add_test(transport_provider_test unit 60
 smddp_add_test(transport_shm_regions_test unit 60
   LIBS smddp_transport
   SOURCES unit/transport_shm_regions_test.cc)
+smddp_add_test(transport_bootstrap_entries_test unit 60
+  LIBS smddp_transport Libfabric::headers
+  SOURCES unit/transport_bootstrap_entries_test.cc)
