@@ -108,6 +108,9 @@ class Transport {
   // Whether `peer` is known to be gone (every peer found gone, not only the first). A waiter
   // keeps polling for kGoneDrain after it first sees this before it fails (below).
   virtual bool peerGone(int peer) const { return peer >= 0 && peer == deadPeer(); }
+  // Messages from senders outside the group that this transport dropped (each had matched a
+  // receive, which was posted again); a counter for memoryStats(). Any thread may ask.
+  virtual uint64_t foreignMessagesDropped() const { return 0; }
   // True when every peer is reached through this host's memory (libfabric's shm provider): the
   // shared-memory arena may then carry the collectives instead. False for network providers,
   // chosen for a reason even on one host, and for the loopback transport, whose tests exercise

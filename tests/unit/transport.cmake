@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # Unit tier of the transport layer: libfabric FI_HMEM planning and registration, provider choice,
-# bootstrap entries and peer addresses read as untrusted text.
+# bootstrap entries and peer addresses read as untrusted text, senders outside the group.
 smddp_add_test(transport_hmem_test unit 60
   LIBS smddp_transport Libfabric::headers
   SOURCES unit/transport_hmem_test.cc)
@@ -13,3 +13,6 @@ smddp_add_test(transport_shm_regions_test unit 60
 smddp_add_test(transport_bootstrap_entries_test unit 60
   LIBS smddp_transport Libfabric::headers
   SOURCES unit/transport_bootstrap_entries_test.cc)
+smddp_add_test(transport_foreign_senders_test unit 60
+  LIBS smddp_transport Libfabric::headers
+  SOURCES unit/transport_foreign_senders_test.cc)

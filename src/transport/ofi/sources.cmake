@@ -5,6 +5,7 @@ target_sources(smddp_transport PRIVATE
   transport/ofi/bootstrap_entries.cc
   transport/ofi/endpoint.cc
   transport/ofi/fatal_signals.cc
+  transport/ofi/foreign_senders.cc
   transport/ofi/libfabric_api.cc
   transport/ofi/ofi_transport.cc
   transport/ofi/peer_addresses.cc
