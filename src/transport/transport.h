@@ -56,6 +56,9 @@ struct Op {
 struct PeerInfo {
   std::string host;
   int pid = 0;
+  // The kernel and pid namespace `pid` means something in: "<boot id>/<st_dev>:<st_ino>" of
+  // /proc/self/ns/pid ("" unknown). A pid is only watched within our own (peer_liveness.h).
+  std::string pidNamespace;
   std::string ip;  // its endpoint's IP address, where the provider's addresses are IP (tcp, net)
   std::string cpus;  // the CPUs it may use, common::describeUsableCpus() ("" unknown)
 };

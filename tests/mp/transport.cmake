@@ -3,7 +3,8 @@
 # tcp;ofi_rxm. One binary; each case is its own ctest (gtest filter) so they run in parallel and a
 # failure names the case.
 add_executable(transport_mp_test mp/transport_exchange_test.cc mp/transport_errors_test.cc
-               mp/transport_bootstrap_test.cc mp/transport_foreign_test.cc)
+               mp/transport_bootstrap_test.cc mp/transport_foreign_test.cc
+               mp/transport_pid_namespace_test.cc)
 target_link_libraries(transport_mp_test PRIVATE smddp_transport smddp_store smddp_warnings
                       Libfabric::headers GTest::gtest GTest::gtest_main)
 target_include_directories(transport_mp_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
@@ -28,3 +29,4 @@ foreach(provider shm tcp)
                        "Providers/TransportForeign.AnySourceReceiveDeliversOnlyTheGroupsMessages/${provider}")
 endforeach()
 smddp_transport_case(bootstrap "TransportBootstrap.*")
+smddp_transport_case(pid_namespace "TransportPidNamespace.*")

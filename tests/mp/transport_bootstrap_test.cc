@@ -11,11 +11,15 @@
 #include "mp/fork_ranks.h"
 #include "mp/transport_helpers.h"
 #include "smddp/error.h"
+#include "transport/ofi/peer_liveness.h"
 
 namespace smddp::test {
 namespace {
 
-std::string validHostEntry() { return hostName() + "\n" + std::to_string(::getpid()) + "\n0"; }
+std::string validHostEntry() {
+  return hostName() + "\n" + std::to_string(::getpid()) + "\n" +
+         transport::ofi::processNamespace() + "\n0";
+}
 
 // What opening rank 0 of 2 throws when rank 1 published `host` and `addr` ("" when it opens).
 std::string bootstrapError(const std::string& provider, const std::string& host,
@@ -69,11 +73,14 @@ TEST(TransportBootstrap, ForgedShmAddressIsAClearError) {
 TEST(TransportBootstrap, ForgedHostEntryIsAClearError) {
   const std::string addr = withProvider("shm", "fi_shm://nobody");
   const std::string host = hostName();
+  const std::string ns = "\n" + transport::ofi::processNamespace() + "\n";
   for (const std::string& entry : std::vector<std::string>{
-           "no-newline", host + "\nnot-a-pid\n0", host + "\n-5\n0", host + "\n99999999999\n0",
-           host + "\n0\n0", "two words\n1\n0", host + "\n1", host + "\n1\n0\nextra",
-           host + "\n1\n0-65535,0-65535,0-65535", host + "\n1\nnot-cpus",
-           host + "\n1\n" + std::string(100000, '1')}) {
+           "no-newline", host + "\nnot-a-pid" + ns + "0", host + "\n-5" + ns + "0",
+           host + "\n99999999999" + ns + "0", host + "\n0" + ns + "0", "two words\n1" + ns + "0",
+           host + "\n1", host + "\n1" + ns + "0\nextra", host + "\n1\nNOT A NAMESPACE\n0",
+           host + "\n1\n" + std::string(1000, '1') + "\n0",
+           host + "\n1" + ns + "0-65535,0-65535,0-65535", host + "\n1" + ns + "not-cpus",
+           host + "\n1" + ns + std::string(100000, '1')}) {
     SCOPED_TRACE(entry.substr(0, 60));
     expectNamed(bootstrapError("shm", entry, addr), {"rank 0", "rank 1", "host entry"});
   }

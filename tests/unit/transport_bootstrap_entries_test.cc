@@ -32,11 +32,15 @@ TEST(BootstrapEntries, WhatThisProcessPublishesParsesBack) {
   PeerInfo self;
   self.host = "node-17.cluster.example";
   self.pid = 4194304;
+  self.pidNamespace = "76db360e-e586-4d71-aa3a-8399477aca84/4:4026531836";
   self.cpus = "0-3,8,10-11/4";
   const PeerInfo back = parseHostEntry(formatHostEntry(self), 0, 1);
   EXPECT_EQ(back.host, self.host);
   EXPECT_EQ(back.pid, self.pid);
+  EXPECT_EQ(back.pidNamespace, self.pidNamespace);
   EXPECT_EQ(back.cpus, self.cpus);
+  self.pidNamespace = "";  // unknown: published as such (never watched)
+  EXPECT_EQ(parseHostEntry(formatHostEntry(self), 0, 1).pidNamespace, "");
   self.cpus = "0-1/4294967295";  // a cgroup quota beyond the CPUs listed
   EXPECT_EQ(parseHostEntry(formatHostEntry(self), 0, 1).cpus, self.cpus);
   for (const char* cpus : {"", "0-99999", "garbage"}) {  // unknown or unusable: published as ""
@@ -46,28 +50,33 @@ TEST(BootstrapEntries, WhatThisProcessPublishesParsesBack) {
 }
 
 TEST(BootstrapEntries, EveryFieldIsBounded) {
-  EXPECT_TRUE(parses("h\n1\n"));
-  EXPECT_TRUE(parses(std::string(kMaxHostName, 'h') + "\n1\n"));
-  EXPECT_FALSE(parses(std::string(kMaxHostName + 1, 'h') + "\n1\n"));
-  EXPECT_FALSE(parses("\n1\n"));
-  EXPECT_FALSE(parses("h\x7f\n1\n"));
-  EXPECT_FALSE(parses("h\tx\n1\n"));
-  EXPECT_TRUE(parses("h\n" + std::to_string(kMaxPid) + "\n"));
-  EXPECT_FALSE(parses("h\n" + std::to_string(kMaxPid + 1) + "\n"));
+  EXPECT_TRUE(parses("h\n1\n\n"));
+  EXPECT_TRUE(parses(std::string(kMaxHostName, 'h') + "\n1\n\n"));
+  EXPECT_FALSE(parses(std::string(kMaxHostName + 1, 'h') + "\n1\n\n"));
+  EXPECT_FALSE(parses("\n1\n\n"));
+  EXPECT_FALSE(parses("h\x7f\n1\n\n"));
+  EXPECT_FALSE(parses("h\tx\n1\n\n"));
+  EXPECT_TRUE(parses("h\n" + std::to_string(kMaxPid) + "\n\n"));
+  EXPECT_FALSE(parses("h\n" + std::to_string(kMaxPid + 1) + "\n\n"));
   for (const char* pid : {"0", "-1", "+1", " 1", "1 ", "0x10", "", "1e3", "123456789012"}) {
-    EXPECT_FALSE(parses(std::string("h\n") + pid + "\n")) << pid;
+    EXPECT_FALSE(parses(std::string("h\n") + pid + "\n\n")) << pid;
   }
-  EXPECT_TRUE(parses("h\n1\n0-65535"));
-  EXPECT_FALSE(parses("h\n1\n0-65535,0"));  // 65537 CPUs listed
-  EXPECT_FALSE(parses("h\n1\n65536"));
-  EXPECT_FALSE(parses("h\n1\n3-2"));
-  EXPECT_FALSE(parses("h\n1\n0,,1"));
-  EXPECT_FALSE(parses("h\n1\n0-3/0"));
-  EXPECT_FALSE(parses("h\n1\n0-3/"));
-  EXPECT_FALSE(parses("h\n1\n0-3/4294967296"));
-  EXPECT_FALSE(parses("h\n1\n" + std::string(kMaxCpusEntry + 1, '1')));
-  EXPECT_FALSE(parses("h\n1\n0\n"));
-  EXPECT_FALSE(parses(std::string("h\n1\n0") + '\0'));
+  EXPECT_TRUE(parses("h\n1\n" + std::string(kMaxPidNamespace, 'a') + "\n"));
+  EXPECT_FALSE(parses("h\n1\n" + std::string(kMaxPidNamespace + 1, 'a') + "\n"));
+  EXPECT_FALSE(parses("h\n1\nNS\n"));
+  EXPECT_FALSE(parses("h\n1\nns with spaces\n"));
+  EXPECT_TRUE(parses("h\n1\n\n0-65535"));
+  EXPECT_FALSE(parses("h\n1\n\n0-65535,0"));  // 65537 CPUs listed
+  EXPECT_FALSE(parses("h\n1\n\n65536"));
+  EXPECT_FALSE(parses("h\n1\n\n3-2"));
+  EXPECT_FALSE(parses("h\n1\n\n0,,1"));
+  EXPECT_FALSE(parses("h\n1\n\n0-3/0"));
+  EXPECT_FALSE(parses("h\n1\n\n0-3/"));
+  EXPECT_FALSE(parses("h\n1\n\n0-3/4294967296"));
+  EXPECT_FALSE(parses("h\n1\n\n" + std::string(kMaxCpusEntry + 1, '1')));
+  EXPECT_FALSE(parses("h\n1\n\n0\n"));
+  EXPECT_FALSE(parses("h\n1\n0"));  // the format without the pid namespace
+  EXPECT_FALSE(parses(std::string("h\n1\n\n0") + '\0'));
 }
 
 TEST(BootstrapEntries, ExcerptsArePrintableAndShort) {

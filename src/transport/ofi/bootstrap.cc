@@ -22,6 +22,7 @@
 #include "transport/ofi/endpoint.h"
 #include "transport/ofi/ofi_transport.h"
 #include "transport/ofi/peer_addresses.h"
+#include "transport/ofi/peer_liveness.h"
 #include "transport/ofi/shm_regions.h"
 
 namespace smddp::transport {
@@ -57,6 +58,7 @@ std::vector<PeerInfo> exchangeHosts(Store& store, const std::string& prefix, int
   PeerInfo self;
   self.host = hostName();
   self.pid = static_cast<int>(::getpid());
+  self.pidNamespace = ofi::processNamespace();
   self.cpus = common::describeUsableCpus();
   store.set(prefix + "/host/" + std::to_string(rank), ofi::formatHostEntry(self));
   std::vector<PeerInfo> peers(size);

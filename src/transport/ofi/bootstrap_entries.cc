@@ -33,6 +33,17 @@ long long number(const std::string& text, long long lo, long long hi) {
   return v >= lo && v <= hi ? v : -1;
 }
 
+// "" (unknown), or up to kMaxPidNamespace bytes of hex digits, digits, '-', '/' and ':'.
+bool validPidNamespace(const std::string& ns) {
+  if (ns.size() > kMaxPidNamespace) return false;
+  for (char c : ns) {
+    const bool ok =
+        (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-' || c == '/' || c == ':';
+    if (!ok) return false;
+  }
+  return true;
+}
+
 bool validHostName(const std::string& host) {
   if (host.empty() || host.size() > kMaxHostName) return false;
   for (unsigned char c : host) {
@@ -85,6 +96,7 @@ std::string excerpt(const std::string& text, size_t limit) {
 std::string formatHostEntry(const PeerInfo& self) {
   // CPUs this parse would refuse are published as unknown: a peer cannot use them either.
   return self.host + "\n" + std::to_string(self.pid) + "\n" +
+         (validPidNamespace(self.pidNamespace) ? self.pidNamespace : "") + "\n" +
          (validCpus(self.cpus) ? self.cpus : "");
 }
 
@@ -100,8 +112,9 @@ PeerInfo parseHostEntry(const std::string& value, int rank, int peer) {
               " expected");
   }
   const std::vector<std::string> fields = splitOn(value, '\n');
-  if (fields.size() != 3) {
-    throw bad(std::to_string(fields.size()) + " lines where 3 are expected (host, pid, cpus)");
+  if (fields.size() != 4) {
+    throw bad(std::to_string(fields.size()) +
+              " lines where 4 are expected (host, pid, pid namespace, cpus)");
   }
   PeerInfo info;
   if (!validHostName(fields[0])) {
@@ -112,11 +125,16 @@ PeerInfo parseHostEntry(const std::string& value, int rank, int peer) {
   const long pid = number(fields[1], 1, kMaxPid);
   if (pid < 0) throw bad("the pid is not a number in 1.." + std::to_string(kMaxPid));
   info.pid = static_cast<int>(pid);
-  if (!validCpus(fields[2])) {
+  if (!validPidNamespace(fields[2])) {
+    throw bad("the pid namespace is not '<boot id>/<device>:<inode>' of at most " +
+              std::to_string(kMaxPidNamespace) + " characters");
+  }
+  info.pidNamespace = fields[2];
+  if (!validCpus(fields[3])) {
     throw bad("the CPU list is not of the form '0-3,8[/limit]' with at most " +
               std::to_string(kMaxCpusListed) + " CPUs of ids up to " + std::to_string(kMaxCpuId));
   }
-  info.cpus = fields[2];
+  info.cpus = fields[3];
   return info;
 }
 

@@ -18,12 +18,14 @@ namespace smddp::transport::ofi {
 constexpr size_t kMaxHostEntry = 8192;       // a whole entry, in bytes
 constexpr size_t kMaxHostName = 255;         // a DNS name's limit (Linux's own host names: 64)
 constexpr int kMaxPid = 4194304;             // the kernel's PID_MAX_LIMIT
+constexpr size_t kMaxPidNamespace = 128;     // "<boot id>/<dev>:<inode>": 36 + 1 + 20 + 1 + 20
 constexpr size_t kMaxCpusEntry = 4096;       // "0-3,8,10-11/4": far more than any real mask needs
 constexpr long long kMaxCpuId = 65535;       // beyond any kernel's NR_CPUS
 constexpr long long kMaxCpusListed = 65536;  // CPUs in one list (ranges summed), bounding its parse
 
-// "host \n pid \n cpus": what this process publishes (cpus: common::describeUsableCpus(), or ""
-// where it is beyond the bounds below).
+// "host \n pid \n pid namespace \n cpus": what this process publishes (the pid namespace:
+// processNamespace() of peer_liveness.h; cpus: common::describeUsableCpus(), or "" where it is
+// beyond the bounds below).
 std::string formatHostEntry(const PeerInfo& self);
 
 // The entry `value` that rank `peer` published, read by rank `rank`; throws Error(kStore).
