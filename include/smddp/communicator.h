@@ -108,7 +108,9 @@ class Communicator {
   // communicator's: "arena" (its shared-memory arena, every rank's region of the host's object),
   // "windows" (this rank's memory registered in its live windows),
   // "staging_pinned" (pinned host memory staging CUDA calls), "device_ipc_scratch" (its CUDA IPC
-  // scratch on its device, once connected).
+  // scratch on its device, once connected); and one count that is no memory:
+  // "foreign_messages_dropped" (messages from senders outside the group that its endpoints
+  // received and dropped: another job, or anything else on the network, sending to them).
   std::map<std::string, uint64_t> memoryStats() const;
 
   // One-sided communication (smddp/window.h). Collective: every rank calls it in the same order

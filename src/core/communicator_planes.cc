@@ -295,8 +295,9 @@ void CommunicatorImpl::startPeerChecks() {
   p.liveness = std::make_unique<transport::ofi::PeerLiveness>(peers, rank_);
   const std::string& me =
       static_cast<size_t>(rank_) < peers.size() ? peers[static_cast<size_t>(rank_)].host : "";
+  const std::string ns = transport::ofi::processNamespace();  // pids of other namespaces: no
   for (size_t r = 0; r < peers.size(); ++r) {
-    if (static_cast<int>(r) != rank_ && peers[r].host == me && peers[r].pid > 0) {
+    if (static_cast<int>(r) != rank_ && transport::ofi::pidWatchable(peers[r], me, ns)) {
       p.localPeers.emplace_back(static_cast<int>(r), peers[r].pid);
     }
   }

@@ -159,7 +159,10 @@ std::map<std::string, uint64_t> CommunicatorImpl::memoryStats() {
                                            {"device_ipc_scratch", 0},
                                            {"staging_pinned", 0},
                                            {"arena", 0},
-                                           {"windows", windowBytes_->load()}};
+                                           {"windows", windowBytes_->load()},
+                                           {"foreign_messages_dropped",
+                                            transport_->foreignMessagesDropped()}};
+  if (p2p_) stats["foreign_messages_dropped"] += p2p_->foreignMessagesDropped();
   if (arena_) stats["arena"] = arena_->segment().mappedBytes();
   if (hostArena_) stats["arena"] = hostArena_->segment().mappedBytes();
   std::lock_guard<std::mutex> lock(stagerMutex_);

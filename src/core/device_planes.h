@@ -55,7 +55,8 @@ struct DevicePlanes {
 
   // Same-host peers gone or stopped (the NCCL plane's verdict): checked every kCheckInterval.
   std::unique_ptr<transport::ofi::PeerLiveness> liveness;
-  std::vector<std::pair<int, int>> localPeers;  // (rank, pid) on this host, but this rank
+  // (rank, pid) on this host and in this pid namespace (pidWatchable), but this rank
+  std::vector<std::pair<int, int>> localPeers;
   std::chrono::steady_clock::time_point nextStopCheck{};
   std::mutex verdictMutex;  // guards the three above and verdict
   std::string verdict;      // once found, kept

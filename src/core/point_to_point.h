@@ -73,6 +73,8 @@ class PointToPoint {
                int directDevice = -1);
   // The transport moves CUDA memory itself (FI_HMEM).
   bool deviceDirect() const { return transport_->deviceDirect(); }
+  // Messages from outside the group its transport dropped (any thread may ask).
+  uint64_t foreignMessagesDropped() const { return transport_->foreignMessagesDropped(); }
   // Drives progress until `request` is done or `deadline` passes; returns request.done().
   bool waitUntil(RequestState& request, Clock::time_point deadline);
   // Fails everything in flight and every later post with kAborted.

@@ -56,6 +56,9 @@ struct Op {
 struct PeerInfo {
   std::string host;
   int pid = 0;
+  // The kernel and pid namespace `pid` means something in: "<boot id>/<st_dev>:<st_ino>" of
+  // /proc/self/ns/pid ("" unknown). A pid is only watched within our own (peer_liveness.h).
+  std::string pidNamespace;
   std::string ip;  // its endpoint's IP address, where the provider's addresses are IP (tcp, net)
   std::string cpus;  // the CPUs it may use, common::describeUsableCpus() ("" unknown)
 };
@@ -108,6 +111,9 @@ class Transport {
   // Whether `peer` is known to be gone (every peer found gone, not only the first). A waiter
   // keeps polling for kGoneDrain after it first sees this before it fails (below).
   virtual bool peerGone(int peer) const { return peer >= 0 && peer == deadPeer(); }
+  // Messages from senders outside the group that this transport dropped (each had matched a
+  // receive, which was posted again); a counter for memoryStats(). Any thread may ask.
+  virtual uint64_t foreignMessagesDropped() const { return 0; }
   // True when every peer is reached through this host's memory (libfabric's shm provider): the
   // shared-memory arena may then carry the collectives instead. False for network providers,
   // chosen for a reason even on one host, and for the loopback transport, whose tests exercise

@@ -73,6 +73,7 @@ void runKinds(int n, const std::function<bool(int)>& shared, uint64_t inPlace) {
     }
     EXPECT_GT(c.memoryStats().at("arena"), 2u * 4096 * static_cast<uint64_t>(n)) << rank;
     EXPECT_EQ(c.memoryStats().at("staging_pinned"), 0u) << rank;  // no CUDA call
+    EXPECT_EQ(c.memoryStats().at("foreign_messages_dropped"), 0u) << rank;  // no strangers here
   });
   // The ranks share the process's pool here: its count is every rank's.
   const uint64_t calls = comms[0]->memoryStats().at("shared_in_place_calls") - before;

@@ -2,9 +2,11 @@
 # Multi-process tests of the libfabric transport: forked ranks on 127.0.0.1 over shm and
 # tcp;ofi_rxm. One binary; each case is its own ctest (gtest filter) so they run in parallel and a
 # failure names the case.
-add_executable(transport_mp_test mp/transport_exchange_test.cc mp/transport_errors_test.cc)
+add_executable(transport_mp_test mp/transport_exchange_test.cc mp/transport_errors_test.cc
+               mp/transport_bootstrap_test.cc mp/transport_foreign_test.cc
+               mp/transport_pid_namespace_test.cc)
 target_link_libraries(transport_mp_test PRIVATE smddp_transport smddp_store smddp_warnings
-                      GTest::gtest GTest::gtest_main)
+                      Libfabric::headers GTest::gtest GTest::gtest_main)
 target_include_directories(transport_mp_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 
 function(smddp_transport_case name filter)
@@ -23,5 +25,8 @@ foreach(provider shm tcp)
   smddp_transport_case(truncation_${provider}
                        "Providers/TransportErrors.RecvTooSmallIsAnErrorNotACrash/${provider}")
   smddp_transport_case(dead_peer_${provider} "Providers/TransportErrors.DeadPeerIsReported/${provider}")
+  smddp_transport_case(foreign_${provider}
+                       "Providers/TransportForeign.AnySourceReceiveDeliversOnlyTheGroupsMessages/${provider}")
 endforeach()
 smddp_transport_case(bootstrap "TransportBootstrap.*")
+smddp_transport_case(pid_namespace "TransportPidNamespace.*")

@@ -1,20 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // createOfiTransport: the bootstrap of one libfabric transport through the rendezvous store.
-//   1. publish "<prefix>/host/<rank>" = host "\n" pid; read every rank's (peers(), topology);
+//   1. publish "<prefix>/host/<rank>" (bootstrap_entries.h); read every rank's (peers(), topology);
 //   2. choose the provider (provider_profile.h) and open the endpoint;
 //   3. publish "<prefix>/addr/<rank>" = provider "\0" fi_getname bytes; read every rank's, check
-//      that all ranks chose the same provider, fi_av_insert each (fi_addr of rank r at index r).
+//      that all ranks chose the same provider, check each (peer_addresses.h) and fi_av_insert it.
 // Invariant: the whole bootstrap is bounded by the caller's timeout (the communicator's resolved
 // bound, not SMDDP_TIMEOUT_MS alone): each store wait gets what is left of it; a failure names this
 // rank, the peer and the key.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <rdma/fi_errno.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <map>
 #include <sstream>
 
@@ -22,8 +18,11 @@
 #include "common/logging.h"
 #include "smddp/error.h"
 #include "smddp/store.h"
+#include "transport/ofi/bootstrap_entries.h"
 #include "transport/ofi/endpoint.h"
 #include "transport/ofi/ofi_transport.h"
+#include "transport/ofi/peer_addresses.h"
+#include "transport/ofi/peer_liveness.h"
 #include "transport/ofi/shm_regions.h"
 
 namespace smddp::transport {
@@ -56,22 +55,17 @@ std::string awaitPeer(Store& store, const std::string& key, int rank, int peer, 
 
 std::vector<PeerInfo> exchangeHosts(Store& store, const std::string& prefix, int rank, int size,
                                     const Deadline& deadline) {
-  store.set(prefix + "/host/" + std::to_string(rank),
-            hostName() + "\n" + std::to_string(::getpid()) + "\n" + common::describeUsableCpus());
+  PeerInfo self;
+  self.host = hostName();
+  self.pid = static_cast<int>(::getpid());
+  self.pidNamespace = ofi::processNamespace();
+  self.cpus = common::describeUsableCpus();
+  store.set(prefix + "/host/" + std::to_string(rank), ofi::formatHostEntry(self));
   std::vector<PeerInfo> peers(size);
   for (int r = 0; r < size; ++r) {
-    std::string value =
-        awaitPeer(store, prefix + "/host/" + std::to_string(r), rank, r, "host entry", deadline);
-    size_t nl = value.find('\n');
-    if (nl == std::string::npos) {
-      throw Error(ErrorCode::kStore, "rank " + std::to_string(rank) + ": malformed entry '" +
-                                         value + "' for rank " + std::to_string(r) + " under " +
-                                         prefix + "/host/");
-    }
-    peers[r].host = value.substr(0, nl);
-    peers[r].pid = std::atoi(value.c_str() + nl + 1);
-    const size_t cpus = value.find('\n', nl + 1);
-    if (cpus != std::string::npos) peers[r].cpus = value.substr(cpus + 1);
+    peers[r] = ofi::parseHostEntry(
+        awaitPeer(store, prefix + "/host/" + std::to_string(r), rank, r, "host entry", deadline),
+        rank, r);
   }
   return peers;
 }
@@ -83,26 +77,6 @@ void logLayout(int rank, const std::vector<PeerInfo>& peers) {
   for (const auto& [host, n] : perHost) os << " " << host << "=" << n;
   SMDDP_INFO(rank, "Layout: " << peers.size() << " ranks on " << perHost.size()
                               << " host(s), ranks per host:" << os.str());
-}
-
-// The IP address in a provider address of format `format` (sockaddr_in / _in6); "" otherwise.
-std::string ipOf(uint32_t format, const std::string& addr) {
-  char text[INET6_ADDRSTRLEN] = {0};
-  if ((format == FI_SOCKADDR_IN || format == FI_SOCKADDR) && addr.size() >= sizeof(sockaddr_in)) {
-    sockaddr_in a{};
-    std::memcpy(&a, addr.data(), sizeof(a));
-    if (a.sin_family == AF_INET && inet_ntop(AF_INET, &a.sin_addr, text, sizeof(text))) {
-      return text;
-    }
-  }
-  if ((format == FI_SOCKADDR_IN6 || format == FI_SOCKADDR) && addr.size() >= sizeof(sockaddr_in6)) {
-    sockaddr_in6 a{};
-    std::memcpy(&a, addr.data(), sizeof(a));
-    if (a.sin6_family == AF_INET6 && inet_ntop(AF_INET6, &a.sin6_addr, text, sizeof(text))) {
-      return text;
-    }
-  }
-  return "";
 }
 
 // Also fills peers[r].ip where the provider's addresses are IP socket addresses.
@@ -122,16 +96,12 @@ std::vector<fi_addr_t> exchangeAddresses(Store& store, const std::string& prefix
     if (sep == std::string::npos || theirs != provider) {
       throw Error(ErrorCode::kTransport, "rank " + std::to_string(rank) + " uses provider " +
                                              provider + " but rank " + std::to_string(r) +
-                                             " uses '" + theirs +
+                                             " uses '" + ofi::excerpt(theirs) +
                                              "': set SMDDP_PROVIDER the same on every rank");
     }
     std::string addr = value.substr(sep + 1);
-    peers[static_cast<size_t>(r)].ip = ipOf(ep.info->addr_format, addr);
-    int rc = fi_av_insert(ep.av.get(), addr.c_str(), 1, &addrs[r], 0, nullptr);
-    if (rc != 1) {
-      ofi::throwFi(rank, provider, "fi_av_insert(address of rank " + std::to_string(r) + ")",
-                   rc < 0 ? rc : -FI_EINVAL);
-    }
+    addrs[r] = ofi::insertPeerAddress(ep, provider, addr, rank, r);
+    peers[static_cast<size_t>(r)].ip = ofi::ipOf(ep.info->addr_format, addr);
   }
   return addrs;
 }

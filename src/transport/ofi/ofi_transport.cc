@@ -46,6 +46,8 @@ OfiTransport::OfiTransport(std::unique_ptr<Endpoint> endpoint, ProviderProfile p
       peers_(std::move(peers)),
       addrs_(std::move(addrs)),
       injectSize_(endpoint_->info->tx_attr->inject_size),
+      sourceKnown_(sourceTrusted(profile_, *endpoint_->info)),
+      foreign_(rank),
       gone_(static_cast<size_t>(size), false),
       liveness_(peers_, rank) {}
 
@@ -149,8 +151,10 @@ int OfiTransport::progress() {
 int OfiTransport::pollCq() {
   int finished = 0;
   fi_cq_tagged_entry entries[kCqBatch];
+  fi_addr_t sources[kCqBatch];
   for (int batch = 0; batch < kMaxBatchesPerProgress; ++batch) {
-    ssize_t n = fi_cq_read(endpoint_->cq.get(), entries, kCqBatch);
+    ssize_t n = sourceKnown_ ? fi_cq_readfrom(endpoint_->cq.get(), entries, kCqBatch, sources)
+                             : fi_cq_read(endpoint_->cq.get(), entries, kCqBatch);
     if (n == -FI_EAGAIN) break;
     if (n == -FI_EAVAIL) {
       finished += readCqError();
@@ -164,16 +168,39 @@ int OfiTransport::pollCq() {
     for (ssize_t i = 0; i < n; ++i) {
       Op* op = opOf(entries[i].op_context);
       if (op->kind == OpKind::kRecv) {
+        const int sender = senderOf(op->peer, entries[i].flags, entries[i].data, sourceKnown_,
+                                    sourceKnown_ ? sources[i] : FI_ADDR_NOTAVAIL, addrs_);
+        if (sender == kForeignSender) {
+          finished += dropForeign(*op, entries[i]);
+          continue;
+        }
         op->received = entries[i].len;
-        op->source = (entries[i].flags & FI_REMOTE_CQ_DATA) != 0 ? static_cast<int>(entries[i].data)
-                                                                 : op->peer;
+        op->source = sender;
       }
       op->state = OpState::kDone;
+      ++finished;
     }
-    finished += static_cast<int>(n);
     if (n < kCqBatch) break;
   }
   return finished;
+}
+
+// A message from outside the group matched op (foreign_senders.h). It is not delivered, though
+// its bytes are in op's buffer already: op goes back to the provider with the same buffer, ahead
+// of the receives still queued for retry, and its caller waits on, bounded by its own timeout.
+// Returns 1 when op finished instead (cancel() is withdrawing it), else 0 (a failed re-post
+// finishes it through finishedOutsideProgress_, as every failed post does).
+int OfiTransport::dropForeign(Op& op, const fi_cq_tagged_entry& entry) {
+  foreign_.note(describe(op) + ": a message of " + std::to_string(entry.len) + " bytes that " +
+                whyForeign(op.peer, entry.flags, entry.data, addrs_.size()));
+  if (cancelling_ != nullptr &&
+      std::find(cancelling_->begin(), cancelling_->end(), &op) != cancelling_->end()) {
+    op.state = OpState::kError;
+    op.error = describe(op) + ": cancelled";
+    return 1;
+  }
+  if (tryPost(op) == -FI_EAGAIN) retryRecvs_.push_front(&op);
+  return 0;
 }
 
 int OfiTransport::readCqError() {
@@ -230,6 +257,12 @@ bool OfiTransport::cancel(Op& op) { return cancel(std::vector<Op*>{&op}); }
 // Every cancel is issued first, then the completion queue is drained once, so N ops that the
 // provider cannot withdraw (sends, mostly) cost one bound, not N.
 bool OfiTransport::cancel(const std::vector<Op*>& ops) {
+  // A foreign message completing one of these meanwhile must not post it again (dropForeign).
+  cancelling_ = &ops;
+  struct Reset {
+    const std::vector<Op*>*& slot;
+    ~Reset() { slot = nullptr; }
+  } reset{cancelling_};
   bool anyPending = false;
   for (Op* op : ops) {
     if (op->state != OpState::kPending) continue;

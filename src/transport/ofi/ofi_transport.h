@@ -7,6 +7,8 @@
 // per-peer message order never changes), and receives never wait behind blocked sends -- a rank
 // whose sends are stuck must still post the receives that drain its peers' sends, or two ranks can
 // block each other for good. Posting allocates nothing (the context lives in the Op).
+// A receive reports as its source only a member of the group (foreign_senders.h): a message from
+// outside it that matched a receive is dropped, counted, and the receive posted again.
 #pragma once
 
 #include <rdma/fabric.h>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "transport/ofi/endpoint.h"
+#include "transport/ofi/foreign_senders.h"
 #include "transport/ofi/peer_liveness.h"
 #include "transport/ofi/provider_profile.h"
 #include "transport/transport.h"
@@ -49,6 +52,10 @@ class OfiTransport : public Transport {
   bool peerGone(int peer) const override {
     return peer >= 0 && peer < size_ && gone_[static_cast<size_t>(peer)];
   }
+  uint64_t foreignMessagesDropped() const override { return foreign_.count(); }
+  // Whether receives from any rank check the provider's source address, not only the claimed
+  // rank's range (sourceTrusted in provider_profile.h).
+  bool checksSourceAddress() const { return sourceKnown_; }
 
  private:
   static constexpr int kCqBatch = 16;
@@ -59,6 +66,7 @@ class OfiTransport : public Transport {
   int pollCq();
   int readCqError();
   void finishWithError(Op& op, const fi_cq_err_entry& err);
+  int dropForeign(Op& op, const fi_cq_tagged_entry& entry);
   std::string describe(const Op& op) const;
   void notePeerGone(int peer, const std::string& why);
 
@@ -69,6 +77,9 @@ class OfiTransport : public Transport {
   std::vector<PeerInfo> peers_;
   std::vector<fi_addr_t> addrs_;
   size_t injectSize_;
+  bool sourceKnown_;  // the provider reports each receive's source address (FI_SOURCE)
+  ForeignDrops foreign_;
+  const std::vector<Op*>* cancelling_ = nullptr;  // the ops cancel() is withdrawing
   std::deque<Op*> retrySends_;
   std::deque<Op*> retryRecvs_;
   int finishedOutsideProgress_ = 0;  // ops finished inside post()/cancel(), reported by progress()

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// PeerLiveness: kill(pid, 0) plus /proc/<pid>/stat (a zombie answers kill, but has exited).
+// PeerLiveness: pidfds, or kill(pid, 0) plus /proc/<pid>/stat (a zombie answers kill, but has
+// exited); pids only of our pid namespace (peer_liveness.h).
 #include "transport/ofi/peer_liveness.h"
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
@@ -44,12 +47,43 @@ bool isZombie(int pid) {
   return state == 'Z' || state == 'X';
 }
 
+// The kernel's boot id ("76db360e-e586-4d71-aa3a-8399477aca84"), "" unless it reads as one.
+std::string bootId() {
+  FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f == nullptr) return "";
+  char buf[64] = {0};
+  const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  std::string id(buf, n);
+  while (!id.empty() && id.back() == '\n') id.pop_back();
+  if (id.size() != 36) return "";
+  for (char c : id) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-')) return "";
+  }
+  return id;
+}
+
 }  // namespace
 
+// Not cached: a child forked after its parent's unshare(CLONE_NEWPID) is in another namespace.
+std::string processNamespace() {
+  struct stat st {};
+  const std::string boot = bootId();
+  // /proc/self is this process whichever pid namespace /proc was mounted for.
+  if (boot.empty() || ::stat("/proc/self/ns/pid", &st) != 0) return "";
+  return boot + "/" + std::to_string(static_cast<unsigned long long>(st.st_dev)) + ":" +
+         std::to_string(static_cast<unsigned long long>(st.st_ino));
+}
+
+bool pidWatchable(const PeerInfo& peer, const std::string& host, const std::string& ns) {
+  return peer.pid > 0 && peer.host == host && !ns.empty() && peer.pidNamespace == ns;
+}
+
 PeerLiveness::PeerLiveness(const std::vector<PeerInfo>& peers, int rank) {
+  const std::string ns = processNamespace();
   for (size_t r = 0; r < peers.size(); ++r) {
-    if (static_cast<int>(r) == rank || peers[r].host != hostName() || peers[r].pid <= 0) continue;
-    if (!exists(peers[r].pid)) continue;  // another pid namespace: cannot watch
+    if (static_cast<int>(r) == rank || !pidWatchable(peers[r], hostName(), ns)) continue;
+    if (!exists(peers[r].pid)) continue;  // not alive now: nothing to watch
     watched_.push_back(static_cast<int>(r));
     pids_.push_back(peers[r].pid);
     pidfds_.push_back(openPidfd(peers[r].pid));
@@ -61,6 +95,10 @@ PeerLiveness::~PeerLiveness() {
   for (int fd : pidfds_) {
     if (fd >= 0) ::close(fd);
   }
+}
+
+bool PeerLiveness::watches(int rank) const {
+  return std::find(watched_.begin(), watched_.end(), rank) != watched_.end();
 }
 
 void PeerLiveness::forget(size_t i) {

@@ -8,7 +8,13 @@
 //    Truncation comes as err = -FI_ETRUNC (negative!) with len = olen = 0; truncating a message >
 //    4096 B (CMA/SAR protocol) hangs inside fi_cq_read. It never reports a dead peer: sends to it
 //    are copied into its shared-memory queue and complete; receives from it just stay pending (the
-//    liveness probe in peer_liveness.h covers shm).
+//    liveness probe in peer_liveness.h covers shm). With FI_SOURCE, a message from an endpoint
+//    outside our address vector gets no source written (smr_peer_cq_write skips it for
+//    FI_ADDR_NOTAVAIL; 1.18 writes it): fi_cq_readfrom returns the CQ slot's previous value
+//    (measured: a stranger's message reported as fi_addr 0, rank 0's). And such a message matches
+//    every receive, those that name a peer too (smr_match_id: FI_ADDR_UNSPEC on either side
+//    matches; 1.19's util_srx matches it to receives from any peer only): only the remote CQ
+//    data it claims (foreign_senders.h) tells it apart.
 //  - tcp;ofi_rxm: mem_tag_format 0xaaaaaaaaaaaaaaaa, inject_size 64, tx/rx size 2048, mr_mode
 //    none. Measured: after a peer with an open connection exits, a 256 KiB send to it and a recv
 //    from it both stay pending for 10 s+ with no CQ error, so the liveness probe is what notices
@@ -58,16 +64,20 @@ ProviderProfile profileFor(const std::string& name) {
   if (name == "tcp" || name == "tcp;ofi_rxm") {
     p.name = "tcp;ofi_rxm";
     p.bindsIp = true;
+    p.sourceAddress = true;
     p.peerDeathVisible = true;
     p.closeLinger = std::chrono::milliseconds(20);
   } else if (name == "net") {  // libfabric's RDM over TCP without ofi_rxm (1.17+)
     p.name = "net";
     p.bindsIp = true;
+    p.sourceAddress = true;
     p.peerDeathVisible = true;
     p.closeLinger = std::chrono::milliseconds(20);
   } else if (name == "shm") {
     p.name = "shm";
     p.hostMemoryOnly = true;
+    p.sourceAddress = true;
+    p.sourceSince = FI_VERSION(118, 0);  // providers' versions: 100 * major + minor
   } else if (name == "efa") {
     p.name = "efa";
     p.peerDeathVisible = true;
@@ -115,6 +125,8 @@ InfoPtr makeHints(const ProviderProfile& profile, bool hmem) {
   hints->caps = FI_TAGGED | FI_DIRECTED_RECV;  // receives name their source peer
   hints->mode = FI_CONTEXT | FI_CONTEXT2;      // each Op lends its fi_context2
   hints->domain_attr->cq_data_size = 4;        // every message carries its sender's rank
+  // ... which is checked against the address it comes from (foreign_senders.h).
+  if (profile.sourceAddress) hints->caps |= FI_SOURCE;
   hints->ep_attr->type = FI_EP_RDM;
   hints->domain_attr->threading = FI_THREAD_DOMAIN;  // one thread drives a transport
   hints->domain_attr->av_type = FI_AV_TABLE;
@@ -149,6 +161,12 @@ std::string bindAddress(const ProviderProfile& profile, const Config& config, bo
   if (!config.fabricAddr.empty()) return config.fabricAddr;
   // Every rank on this host: loopback keeps the traffic off the network (and tests on 127.0.0.1).
   return sameHost ? "127.0.0.1" : "";
+}
+
+bool sourceTrusted(const ProviderProfile& profile, const fi_info& info) {
+  if (!profile.sourceAddress || (info.caps & FI_SOURCE) == 0) return false;
+  const uint32_t version = info.fabric_attr != nullptr ? info.fabric_attr->prov_version : 0;
+  return version >= profile.sourceSince;
 }
 
 int usableTagBits(const fi_info& info) {

@@ -35,6 +35,16 @@ struct ProviderProfile {
   // shm and tcp report FI_HMEM too (for host memory, or CUDA through copies when built with it):
   // staging is as good there, and it is the tested path.
   bool deviceDirect = false;
+  // Ask for FI_SOURCE: completions report the sender's address (fi_cq_readfrom), so that a
+  // receive from any rank can tell the group's messages from outsiders' (foreign_senders.h).
+  // tcp;ofi_rxm and net write every receive's source (FI_ADDR_NOTAVAIL for a sender outside our
+  // address vector), read at completion from the peer table that fi_av_insert fills. shm before
+  // libfabric 1.18 writes no source for a sender outside it, so fi_cq_readfrom returns whatever
+  // that CQ slot held before (another sender's address): trusted from sourceSince on only. efa
+  // reports sources too, but could not be run here: off, like the generic profile; there only the
+  // claimed rank's range is checked.
+  bool sourceAddress = false;
+  uint32_t sourceSince = 0;  // the provider version (fabric_attr->prov_version) trusted from
 };
 
 // The profile for a provider name ("tcp" is accepted for "tcp;ofi_rxm"; "net" is libfabric's RDM
@@ -53,8 +63,8 @@ std::string chooseProvider(const Config& config, const std::string& providerOver
                            bool sameHost);
 
 // Hints for fi_getinfo: RDM, tagged with directed receive, 4 bytes of remote CQ data (the
-// sender's rank), FI_AV_TABLE, FI_THREAD_DOMAIN, per-message fi_context2, and the profile's
-// mr_mode.
+// sender's rank), FI_AV_TABLE, FI_THREAD_DOMAIN, per-message fi_context2, the profile's
+// mr_mode, and FI_SOURCE where the profile has sourceAddress.
 // hmem (only for a deviceDirect profile): also FI_HMEM, and FI_MR_HMEM (CUDA buffers are
 // registered and every op on one carries its desc).
 InfoPtr makeHints(const ProviderProfile& profile, bool hmem = false);
@@ -66,6 +76,10 @@ void cudaRegistration(const void* base, size_t bytes, int ordinal, iovec* iov, f
 // shm: a unique endpoint name. tcp: the IP address it binds to ("" = libfabric's choice), per
 // SMDDP_FABRIC_ADDR and the topology.
 std::string bindAddress(const ProviderProfile& profile, const Config& config, bool sameHost);
+
+// True when the receives of an endpoint opened with `info` report their source address
+// reliably: the profile asked for FI_SOURCE, the provider granted it, and its version is trusted.
+bool sourceTrusted(const ProviderProfile& profile, const fi_info& info);
 
 // Tag bits the provider leaves to us (from ep_attr->mem_tag_format).
 int usableTagBits(const fi_info& info);
