@@ -224,7 +224,14 @@ void TcpStoreServer::run() {
       }
       if (ok && (fds[i].revents & POLLIN)) ok = readFrom(it->first, c) && handleInput(c);
       if (ok) ok = flush(it->first, c);
-      if (ok && c.closeWhenSent && c.out.empty()) ok = false;
+      if (ok && c.closeWhenSent && c.out.empty()) {
+        // What the refused client sent beyond its hello is read and dropped first: closing over
+        // unread bytes resets the connection, and the reset can overtake the verdict.
+        char scratch[4096];
+        for (int i = 0; i < 16 && ::recv(it->first, scratch, sizeof(scratch), MSG_DONTWAIT) > 0; ++i) {
+        }
+        ok = false;
+      }
       if (!ok && c.dropWhy != nullptr) {
         drop(it->first, c.dropWhy, c.refused);
       } else if (!ok) {

@@ -22,13 +22,13 @@ BENCH = os.path.join(REPO, os.environ.get("BUILD_DIR", "build"), "bench")
 
 def _engine_job(attack, secret=""):
     """3 ranks of all_reduce_perf over tcp with rank 0 serving the TCP store; with `attack`, every
-    port they listen on is attacked for up to 8 s from the start (rendezvous included). Returns
+    port they listen on is attacked for up to 6 s from the start (rendezvous included). Returns
     (exit codes, outputs, attacker, rank 0's RSS and descriptors: first, peak, after the attack)."""
     port = harness.free_port()
     env = dict(os.environ, SMDDP_STORE=f"tcp:127.0.0.1:{port}", SMDDP_WORLD_SIZE="3",
                SMDDP_PROVIDER="tcp", SMDDP_FABRIC_ADDR="127.0.0.1", SMDDP_TIMEOUT_MS="60000",
                SMDDP_JOB_SECRET=secret)
-    cmd = [os.path.join(BENCH, "all_reduce_perf"), "-b", "8", "-e", "256K", "-f", "4", "-n", "4000",
+    cmd = [os.path.join(BENCH, "all_reduce_perf"), "-b", "8", "-e", "256K", "-f", "4", "-n", "8000",
            "-w", "20", "-c", "1"]
     with tempfile.TemporaryDirectory() as tmp:
         logs = [open(os.path.join(tmp, f"rank{r}.log"), "w+") for r in range(3)]
@@ -45,7 +45,7 @@ def _engine_job(attack, secret=""):
                 time.sleep(0.01)
             fds0 = hostile_client.fd_count(pids[0])
             peak_rss, peak_fds = 0, fds0
-            deadline = time.monotonic() + 8
+            deadline = time.monotonic() + 6
             while time.monotonic() < deadline and ranks[0].poll() is None:
                 try:
                     peak_rss = max(peak_rss, hostile_client.rss_bytes(pids[0]))
