@@ -97,27 +97,42 @@ class TcpStore : public Store {
       ::close(fd_);  // closed by the server (idle) or holding bytes nobody asked for
       fd_ = -1;
     }
-    if (fd_ < 0) connect(std::min(Clock::now() + connectTimeout_, deadline));
-    try {
-      char header[kReplyHeader];
-      bool ok = sendAll(fd_, encodeRequest(op, key, value, arg), deadline, what) &&
-                recvAll(fd_, header, sizeof(header), deadline, what);
-      if (!ok) throw Error(ErrorCode::kStore, what + ": no reply from the server in time");
-      const uint32_t length = getU32(header + 1);
-      const std::string bad = checkReplyHeader(op, static_cast<uint8_t>(header[0]), length);
-      if (!bad.empty()) throw Error(ErrorCode::kStore, what + ": malformed reply (" + bad + ")");
-      std::string payload(length, '\0');
-      if (!recvAll(fd_, payload.data(), payload.size(), deadline, what)) {
-        throw Error(ErrorCode::kStore, what + ": no reply from the server in time");
+    // A connection kept from an earlier request may be closed by the server's idle timeout just
+    // as this one is sent: cut before any reply byte, the request was not served, and it goes
+    // once more on a fresh connection.
+    for (bool reused = fd_ >= 0;; reused = false) {
+      if (fd_ < 0) connect(std::min(Clock::now() + connectTimeout_, deadline));
+      bool replied = false;
+      try {
+        return exchange(op, key, value, arg, deadline, what, replied);
+      } catch (const Error& e) {
+        ::close(fd_);  // the stream may hold a partial exchange: never reuse it
+        fd_ = -1;
+        if (!reused || replied || dynamic_cast<const ConnectionCut*>(&e) == nullptr) throw;
       }
-      auto status = static_cast<WireStatus>(header[0]);
-      if (status == WireStatus::kFailed) throw Error(ErrorCode::kStore, what + ": " + payload);
-      return {status, std::move(payload)};
-    } catch (const Error&) {
-      ::close(fd_);  // the stream may hold a partial exchange: never reuse it
-      fd_ = -1;
-      throw;
     }
+  }
+
+  // One request and its reply on fd_; `replied` once any reply byte arrived.
+  std::pair<WireStatus, std::string> exchange(WireOp op, const std::string& key,
+                                              const std::string& value, int64_t arg,
+                                              Clock::time_point deadline, const std::string& what,
+                                              bool& replied) {
+    char header[kReplyHeader];
+    bool ok = sendAll(fd_, encodeRequest(op, key, value, arg), deadline, what) &&
+              recvAll(fd_, header, sizeof(header), deadline, what);
+    if (!ok) throw Error(ErrorCode::kStore, what + ": no reply from the server in time");
+    replied = true;
+    const uint32_t length = getU32(header + 1);
+    const std::string bad = checkReplyHeader(op, static_cast<uint8_t>(header[0]), length);
+    if (!bad.empty()) throw Error(ErrorCode::kStore, what + ": malformed reply (" + bad + ")");
+    std::string payload(length, '\0');
+    if (!recvAll(fd_, payload.data(), payload.size(), deadline, what)) {
+      throw Error(ErrorCode::kStore, what + ": no reply from the server in time");
+    }
+    auto status = static_cast<WireStatus>(header[0]);
+    if (status == WireStatus::kFailed) throw Error(ErrorCode::kStore, what + ": " + payload);
+    return {status, std::move(payload)};
   }
 
   // Opens the connection and completes the handshake; fd_ stays -1 when either fails. A
