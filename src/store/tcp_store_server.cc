@@ -101,6 +101,15 @@ std::string describePeer(const sockaddr_storage& sa) {
   return std::string(ip) + ":" + std::to_string(port);
 }
 
+// What a refused client sent beyond its hello, read and dropped before the close: closing over
+// unread bytes resets the connection, and the reset can overtake the verdict sent just before.
+void discardInput(int fd) {
+  char scratch[4096];
+  for (int reads = 0; reads < 16; ++reads) {
+    if (::recv(fd, scratch, sizeof(scratch), MSG_DONTWAIT) <= 0) return;
+  }
+}
+
 int64_t msUntil(Clock::time_point t, Clock::time_point now) {
   return std::max<int64_t>(
       0, std::chrono::duration_cast<std::chrono::milliseconds>(t - now).count() + 1);
@@ -225,11 +234,7 @@ void TcpStoreServer::run() {
       if (ok && (fds[i].revents & POLLIN)) ok = readFrom(it->first, c) && handleInput(c);
       if (ok) ok = flush(it->first, c);
       if (ok && c.closeWhenSent && c.out.empty()) {
-        // What the refused client sent beyond its hello is read and dropped first: closing over
-        // unread bytes resets the connection, and the reset can overtake the verdict.
-        char scratch[4096];
-        for (int i = 0; i < 16 && ::recv(it->first, scratch, sizeof(scratch), MSG_DONTWAIT) > 0; ++i) {
-        }
+        discardInput(it->first);
         ok = false;
       }
       if (!ok && c.dropWhy != nullptr) {
