@@ -4,7 +4,6 @@
 // an address is taken only at its format's length and shape.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <rdma/fabric.h>
 
 #include <cstring>
 

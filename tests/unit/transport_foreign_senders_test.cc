@@ -3,8 +3,6 @@
 // the group, be the named peer of a receive that names one, and come from that rank's address
 // where source addresses are trusted; a drop is counted every time and logged at a bounded rate.
 #include <gtest/gtest.h>
-#include <rdma/fabric.h>
-#include <rdma/fi_eq.h>
 
 #include "transport/ofi/foreign_senders.h"
 #include "transport/transport.h"

@@ -4,7 +4,6 @@
 // ofi_rxm) where this libfabric offers it, tcp;ofi_rxm otherwise; efa where present. Source
 // addresses (FI_SOURCE) are asked of tcp, net and shm, and trusted of shm from 1.18 on only.
 #include <gtest/gtest.h>
-#include <rdma/fabric.h>
 
 #include "common/config.h"
 #include "transport/ofi/provider_profile.h"
