@@ -3,9 +3,11 @@
 the TCP ports a running job opens. 127.0.0.1 only, bounded in count and time.
 
 listening_ports(pids) finds the TCP ports the given processes listen on (from /proc);
-Attacker(ports, exclude).start() attacks them in rounds on a thread until stop(): floods of
-connect-and-close, random bytes, HTTP requests, half-sent headers held open, and clients that
-send requests and never read. Each round's connections are closed before the next.
+Attacker(ports_fn).start() attacks the ports ports_fn() names, one at a time (the least attacked
+first), on a thread until stop(): floods of connect-and-close, random bytes, HTTP requests,
+half-sent headers held open, clients that send requests and never read, well-formed store
+requests without the job's secret. Each turn's connections are closed before the next;
+`rounds` counts how often every port seen was attacked.
 """
 import os
 import random
@@ -14,12 +16,13 @@ import struct
 import threading
 import time
 
-ROUND_CONNECT_CLOSE = 200
-ROUND_RANDOM = 40
-ROUND_HTTP = 20
+# One turn at one port (a port's listener sees each kind every turn).
+ROUND_CONNECT_CLOSE = 100
+ROUND_RANDOM = 20
+ROUND_HTTP = 10
 ROUND_HELD = 100
-ROUND_NON_READERS = 5
-ROUND_FOREIGN = 5
+ROUND_NON_READERS = 3
+ROUND_FOREIGN = 3
 
 # smddp's store protocol (src/store/store_wire.h): a client hello without a secret, then a GET.
 _HELLO = b"SMDDPstr" + struct.pack("<HHI", 2, 0, 0) + b"n" * 16
@@ -83,6 +86,7 @@ class Attacker:
         self.rounds = 0
         self.connections = 0
         self.ports_seen = set()
+        self.ports_attacked = set()
         self.foreign_answered = 0  # well-formed store requests without the secret that got an answer
         self.foreign_refused = 0   # ... that got the "secret required" verdict
 
@@ -143,7 +147,7 @@ class Attacker:
                     held.append(s)
             for _ in range(ROUND_FOREIGN):
                 self._foreign_request(port)
-            self._stop.wait(0.3)
+            self._stop.wait(0.1)
         finally:
             for s in held:
                 s.close()
@@ -172,13 +176,17 @@ class Attacker:
                 self.foreign_answered += 1
 
     def _run(self):
+        # One port per turn, the least attacked of those open now: ports that appear while the
+        # job starts (its ranks' listeners) are reached at once, not after a round of the others.
+        attacked = {}
         while not self._stop.is_set():
             ports = self._ports_fn()
-            self.ports_seen |= set(ports)
-            for port in ports:
-                if self._stop.is_set():
-                    break
-                self._round(port)
-            self.rounds += 1
             if not ports:
                 self._stop.wait(0.05)
+                continue
+            self.ports_seen |= set(ports)
+            port = min(ports, key=lambda p: attacked.get(p, 0))
+            self._round(port)
+            attacked[port] = attacked.get(port, 0) + 1
+            self.ports_attacked.add(port)
+            self.rounds = min(attacked.get(p, 0) for p in self.ports_seen)

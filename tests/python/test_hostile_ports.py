@@ -12,9 +12,14 @@ import subprocess
 import tempfile
 import time
 
+import pytest
+
 import harness
 import hostile_client
 import workers_hostile
+
+# Memory, descriptors and bounded times under a flood: nothing else runs beside them.
+pytestmark = pytest.mark.alone
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCH = os.path.join(REPO, os.environ.get("BUILD_DIR", "build"), "bench")
@@ -22,14 +27,15 @@ BENCH = os.path.join(REPO, os.environ.get("BUILD_DIR", "build"), "bench")
 
 def _engine_job(attack, secret=""):
     """3 ranks of all_reduce_perf over tcp with rank 0 serving the TCP store; with `attack`, every
-    port they listen on is attacked for up to 6 s from the start (rendezvous included). Returns
-    (exit codes, outputs, attacker, rank 0's RSS and descriptors: first, peak, after the attack)."""
+    port they listen on is attacked from the start (rendezvous included) until each was attacked
+    once and at least 4 s passed (at most 20 s). Returns (exit codes, outputs, attacker, rank 0's
+    descriptors: first, peak, after the attack; its peak RSS)."""
     port = harness.free_port()
     env = dict(os.environ, SMDDP_STORE=f"tcp:127.0.0.1:{port}", SMDDP_WORLD_SIZE="3",
                SMDDP_PROVIDER="tcp", SMDDP_FABRIC_ADDR="127.0.0.1", SMDDP_TIMEOUT_MS="60000",
                SMDDP_JOB_SECRET=secret)
-    cmd = [os.path.join(BENCH, "all_reduce_perf"), "-b", "8", "-e", "256K", "-f", "4", "-n", "8000",
-           "-w", "20", "-c", "1"]
+    cmd = [os.path.join(BENCH, "all_reduce_perf"), "-b", "8", "-e", "256K", "-f", "4", "-n",
+           "12000" if attack else "2000", "-w", "20", "-c", "1"]
     with tempfile.TemporaryDirectory() as tmp:
         logs = [open(os.path.join(tmp, f"rank{r}.log"), "w+") for r in range(3)]
         ranks = [subprocess.Popen(cmd, env=dict(env, SMDDP_RANK=str(r)), stdout=logs[r],
@@ -45,8 +51,9 @@ def _engine_job(attack, secret=""):
                 time.sleep(0.01)
             fds0 = hostile_client.fd_count(pids[0])
             peak_rss, peak_fds = 0, fds0
-            deadline = time.monotonic() + 6
-            while time.monotonic() < deadline and ranks[0].poll() is None:
+            start = time.monotonic()
+            while ranks[0].poll() is None and time.monotonic() < start + 20 and (
+                    not attack or time.monotonic() < start + 4 or attacker.rounds < 1):
                 try:
                     peak_rss = max(peak_rss, hostile_client.rss_bytes(pids[0]))
                     peak_fds = max(peak_fds, hostile_client.fd_count(pids[0]))
@@ -75,7 +82,7 @@ def test_engine_job_and_its_tcp_store_under_attack():
     _, _, _, quiet_fds, quiet_rss = _engine_job(attack=False, secret=secret)
     codes, out, attacker, (fds0, peak_fds, after_fds), peak_rss = _engine_job(True, secret)
     print(f"[ figures ] engine job under attack: {attacker.connections} hostile connections to "
-          f"{len(attacker.ports_seen)} ports in {attacker.rounds} rounds; store server (rank 0) "
+          f"{len(attacker.ports_attacked)} ports, each at least {attacker.rounds} times; store server (rank 0) "
           f"peak RSS {peak_rss / 2**20:.1f} MiB (unattacked {quiet_rss / 2**20:.1f} MiB), "
           f"descriptors {fds0} -> {peak_fds} peak -> {after_fds} after (unattacked peak "
           f"{quiet_fds[1]}); {attacker.foreign_refused} well-formed requests without the "
@@ -84,13 +91,13 @@ def test_engine_job_and_its_tcp_store_under_attack():
     assert "Out of bounds values : 0 OK" in out[0], out[0]
     for text in out:
         assert "is gone" not in text and "declared dead" not in text, text
-    assert len(attacker.ports_seen) >= 4, attacker.ports_seen  # the store and the ranks' ports
-    assert attacker.rounds >= 2
-    assert attacker.foreign_answered == 0 and attacker.foreign_refused >= 5
+    # the store and the ranks' liveness ports and libfabric listeners, each attacked
+    assert len(attacker.ports_attacked) >= 4 and attacker.rounds >= 1, attacker.ports_seen
+    assert attacker.foreign_answered == 0 and attacker.foreign_refused >= 3
     assert peak_rss - quiet_rss < 64 * 2**20
     assert peak_fds - fds0 < 300  # the handshake cap (128) plus the job's own
     assert after_fds is not None, "the job ended before the check: make it longer"
-    assert after_fds <= max(fds0, quiet_fds[2] or 0) + 5, (fds0, after_fds)
+    assert after_fds <= max(fds0, quiet_fds[1]) + 5, (quiet_fds, after_fds)  # the job's own, at most
 
 
 TcpStoreHandshakeS = 2.0  # the server closes a connection without a handshake after this
@@ -109,10 +116,9 @@ def test_torch_job_ports_under_attack(monkeypatch):
             # A file rendezvous: every port the ranks listen on is smddp's (torch's TCPStore
             # is torch's, outside this test).
             harness.run(workers_hostile.collectives_for, 3, init="file", timeout=120,
-                        args=(pid_dir, 8.0))
+                        args=(pid_dir, 12.0))
         finally:
             attacker.stop()
     print(f"[ figures ] torch job under attack: {attacker.connections} hostile connections to "
-          f"{len(attacker.ports_seen)} ports in {attacker.rounds} rounds")
-    assert len(attacker.ports_seen) >= 3, attacker.ports_seen
-    assert attacker.rounds >= 2
+          f"{len(attacker.ports_attacked)} ports")
+    assert len(attacker.ports_attacked) >= 3, attacker.ports_seen
