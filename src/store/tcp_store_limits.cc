@@ -64,7 +64,7 @@ void TcpStoreServer::enforceDeadlines(Clock::time_point now) {
 }
 
 // Closes a misbehaving connection, with a log line (see warnClosed()).
-void TcpStoreServer::drop(int fd, const char* why, bool refusedHandshake) {
+void TcpStoreServer::drop(int fd, const std::string& why, bool refusedHandshake) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
   ++(refusedHandshake ? refused_ : dropped_);

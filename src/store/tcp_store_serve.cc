@@ -70,7 +70,7 @@ bool TcpStoreServer::handleHello(Conn& c) {
   ClientHello hello;
   std::string why;
   if (!decodeClientHello(c.in.data(), hello, why)) {
-    c.dropWhy = "not an smddp store client (wrong first bytes)";
+    c.dropWhy = why;  // "not an smddp store handshake (first bytes '...')"
     return false;
   }
   c.in.clear();
@@ -125,7 +125,7 @@ bool TcpStoreServer::handleFrame(Conn& c) {
   RequestHeader h;
   std::string why;
   if (!decodeRequestHeader(c.in.data(), h, why)) {
-    c.dropWhy = "a malformed request";
+    c.dropWhy = "a malformed request: " + why;
     return false;
   }
   const size_t total = kRequestHeader + h.keyBytes + h.valueBytes;

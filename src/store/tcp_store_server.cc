@@ -237,7 +237,7 @@ void TcpStoreServer::run() {
         discardInput(it->first);
         ok = false;
       }
-      if (!ok && c.dropWhy != nullptr) {
+      if (!ok && !c.dropWhy.empty()) {
         drop(it->first, c.dropWhy, c.refused);
       } else if (!ok) {
         ::close(it->first);

@@ -80,7 +80,7 @@ class TcpStoreServer {
     std::deque<Value> out;
     size_t outOffset = 0;  // sent bytes of out.front()
     bool closeWhenSent = false;  // a refused handshake: its verdict goes out, then the close
-    const char* dropWhy = nullptr;  // why handleInput() gave up on it (for the log line)
+    std::string dropWhy;  // why handleInput() gave up on it (for the log line); "" while it serves
     bool refused = false;           // ... and whether that was a refused handshake
     bool waiting = false;  // a GET parked until its key is set or its deadline passes
     std::string waitKey;
@@ -106,7 +106,7 @@ class TcpStoreServer {
   bool flush(int fd, Conn& c);
   void wakeWaiters(const std::string& key);
   void enforceDeadlines(Clock::time_point now);
-  void drop(int fd, const char* why, bool refusedHandshake = false);
+  void drop(int fd, const std::string& why, bool refusedHandshake = false);
   void warnClosed(const std::string& peer, const std::string& why);
   void publishStats();
   void closeAll();

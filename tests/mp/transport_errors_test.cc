@@ -14,15 +14,7 @@
 namespace smddp::test {
 namespace {
 
-class TransportErrors : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    dir_ = makeTempDir("smddp-tp");
-    ASSERT_FALSE(dir_.empty());
-  }
-  void TearDown() override { removeTree(dir_); }
-  std::string dir_;
-};
+using TransportErrors = TempDirTest<std::string>;
 
 constexpr uint64_t kTag = 0x0abc000000000042ull;
 

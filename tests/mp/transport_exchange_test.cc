@@ -15,15 +15,7 @@
 namespace smddp::test {
 namespace {
 
-class TransportExchange : public ::testing::TestWithParam<std::tuple<std::string, int>> {
- protected:
-  void SetUp() override {
-    dir_ = makeTempDir("smddp-tp");
-    ASSERT_FALSE(dir_.empty());
-  }
-  void TearDown() override { removeTree(dir_); }
-  std::string dir_;
-};
+using TransportExchange = TempDirTest<std::tuple<std::string, int>>;
 
 const std::vector<size_t> kRingSizes = {0, 1, 4095, 4097, 65536 + 3, 4u << 20};
 

@@ -26,15 +26,7 @@
 namespace smddp::test {
 namespace {
 
-class TransportForeign : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    dir_ = makeTempDir("smddp-tp");
-    ASSERT_FALSE(dir_.empty());
-  }
-  void TearDown() override { removeTree(dir_); }
-  std::string dir_;
-};
+using TransportForeign = TempDirTest<std::string>;
 
 constexpr uint64_t kAnyTag = 7;     // the victim's recv(src=any, tag=7)
 constexpr uint64_t kDirectTag = 8;  // the victim's recv(src=0, tag=8)

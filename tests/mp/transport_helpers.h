@@ -4,6 +4,8 @@
 // the byte pattern every exchange checks. Invariant: every wait here ends by its deadline.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +17,7 @@
 
 #include "common/config.h"
 #include "smddp/store.h"
+#include "mp/fork_ranks.h"
 #include "transport/transport.h"
 
 namespace smddp::test {
@@ -23,6 +26,18 @@ using transport::Op;
 using transport::OpKind;
 using transport::Transport;
 using Clock = std::chrono::steady_clock;
+
+// A parameterized transport test with a fresh temp directory (its ranks' file store) per case.
+template <typename Param>
+class TempDirTest : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    dir_ = makeTempDir("smddp-tp");
+    ASSERT_FALSE(dir_.empty());
+  }
+  void TearDown() override { removeTree(dir_); }
+  std::string dir_;
+};
 
 constexpr std::chrono::milliseconds kRankLimit{60000};   // one forked rank, whole test case
 constexpr std::chrono::milliseconds kWaitLimit{20000};   // one batch of ops

@@ -37,18 +37,7 @@ int freePort() {
   return ntohs(addr.sin_port);
 }
 
-int rawConnect(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+using store::testing::rawConnect;
 
 TEST(TcpStoreTest, SetGetAddBinary) {
   auto server = makeTcpStore(kHost, 0, true, milliseconds(5000));

@@ -81,8 +81,9 @@ bool pidWatchable(const PeerInfo& peer, const std::string& host, const std::stri
 
 PeerLiveness::PeerLiveness(const std::vector<PeerInfo>& peers, int rank) {
   const std::string ns = processNamespace();
+  const std::string host = hostName();
   for (size_t r = 0; r < peers.size(); ++r) {
-    if (static_cast<int>(r) == rank || !pidWatchable(peers[r], hostName(), ns)) continue;
+    if (static_cast<int>(r) == rank || !pidWatchable(peers[r], host, ns)) continue;
     if (!exists(peers[r].pid)) continue;  // not alive now: nothing to watch
     watched_.push_back(static_cast<int>(r));
     pids_.push_back(peers[r].pid);
