@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Exec: posts an algorithm's messages with the collective's tags and waits for them with a bounded
-// back-off. Waiting policy: busy-poll for spinUs after the last progress (lowest latency), then
-// yield the core on every idle poll so that a rank we wait for, sharing our core, can run; after
-// 50 ms of idling also sleep briefly so oversubscribed ranks do not burn their peers' time slices.
+// back-off. Waiting: busy-poll for the communicator's WaitPolicy spin after the last progress
+// (lowest latency), then pause (yield the core; after long idling also sleep now and then);
+// common/wait_policy.h says how long the spin is and why.
 #include "algorithms/exec.h"
-
-#include <sched.h>
-#include <time.h>
 
 #include <algorithm>
 
@@ -26,12 +23,6 @@ constexpr std::chrono::milliseconds kVerdictGrace{3000};
 // How long a rank that found a peer in another collective (arena identity check) waits for the
 // progress beacons to name both calls.
 constexpr std::chrono::milliseconds kMismatchGrace{3000};
-
-// After this long without progress a waiter also sleeps now and then (20 us every 8th idle poll)
-// so that a long wait does not keep a core busy. Shorter than this it only yields: a sleeping
-// waiter wakes ~60 us late (timer slack), which measured 4x slower small collectives with 4
-// ranks on 2 cores.
-constexpr std::chrono::milliseconds kYieldOnlyFor{50};
 
 transport::Op& ExecResources::op(size_t index) {
   while (ops_.size() <= index) ops_.emplace_back();
@@ -117,20 +108,34 @@ Exec::Handle Exec::post(OpKind kind, int peer, uint64_t msg, void* buffer, size_
   return handle;
 }
 
+common::WaitPolicy& Exec::waiting() const {
+  static common::WaitPolicy fallback = common::WaitPolicy::fixed(std::chrono::microseconds(20));
+  return settings_.waiting != nullptr ? *settings_.waiting : fallback;
+}
+
 void Exec::wait(Handle handle) {
   Op& op = resources_.op(handle);
+  common::WaitPolicy& waiting = this->waiting();
   auto lastProgress = Clock::now();
+  // The policy is asked for a spin at a stretch's first idle poll only, and told how the stretch
+  // went only then: polls that progress at once cost it nothing.
+  constexpr std::chrono::nanoseconds kNotIdle{-1};
+  auto spin = kNotIdle;
   int idlePolls = 0;
   while (!op.finished()) {
     const int n = transport_.progress();
-    if (op.finished()) break;
-    const auto now = Clock::now();
-    if (n > 0) {
-      lastProgress = now;
-      idlePolls = 0;
+    const bool done = op.finished();
+    if (!done && n == 0) {
+      if (spin == kNotIdle) spin = waiting.spinFor();
+      idle(Clock::now(), lastProgress, spin, idlePolls, -1, nullptr);
       continue;
     }
-    idle(now, lastProgress, idlePolls, -1, nullptr);
+    const auto now = Clock::now();
+    if (spin != kNotIdle) waiting.ended(now - lastProgress, spin);  // what its spin was worth
+    if (done) break;
+    lastProgress = now;
+    idlePolls = 0;
+    spin = kNotIdle;
   }
   checkFailure(op);
   // Ops that finished meanwhile are checked as they are passed: waitAll() starts at firstLive_,
@@ -145,35 +150,44 @@ void Exec::waitWordSlow(const std::atomic<uint64_t>& word, uint64_t atLeast, int
                         const char* what, void (*aside)(Exec&)) {
   // Loads of the word between two clock reads while spinning (~1 us at most).
   constexpr int kPolls = 64;
-  const int polls = settings_.spinUs > 0 ? kPolls : 0;  // no spinning: yield at once
+  common::WaitPolicy& waiting = this->waiting();
+  // No spinning (the short spin is 0 exactly when the policy never spins): yield at once.
+  const int polls = waiting.shortSpin().count() > 0 ? kPolls : 0;
   // The wait starts at the first clock read, after the first polls: a word that changes within
   // a few ns (the peer is mid-write) is seen without reading the clock (~20 ns here) at all.
   Clock::time_point start;
   Clock::time_point spinUntil;
+  std::chrono::nanoseconds spin{0};  // asked of the policy at the first clock read
   bool timed = false;
   int idlePolls = 0;
   for (;;) {
     // The hot path: the word alone, with the clock read once per kPolls loads, so a change is
     // seen within a few ns and no bookkeeping runs while spinning.
-    for (int i = 0; i < polls; ++i) {
-      if (word.load(std::memory_order_acquire) >= atLeast) return;
+    bool arrived = false;
+    for (int i = 0; i < polls && !arrived; ++i) {
+      arrived = word.load(std::memory_order_acquire) >= atLeast;
     }
-    if (word.load(std::memory_order_acquire) >= atLeast) return;
+    if (arrived || word.load(std::memory_order_acquire) >= atLeast) {
+      if (timed) waiting.ended(Clock::now() - start, spin);
+      return;
+    }
     if (aside != nullptr) aside(*this);
     const auto now = Clock::now();
     if (!timed) {
       timed = true;
       start = now;
-      spinUntil = std::min(start + std::chrono::microseconds(settings_.spinUs), deadline_);
+      spin = waiting.spinFor();
+      spinUntil = std::min(start + spin, deadline_);
     }
     if (now < spinUntil) continue;
     transport_.progress();  // no messages in flight; it runs the transport's liveness checks
-    idle(now, start, idlePolls, peer, what);
+    idle(now, start, spin, idlePolls, peer, what);
   }
 }
 
-void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idlePolls,
-                int wordPeer, const char* wordWhat) {
+void Exec::idle(Clock::time_point now, Clock::time_point lastProgress,
+                std::chrono::nanoseconds spin, int& idlePolls, int wordPeer,
+                const char* wordWhat) {
   if (now >= deadline_) {
     throwTimeout(wordWhat == nullptr ? std::string()
                                      : where(wordPeer) + " to " + wordWhat + " (shared memory)");
@@ -196,14 +210,7 @@ void Exec::idle(Clock::time_point now, Clock::time_point lastProgress, int& idle
                 "smddp: " + where(-1) + ": peer " + whereRank(dead) +
                     " is gone (process exited or connection lost)");
   }
-  const auto idleFor = now - lastProgress;
-  if (idleFor < std::chrono::microseconds(settings_.spinUs)) return;
-  if (idleFor < kYieldOnlyFor || (++idlePolls & 7) != 0) {
-    sched_yield();
-  } else {
-    const timespec pause{0, 20000};  // 20 us: yields the core even to same-priority peers
-    nanosleep(&pause, nullptr);
-  }
+  if (now - lastProgress >= spin) waiting().pause(now - lastProgress, idlePolls);
 }
 
 int Exec::goneInvolved(int wordPeer) const {

@@ -21,6 +21,7 @@
 #include "algorithms/collective.h"
 #include "algorithms/exec_monitor.h"
 #include "algorithms/patterns/hosts.h"
+#include "common/wait_policy.h"
 #include "smddp/error.h"
 #include "transport/transport.h"
 
@@ -50,7 +51,8 @@ class ExecResources {
 struct ExecSettings {
   std::chrono::milliseconds timeout{0};  // what each Exec's deadline is now + (timeout messages)
   size_t segmentBytes = 1048576;
-  int64_t spinUs = 20;
+  // How waiters spin, yield and sleep (common/wait_policy.h); null: spin 20 us, then yield.
+  common::WaitPolicy* waiting = nullptr;
   const std::atomic<bool>* abortFlag = nullptr;
   // Why the communicator was aborted: written once, before *abortFlag is set, read after it.
   const std::string* abortReason = nullptr;
@@ -156,10 +158,12 @@ class Exec {
   Handle post(transport::OpKind kind, int peer, uint64_t msg, void* buffer, size_t bytes);
   void waitWordSlow(const std::atomic<uint64_t>& word, uint64_t atLeast, int peer,
                     const char* what, void (*aside)(Exec&));
-  // One idle poll: bounds (deadline, abort, peer failure), then spin, yield or sleep. wordWhat
-  // (with wordPeer) names a shared-memory word being waited for, for the timeout message only.
-  void idle(Clock::time_point now, Clock::time_point lastProgress, int& idlePolls, int wordPeer,
-            const char* wordWhat);
+  // One idle poll: bounds (deadline, abort, peer failure), then, past `spin` since lastProgress,
+  // a pause (WaitPolicy). wordWhat (with wordPeer) names a shared-memory word being waited for,
+  // for the timeout message only.
+  void idle(Clock::time_point now, Clock::time_point lastProgress, std::chrono::nanoseconds spin,
+            int& idlePolls, int wordPeer, const char* wordWhat);
+  common::WaitPolicy& waiting() const;
   // A gone peer (transport rank) that an unfinished op of this collective, or the shared-memory
   // word being waited for (wordPeer, -1: none), involves; -1 when none does.
   int goneInvolved(int wordPeer) const;

@@ -5,6 +5,8 @@ smddp_layer(smddp_common
   common/config.cc
   common/cpus.cc
   common/logging.cc
-  common/types.cc)
+  common/threads.cc
+  common/types.cc
+  common/wait_policy.cc)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 target_link_libraries(smddp_common PUBLIC OpenSSL::Crypto)

@@ -33,10 +33,14 @@ constexpr std::chrono::milliseconds kShutdownCheckBound{10000};
 // 1 MiB 0.80-0.96: more messages in flight than with 1 MiB, each still large.
 constexpr size_t kCrossSegmentBytes = 256 * 1024;
 
+bool oversubscribedHost(int ranksOnHost, unsigned cores) {
+  return cores > 0 && ranksOnHost > static_cast<int>(cores);
+}
+
 int64_t spinForHost(int ranksOnHost, unsigned cores) {
   // Measured with 4 ranks on 2 cores: 8 B - 4 KiB all_reduce 37-56 us without spinning, 65-90 us
   // with 20 us of spinning; with a core per rank, spinning keeps small collectives at 1-3 us.
-  return cores > 0 && ranksOnHost > static_cast<int>(cores) ? 0 : 20;
+  return oversubscribedHost(ranksOnHost, cores) ? 0 : 20;
 }
 
 Settings resolveSettings(const Options& options, const Config& config) {
@@ -100,9 +104,16 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
     const unsigned usable = hostCpus_;
     const unsigned cores = usable > 0 ? usable : std::thread::hardware_concurrency();
     settings_.spinUs = spinForHost(local, cores);
+    const bool oversubscribed = oversubscribedHost(local, cores);
+    waiting_.reset(new common::WaitPolicy(common::WaitPolicy::adaptive(
+        std::chrono::microseconds(settings_.spinUs), oversubscribed)));
     SMDDP_INFO(rank_, local << " rank(s) on this host with " << cores << " usable CPU(s)"
                             << (usable > 0 ? "" : " (the machine's count: masks unknown)")
-                            << ": waiters spin " << settings_.spinUs << " us");
+                            << ": waiters spin " << settings_.spinUs << " us"
+                            << (oversubscribed ? "" : ", longer while the CPU is contended"));
+  } else {
+    const auto spin = std::chrono::microseconds(settings_.spinUs);
+    waiting_.reset(new common::WaitPolicy(common::WaitPolicy::fixed(spin)));
   }
   if (rank_ == 0) {
     SMDDP_INFO(rank_, "smddp " << versionString() << ": " << size_ << " ranks on "
@@ -118,10 +129,10 @@ CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transpo
                                              settings_.watch);
   exec_.timeout = settings_.timeout;
   exec_.segmentBytes = settings_.segmentBytes;
-  exec_.spinUs = settings_.spinUs;
+  exec_.waiting = waiting_.get();
   if (p2pTransport) {
     p2p_ = std::make_unique<PointToPoint>(std::move(p2pTransport),
-                                          std::chrono::microseconds(settings_.spinUs),
+                                          *waiting_,
                                           arena_ ? &arena_->segment() : nullptr);
   }
   exec_.abortFlag = &aborted_;
@@ -162,6 +173,12 @@ CommunicatorImpl::~CommunicatorImpl() {
   settleDeferredCheck();
   watch_.reset();  // joins the beacon thread
   transport_.reset();  // closes the endpoint before the op records it might reference go away
+  const common::WaitPolicy::Stats w = waiting_->stats();
+  SMDDP_INFO(rank_, "waits: " << w.longSpins << " long spins, " << w.yields << " yields ("
+                              << w.slowYields << " lost the CPU), " << w.sleeps
+                              << " sleeps; a yield costs ~" << w.yieldNs / 1000 << " us"
+                              << (w.contended ? " (contended)" : "")
+                              << (w.crowded ? ", own threads runnable" : ""));
 }
 
 Request CommunicatorImpl::post(algo::CollectiveArgs args) {

@@ -68,6 +68,8 @@ struct Settings {
 };
 Settings resolveSettings(const Options& options, const Config& config);
 
+// Whether a host's ranks outnumber the CPUs they may use (cores 0: unknown, taken as not).
+bool oversubscribedHost(int ranksOnHost, unsigned cores);
 // The busy-poll budget for SMDDP_SPIN_US=-1: spinning only pays when every rank of this host has
 // a core; oversubscribed, it burns the time slice of the very peer being waited for.
 int64_t spinForHost(int ranksOnHost, unsigned cores);
@@ -261,6 +263,7 @@ class CommunicatorImpl {
   uint64_t nextSeq_ = 0;  // guarded by the engine's lock (its Poster assigns it)
   std::atomic<uint64_t> inlineRuns_{0};  // written by the holder of the engine's busy flag
   std::unique_ptr<CollectiveWatch> watch_;
+  std::unique_ptr<common::WaitPolicy> waiting_;  // how its waiters spin, yield and sleep
   algo::ExecSettings exec_;  // this communicator's knobs for every Exec (set once watch_ exists)
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<PointToPoint> p2p_;  // null: no send / recv

@@ -163,6 +163,13 @@ std::map<std::string, uint64_t> CommunicatorImpl::memoryStats() {
                                            {"foreign_messages_dropped",
                                             transport_->foreignMessagesDropped()}};
   if (p2p_) stats["foreign_messages_dropped"] += p2p_->foreignMessagesDropped();
+  const common::WaitPolicy::Stats waits = waiting_->stats();
+  stats["wait_yields"] = waits.yields;
+  stats["wait_slow_yields"] = waits.slowYields;
+  stats["wait_sleeps"] = waits.sleeps;
+  stats["wait_long_spins"] = waits.longSpins;
+  stats["wait_yield_ns"] = waits.yieldNs;
+  stats["wait_contended"] = waits.contended ? 1 : 0;
   if (arena_) stats["arena"] = arena_->segment().mappedBytes();
   if (hostArena_) stats["arena"] = hostArena_->segment().mappedBytes();
   std::lock_guard<std::mutex> lock(stagerMutex_);

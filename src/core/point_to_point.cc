@@ -19,22 +19,11 @@ namespace {
 
 using transport::OpKind;
 
-// A waiter idle for `idle` so far: spins for the host's spin budget (a reply is often a
-// microsecond away; none when ranks outnumber cores), then yields for 2 ms, then sleeps.
-void backOff(std::chrono::steady_clock::duration idle, std::chrono::microseconds spin) {
-  if (idle < spin) return;
-  if (idle < spin + std::chrono::milliseconds(2)) {
-    std::this_thread::yield();
-    return;
-  }
-  std::this_thread::sleep_for(std::chrono::microseconds(20));
-}
-
 }  // namespace
 
 PointToPoint::PointToPoint(std::unique_ptr<transport::Transport> transport,
-                           std::chrono::microseconds spin, algo::arena::Segment* arena)
-    : transport_(std::move(transport)), rank_(transport_->rank()), spin_(spin) {
+                           common::WaitPolicy& waiting, algo::arena::Segment* arena)
+    : transport_(std::move(transport)), rank_(transport_->rank()), waiting_(waiting) {
   if (arena != nullptr && arena->mailPayload() > 0) {
     mailbox_ = std::make_unique<algo::arena::Mailbox>(*arena);
     queuedLetters_.assign(static_cast<size_t>(arena->size()), 0);
@@ -257,6 +246,10 @@ void PointToPoint::completeAll(FinishedList& finished) {
 bool PointToPoint::waitUntil(RequestState& request, Clock::time_point deadline) {
   FinishedList finished;
   auto idleSince = Clock::now();
+  // Asked of the policy at an idle stretch's first idle poll (as Exec::wait does).
+  constexpr std::chrono::nanoseconds kNotIdle{-1};
+  auto spin = kNotIdle;
+  int idlePolls = 0;
   waiters_.fetch_add(1, std::memory_order_relaxed);
   struct Leave {
     std::atomic<int>& n;
@@ -270,10 +263,24 @@ bool PointToPoint::waitUntil(RequestState& request, Clock::time_point deadline) 
       if (lock.owns_lock()) progressed = driveLocked(finished, now);
     }
     completeAll(finished);
-    if (request.done()) break;
+    if (request.done()) {
+      if (spin != kNotIdle) waiting_.ended(Clock::now() - idleSince, spin);
+      break;
+    }
     if (now >= deadline) return false;
-    if (progressed) idleSince = now;
-    backOff(now - idleSince, spin_);
+    if (progressed) {
+      if (spin != kNotIdle) waiting_.ended(now - idleSince, spin);
+      idleSince = now;
+      idlePolls = 0;
+      spin = kNotIdle;
+      continue;
+    }
+    if (spin == kNotIdle) spin = waiting_.spinFor();
+    // Past 2 ms a send or recv sleeps on every pause: a pipeline stage often waits long for the
+    // next one, and a yielding waiter keeps an otherwise idle core busy.
+    if (now - idleSince >= spin) {
+      waiting_.pause(now - idleSince, idlePolls, {std::chrono::milliseconds(2), 1});
+    }
   }
   return true;
 }

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "core/recycling_allocator.h"
+#include "common/wait_policy.h"
 #include "core/request_state.h"
 #include "smddp/request.h"
 #include "smddp/types.h"
@@ -53,10 +54,10 @@ class PointToPoint {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // spin: how long a waiter polls before it yields (the host's spin budget, SMDDP_SPIN_US).
+  // waiting: the communicator's policy (how long a waiter polls before it yields); outlives this.
   // arena (optional, outliving this): the communicator's arena, whose mailboxes then carry the
   // messages (none when it has no room for letters).
-  PointToPoint(std::unique_ptr<transport::Transport> transport, std::chrono::microseconds spin,
+  PointToPoint(std::unique_ptr<transport::Transport> transport, common::WaitPolicy& waiting,
                algo::arena::Segment* arena = nullptr);
   // Fails what is still in flight (kAborted) and stops the progress thread.
   ~PointToPoint();
@@ -153,7 +154,7 @@ class PointToPoint {
   std::list<Pending, RecyclingAllocator<Pending>> inflight_;
   uint64_t nextSeq_ = 0;
   std::atomic<bool> aborted_{false};
-  const std::chrono::microseconds spin_;
+  common::WaitPolicy& waiting_;  // the communicator's: how waits spin, yield and sleep
   bool stopping_ = false;
   // The thread sleeps on work_ without a bound (nothing posted for a while): a post wakes it.
   // Otherwise it looks again within a millisecond by itself, and posts make no system call.

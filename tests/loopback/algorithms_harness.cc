@@ -145,7 +145,9 @@ void RankContext::run(const Algorithm& a, const CollectiveArgs& args, size_t seg
   ExecSettings settings;
   settings.timeout = std::chrono::milliseconds(30000);
   settings.segmentBytes = segmentBytes;
-  settings.spinUs = 5;
+  // Short spins (5 us) so that the many ranks of a test on few cores yield soon.
+  static common::WaitPolicy waiting = common::WaitPolicy::fixed(std::chrono::microseconds(5));
+  settings.waiting = &waiting;
   settings.arena = arena;
   if (hosts != nullptr) {
     hosts->localSettings = settings;

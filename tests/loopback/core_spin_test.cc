@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // The automatic spin (SMDDP_SPIN_US=-1) follows the CPUs the ranks may use, not the machine's
 // core count: two ranks under an affinity mask of one CPU, or in a cgroup whose quota is one
-// CPU, do not spin; with a CPU each they do.
+// CPU, do not spin; with a CPU each they do. A long wait burns one CPU at most.
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
+#include <vector>
 #include <sstream>
 #include <string>
 
@@ -127,6 +131,51 @@ TEST(CoreSpin, FollowsTheCgroupQuota) {
   if (!cgroup.ready()) GTEST_SKIP() << "no cgroup with a CPU quota can be made here: " << cgroup.why();
   expectSpin(2, 0, "two ranks in a cgroup of one CPU, " + std::to_string(CPU_COUNT(&mask)) +
                        " CPUs in the mask");
+}
+
+double processCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// A long wait on an asynchronous collective: one thread drives it (the caller, or the engine
+// thread), the other sleeps, so the process burns at most about one CPU while it waits, and the
+// waits are counted in memory_stats().
+TEST(CoreSpin, ALongWaitBurnsOneCpuAtMost) {
+  cpu_set_t mask;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(mask), &mask), 0);
+  if (CPU_COUNT(&mask) < 2) GTEST_SKIP() << "one CPU allowed: two burners could not show";
+  auto comms = makeLoopbackGroup(2);
+  constexpr auto kLate = std::chrono::milliseconds(400);
+  double ratio = 0;
+  for (bool callerWaitsAtOnce : {true, false}) {
+    runRanks(comms, [&](int rank, Communicator& c) {
+      std::vector<float> v(9, static_cast<float>(rank + 1));
+      const Buffer b(v.data(), v.size(), DataType::kFloat32);
+      if (rank == 1) {
+        std::this_thread::sleep_for(kLate);
+        c.allReduce(b, b, ReduceOp::kSum).wait();
+      } else {
+        const auto start = std::chrono::steady_clock::now();
+        const double cpu0 = processCpuSeconds();
+        Request r = c.allReduce(b, b, ReduceOp::kSum);
+        // Past the engine thread's grace it runs the collective; the caller then sleeps.
+        if (!callerWaitsAtOnce) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        r.wait();
+        const double wall =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        ratio = (processCpuSeconds() - cpu0) / wall;
+      }
+      for (float x : v) ASSERT_EQ(x, 3.0f);
+    });
+    EXPECT_LT(ratio, 1.4) << (callerWaitsAtOnce ? "the caller drives" : "the engine thread drives")
+                          << ": CPU seconds per second of waiting";
+  }
+  const auto stats = comms[0]->memoryStats();
+  ASSERT_TRUE(stats.count("wait_yields"));
+  EXPECT_GT(stats.at("wait_yields") + stats.at("wait_sleeps"), 0U);
+  EXPECT_TRUE(stats.count("wait_contended"));
 }
 
 }  // namespace
