@@ -38,6 +38,7 @@ std::string jsonGroup(const GroupResult& g) {
   if (!g.ran) return "null";
   return "{\"time_us\": " + jsonNumber(g.timeUs) + ", \"algbw_gbps\": " + jsonNumber(g.algBw) +
          ", \"busbw_gbps\": " + jsonNumber(g.busBw) +
+         ", \"cpu_us\": " + (g.cpuUs < 0 ? std::string("null") : jsonNumber(g.cpuUs)) +
          ", \"wrong\": " + (g.wrong < 0 ? std::string("null") : std::to_string(g.wrong)) + "}";
 }
 

@@ -18,6 +18,7 @@ struct GroupResult {
   double busBw = 0;
   int64_t wrong = -1;  // -1: not checked
   bool ran = true;     // false: the collective has no such form (N/A in the table, null in JSON)
+  double cpuUs = -1;   // CPU time (user + system) per call, the mean over ranks; -1: not measured
 };
 
 struct RowResult {

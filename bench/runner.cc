@@ -3,6 +3,8 @@
 // waiting (the engine runs them in order), as nccl-tests launches its iterations back to back.
 #include "runner.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -145,8 +147,22 @@ void runWaited(const RunnerContext& ctx, const CaseParams& p, const void* input,
   }
 }
 
-// Average microseconds per iteration on the slowest rank.
-double timeGroup(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool inPlace) {
+// CPU time (user + system) this process has used so far, every thread of it: the caller's, the
+// engine thread's and any progress thread's.
+double cpuMicros() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  const auto us = [](const timeval& t) { return t.tv_sec * 1e6 + static_cast<double>(t.tv_usec); };
+  return us(u.ru_utime) + us(u.ru_stime);
+}
+
+struct GroupTiming {
+  double us;     // per iteration, the slowest rank's
+  double cpuUs;  // CPU time per iteration, the mean over ranks
+};
+
+// Average microseconds per iteration on the slowest rank, and the CPU time each call cost.
+GroupTiming timeGroup(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool inPlace) {
   const Place in = inputOf(ctx, p, inPlace);
   fillInput(ctx, p, in.host(b));
   upload(ctx, p, b);
@@ -154,6 +170,7 @@ double timeGroup(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool
   char* output = outputOf(ctx, p, inPlace).run(b);
   for (int i = 0; i < ctx.opts.warmupIters; ++i) runWaited(ctx, p, input, output);
   ctx.comm.barrier().wait();
+  const double cpuStart = cpuMicros();
   const auto start = Clock::now();
   std::vector<Request> requests;
   requests.reserve(ctx.opts.blocking == 0 ? ctx.opts.iters : 0);
@@ -167,7 +184,10 @@ double timeGroup(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool
   for (Request& r : requests) r.wait();
   const double us =
       std::chrono::duration<double, std::micro>(Clock::now() - start).count() / ctx.opts.iters;
-  return reduceOverRanks(ctx.comm, us, DataType::kFloat64, ReduceOp::kMax);
+  const double cpuUs = (cpuMicros() - cpuStart) / ctx.opts.iters;
+  return GroupTiming{reduceOverRanks(ctx.comm, us, DataType::kFloat64, ReduceOp::kMax),
+                     reduceOverRanks(ctx.comm, cpuUs, DataType::kFloat64, ReduceOp::kSum) /
+                         p.nranks};
 }
 
 struct CheckCounts {
@@ -203,7 +223,9 @@ CheckCounts checkGroup(const RunnerContext& ctx, const CaseParams& p, Buffers& b
 GroupResult runGroup(const RunnerContext& ctx, const CaseParams& p, Buffers& b, bool inPlace,
                      int64_t& oob) {
   GroupResult g;
-  g.timeUs = timeGroup(ctx, p, b, inPlace);
+  const GroupTiming t = timeGroup(ctx, p, b, inPlace);
+  g.timeUs = t.us;
+  g.cpuUs = t.cpuUs;
   g.algBw = algBandwidth(rowBytes(ctx.spec, p), g.timeUs);
   g.busBw = g.algBw * ctx.spec.busBwFactor(p.nranks);
   if (ctx.opts.check && ctx.spec.movesData) {

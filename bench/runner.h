@@ -3,7 +3,8 @@
 // out-of-place and an in-place group, each timed over -n iterations after -w warm-up ones, then
 // (with -c 1) checked in a separate run. Invariant: every rank runs exactly the same sequence of
 // collectives (row list, timing reductions and check reductions alike), so the communicator's
-// ordering contract holds; timings are the max over ranks, #wrong the sum over ranks.
+// ordering contract holds; timings are the max over ranks, CPU time per call (getrusage, every
+// thread of the rank) the mean over ranks, #wrong the sum over ranks.
 #pragma once
 
 #include <ostream>

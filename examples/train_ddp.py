@@ -12,6 +12,13 @@ a sha256 of the final parameters and buffers, so runs can be compared bit for bi
 tests, --fail-once-at-epoch K --fail-marker FILE makes rank --fail-rank (1) exit(1) in the middle
 of epoch K unless FILE exists (it creates FILE first), i.e. once per job.
 
+For throughput runs (bench/busy_ddp): --width and --blocks make the model larger (width 256 with
+6 blocks gives DDP buckets of several MB, all-reduced while backward still runs), --threads sets
+torch's intra-op threads per rank (default 1), and the last line rank 0 prints is
+`RESULT {json}`: backend, world, samples/s and mean step time over the epochs after the first
+(the warm-up; all epochs when there is one), and the CPU seconds (user + system) of those epochs,
+rank 0's and the mean over ranks.
+
 On torch 1.13 + Python 3.11 torchrun needs --redirects/--tee set to 1 or 2: with 0 (the default)
 or 3 its Std.from_str returns None (Python 3.11's IntFlag iteration skips NONE and ALL) and the
 agent crashes with "'NoneType' object has no attribute 'get'". Newer torch needs neither flag.
@@ -22,7 +29,9 @@ runs are comparable, and a run resumed from a checkpoint ends bit-identical to a
 """
 import argparse
 import hashlib
+import json
 import os
+import resource
 import sys
 import time
 from datetime import timedelta
@@ -48,11 +57,12 @@ class Block(nn.Module):
 
 
 class SmallResNet(nn.Module):
-    def __init__(self, classes=10, width=16):
+    def __init__(self, classes=10, width=16, blocks=2):
         super().__init__()
         self.stem = nn.Sequential(nn.Conv2d(3, width, 3, padding=1, bias=False),
                                   nn.BatchNorm2d(width), nn.ReLU())
-        self.layers = nn.Sequential(Block(width), nn.MaxPool2d(2), Block(width))
+        rest = [Block(width) for _ in range(max(blocks, 2) - 1)]
+        self.layers = nn.Sequential(Block(width), nn.MaxPool2d(2), *rest)
         self.head = nn.Linear(width, classes)
 
     def forward(self, x):
@@ -88,6 +98,10 @@ def parse_args():
     p.add_argument("--batch", type=int, default=32, help="per-rank batch size")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--width", type=int, default=16, help="channels of every block")
+    p.add_argument("--blocks", type=int, default=2, help="residual blocks (at least 2)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch intra-op threads per rank (default 1: ranks share the cores)")
     p.add_argument("--timeout", type=float, default=None,
                    help="process group timeout in seconds (default: torch's)")
     p.add_argument("--checkpoint", default=None,
@@ -141,11 +155,32 @@ def state_sha256(module):
     return h.hexdigest()
 
 
+def cpu_seconds():
+    """CPU time (user + system) of this rank so far: every thread (intra-op, the backend's)."""
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
+
+
+def report_result(args, rank, world, timed, device):
+    """Rank 0's last line: RESULT {json} of the timed epochs (see the module's docstring)."""
+    cpu = torch.tensor([timed["cpu"]], dtype=torch.float64, device=device)
+    dist.all_reduce(cpu)
+    if rank != 0 or not timed["steps"]:
+        return
+    result = {"backend": args.backend, "world": world, "threads": args.threads,
+              "width": args.width, "blocks": args.blocks, "batch": args.batch,
+              "steps": timed["steps"], "seconds": round(timed["seconds"], 4),
+              "samples_per_s": round(world * args.batch * timed["steps"] / timed["seconds"], 2),
+              "step_ms": round(1e3 * timed["seconds"] / timed["steps"], 3),
+              "cpu_s_rank0": round(timed["cpu"], 4), "cpu_s_mean": round(cpu.item() / world, 4)}
+    print("RESULT " + json.dumps(result), flush=True)
+
+
 def main():
     args = parse_args()
     if args.backend == "smddp":
         import torch_smddp  # noqa: F401  (registers the backend)
-    torch.set_num_threads(1)  # several ranks share the host's cores
+    torch.set_num_threads(args.threads)  # 1 by default: several ranks share the host's cores
     device = torch.device("cpu")
     if args.device == "cuda":
         local = int(os.environ["LOCAL_RANK"])
@@ -156,7 +191,7 @@ def main():
     rank, world = dist.get_rank(), dist.get_world_size()
 
     torch.manual_seed(args.seed)
-    net = SmallResNet().to(device)
+    net = SmallResNet(width=args.width, blocks=args.blocks).to(device)
     opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=0.9)
     first = load_checkpoint(args.checkpoint, net, opt)  # before DDP: it broadcasts rank 0's state
     model = DDP(net, device_ids=[device.index] if device.type == "cuda" else None)
@@ -169,7 +204,9 @@ def main():
             print(f"resumed from {args.checkpoint} after epoch {first} (restart {restart})",
                   flush=True)
 
+    timed = {"seconds": 0.0, "cpu": 0.0, "steps": 0}  # the epochs after the first (RESULT)
     for epoch in range(first, args.epochs):
+        cpu0 = cpu_seconds()
         start, total = time.perf_counter(), torch.zeros(1, device=device)
         for step in range(args.steps):
             if args.fail_once_at_epoch is not None:
@@ -182,6 +219,9 @@ def main():
             total += loss.detach()
         dist.all_reduce(total)  # mean loss over ranks and steps
         elapsed = time.perf_counter() - start
+        if epoch > first or first == args.epochs - 1:
+            timed = {k: v + d for (k, v), d in
+                     zip(timed.items(), (elapsed, cpu_seconds() - cpu0, args.steps))}
         if rank == 0:
             mean = total.item() / (world * args.steps)
             rate = world * args.steps * args.batch / elapsed
@@ -191,6 +231,7 @@ def main():
                 save_checkpoint(args.checkpoint, net, opt, epoch + 1)
     if rank == 0:
         print(f"final state sha256 {state_sha256(net)}", flush=True)
+    report_result(args, rank, world, timed, device)
     dist.destroy_process_group()
 
 

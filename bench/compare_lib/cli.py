@@ -5,6 +5,8 @@ interpreter that sees torch_smddp and calls main()).
 Order of work, per world size: start the torch groups (smddp, gloo) once; then for each round,
 collective and dtype run every backend's sweep back to back, the backend order rotated by one
 each round, so slow phases of a noisy machine are shared out. Medians over rounds are reported.
+With --load N, N busy processes per usable core (load.py) spin from before the first world's
+groups start until the last sweep is done; the limits are measured before, on the quiet machine.
 Invariant: every cell (world, collective, dtype, backend) ends in exactly one status: ok, n/a,
 skipped or error; the exit status is 0 only when no cell is in error and no element is wrong.
 """
@@ -19,6 +21,7 @@ import time
 
 from . import best_of
 from . import limits as limits_mod
+from . import load as load_mod
 from . import placement
 from . import report
 from .common import (BACKENDS, COLLECTIVES, CUDA_BACKENDS, ELEM_SIZE, parse_bytes, perf_tool,
@@ -70,6 +73,13 @@ def parse_args(argv):
     p.add_argument("--engine-dir", help="directory of the *_perf tools (default: build*/bench)")
     p.add_argument("--timeout", type=int, default=900, help="seconds per sweep")
     p.add_argument("--no-limits", action="store_true", help="skip the limit measurements")
+    p.add_argument("--load", type=float, default=0, metavar="N",
+                   help="busy machine: N plain busy-loop processes per usable core (unbound, "
+                        "niceness 0) spin during every timed sweep; the limits are measured "
+                        "before they start (default 0: a quiet machine)")
+    p.add_argument("--load-bound", type=int, default=4 * 3600, metavar="S",
+                   help="with --load: the busy processes end themselves after S seconds even "
+                        "if this tool cannot kill them (default 4 h)")
     p.add_argument("--out", help="output directory (default: build-compare/ in the repo)")
     p.add_argument("--quick", action="store_true",
                    help="CI smoke: 8 B-64 KiB, world 2, iters 3, one round")
@@ -78,6 +88,8 @@ def parse_args(argv):
         a.min, a.max, a.iters, a.warmup, a.rounds, a.worlds = 8, 64 << 10, 3, 1, 1, ["2"]
         a.small_iters = a.mid_iters = 3
     a.worlds = [int(w) for w in a.worlds]
+    if a.load < 0:
+        p.error("--load: a number of busy processes per core >= 0")
     return a
 
 
@@ -247,6 +259,18 @@ def _machine():
             "load_avg_start": os.getloadavg()}
 
 
+def load_header(load_meta):
+    """summary.md's first lines on a busy machine (nothing on a quiet one)."""
+    if not load_meta:
+        return ""
+    n, alive = load_meta["processes"], load_meta.get("alive_at_end", load_meta["processes"])
+    early = "" if alive == n else f"; only {alive} still ran at the end (--load-bound)"
+    return (f"**busy machine: {load_meta['per_core']:g} busy processes per core ({n} in all)**"
+            f" on {load_meta['cores']} usable cores, unbound, niceness {load_meta['niceness']}"
+            f"{early}. The limits, where measured, were measured before they started (a quiet "
+            "machine). \"cpu us\": CPU time (user + system) per call, the mean over ranks.\n\n")
+
+
 def print_tables(cells, args):
     groups = {}
     for c in cells:
@@ -260,7 +284,7 @@ def print_tables(cells, args):
             print(report.backend_table(c))
         if any(c["backend"] == "smddp" and c["rows"] for c in group):
             print(report.ratio_table(group))
-        md.append(report.markdown_group(group, args.backends))
+        md.append(report.markdown_group(group, args.backends, cpu=args.load > 0))
     return "\n".join(md)
 
 
@@ -285,16 +309,25 @@ def main(argv, repo):
     mpi_exe = build_mpi(bindir) if "mpi" in args.backends else None
     probe = placement.PlacementProbe(bindir)
     cells = {}
-    for world in args.worlds:
-        bk = Backends(args, repo, world, out, mpi_exe)
-        try:
-            run_world(args, world, sizes, bk, cells, probe)
-        finally:
-            bk.close()
+    load = load_mod.BusyLoad(args.load, args.load_bound)
+    meta["load"] = None
+    with load:
+        if load.count:
+            meta["load"] = load.describe()
+            print(f"# busy machine: {args.load:g} busy processes per core ({load.count} in all)",
+                  flush=True)
+        for world in args.worlds:
+            bk = Backends(args, repo, world, out, mpi_exe)
+            try:
+                run_world(args, world, sizes, bk, cells, probe)
+            finally:
+                bk.close()
+        if load.count:
+            meta["load"]["alive_at_end"] = load.alive()
     far = placement.threshold(cells.values())
     cells = [report.finalize(c, memcpy, placement.far_rounds(c, far)) for c in cells.values()]
     cells = best_of.merge(cells)
-    md = print_tables(cells, args)
+    md = load_header(meta["load"]) + print_tables(cells, args)
     placed = placement.markdown(cells)
     print("\n" + placed)
     md += "\n" + placed
@@ -323,7 +356,18 @@ def finish(args, out, meta, lim, cells, md, started):
                        lim.get("memory", {}).get("memcpy_gbps"))
     except Exception as e:  # a plotting problem must not hide the measurements
         print(f"# WARNING: busbw.png not written: {e}")
-    print(f"# wrote {out}/compare.json, summary.md, busbw.png in {meta['seconds']} s")
+    pngs = "busbw.png"
+    if meta.get("load"):
+        try:
+            from . import plot
+
+            plot.write_busy_png(os.path.join(out, "busy.png"),
+                                [c for c in cells if c["backend"] not in best_of.CONFIG],
+                                args.collectives, args.worlds, meta["load"])
+            pngs += ", busy.png"
+        except Exception as e:
+            print(f"# WARNING: busy.png not written: {e}")
+    print(f"# wrote {out}/compare.json, summary.md, {pngs} in {meta['seconds']} s")
     print(f"# wrong elements: {wrong}; failed cells: {len(errors)}"
           f"{' FAILED' if wrong or errors else ' OK'}")
     return 1 if wrong or errors else 0

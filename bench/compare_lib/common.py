@@ -114,14 +114,17 @@ def algbw_gbps(size, time_us):
 
 
 def median_row(rows):
-    """Median over rounds of one (backend, size) cell. `rows` are dicts with time_us and wrong;
-    wrong counts add up (any wrong element in any round fails the run)."""
+    """Median over rounds of one (backend, size) cell. `rows` are dicts with time_us and wrong
+    (and cpu_us, the CPU time per call, where the backend measured it); wrong counts add up (any
+    wrong element in any round fails the run)."""
     times = [r["time_us"] for r in rows if r.get("time_us") is not None]
     wrongs = [r["wrong"] for r in rows if r.get("wrong") is not None]
     estimates = [r["estimate_us"] for r in rows if r.get("estimate_us") is not None]
+    cpus = [r["cpu_us"] for r in rows if r.get("cpu_us") is not None]
     out = {
         "time_us": statistics.median(times) if times else None,
         "time_us_rounds": times,
+        "cpu_us": statistics.median(cpus) if cpus else None,
         "wrong": sum(wrongs) if wrongs else None,
     }
     if estimates:  # the backend's own time estimate (torch's _time_estimator), where it has one

@@ -47,13 +47,16 @@ def backend_table(cell):
     if cell["status"] != "ok":
         return head + f"\n#   {cell['status']}: {cell.get('reason', '')}\n"
     lines = [head,
-             "#       size         count      type     time   algbw   busbw #wrong  %memcpy",
-             "#        (B)    (elements)               (us)  (GB/s)  (GB/s)"]
+             "#       size         count      type     time   algbw   busbw #wrong  %memcpy"
+             "      cpu",
+             "#        (B)    (elements)               (us)  (GB/s)  (GB/s)"
+             "                   (us)"]
     for r in cell["rows"]:
         pct = f"{r['pct_memcpy']:7.1f}" if r["pct_memcpy"] is not None else "    n/a"
+        cpu = f"{r['cpu_us']:7.2f}" if r.get("cpu_us") is not None else "    n/a"
         lines.append(f"{r['size']:12d}  {r['count']:12d}  {cell['dtype']:>8s}  "
                      f"{r['time_us']:7.2f}  {r['algbw_gbps']:6.2f}  {r['busbw_gbps']:6.2f}  "
-                     f"{r['wrong']:5d}  {pct}")
+                     f"{r['wrong']:5d}  {pct}  {cpu}")
     return "\n".join(lines) + "\n"
 
 
@@ -100,15 +103,17 @@ def ratio_table(group):
     return "\n".join(lines) + "\n"
 
 
-def markdown_group(group, backends):
-    """One markdown table: per size, each backend's time and busbw, then the ratios."""
+def markdown_group(group, backends, cpu=False):
+    """One markdown table: per size, each backend's time and busbw, then the ratios; with `cpu`
+    (a busy machine) each backend's CPU time per call after its time."""
     c0 = group[0]
     by = {c["backend"]: c for c in group}
     over = (f" ({c0['world']} ranks on {c0['cores']} cores: oversubscribed)"
             if c0.get("oversubscribed") else "")
     title = f"**{c0['collective']}, {c0['dtype']}, world {c0['world']}**{over}"
     barrier = c0["collective"] == "barrier"
-    cols = [f"{b} us" for b in backends] + ([] if barrier else [f"{b} GB/s" for b in backends])
+    cols = [f"{b} us" for b in backends] + ([f"{b} cpu us" for b in backends] if cpu else [])
+    cols += [] if barrier else [f"{b} GB/s" for b in backends]
     cols += ["smddp/gloo time", "smddp/mpi time", "smddp/engine time"]
     if not barrier:
         cols += ["smddp/gloo busbw", "smddp/mpi busbw", "smddp %memcpy"]
@@ -129,6 +134,8 @@ def markdown_group(group, backends):
     ratios = {r["size"]: r for r in ratio_rows(group)}
     for size in sizes:
         cells = [_md(rows_by[b].get(size), "time_us", by.get(b)) for b in backends]
+        if cpu:
+            cells += [_md(rows_by[b].get(size), "cpu_us", by.get(b)) for b in backends]
         if not barrier:
             cells += [_md(rows_by[b].get(size), "busbw_gbps", by.get(b)) for b in backends]
         rt = ratios.get(size, {})
@@ -154,7 +161,7 @@ def markdown_group(group, backends):
 
 
 def _md(row, key, cell):
-    if cell is None or cell["status"] != "ok" or row is None:
+    if cell is None or cell["status"] != "ok" or row is None or row.get(key) is None:
         return "n/a"
     v = row[key]
-    return f"{v:.1f}" if key == "time_us" else f"{v:.3f}"
+    return f"{v:.1f}" if key in ("time_us", "cpu_us") else f"{v:.3f}"

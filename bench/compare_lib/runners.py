@@ -4,8 +4,9 @@ group of worker processes fed one command per sweep), Open MPI (mpi_coll_perf un
 the smddp engine's own perf tools (build/bench/<coll>_perf -J).
 
 Each runner's run(coll, dtype, sizes, iters, warmup) returns {"rows": [{size, count, time_us,
-wrong}]} (the torch runner's rows also carry the calls each size made: iters) or
-{"unsupported": reason}, and raises RunError on a failure or a timeout.
+cpu_us, wrong}]} (cpu_us: the CPU time per call, the mean over ranks; the torch runner's rows
+also carry the calls each size made: iters) or {"unsupported": reason}, and raises RunError on
+a failure or a timeout.
 Invariant: never hangs and leaves no process behind: every wait has a deadline, and whatever is
 still alive at the deadline (or at close) is killed.
 """
@@ -161,11 +162,12 @@ class MpiRunner:
 
 
 def perf_rows(doc, sizes, group):
-    """The rows of a perf tool's -J document at `sizes`: {size, bytes, time_us, wrong}, the time
-    of `group` ("in_place" or "out_of_place"), the wrong elements of both groups. A collective of
-    n equal blocks runs each size rounded down to a multiple of n elements (nccl-tests): a
-    document with one row per size asked is matched in order, `size` the one asked and `bytes`
-    the one run; otherwise rows are matched by exact size."""
+    """The rows of a perf tool's -J document at `sizes`: {size, bytes, time_us, cpu_us, wrong},
+    the time and CPU time of `group` ("in_place" or "out_of_place"; cpu_us None from a tool
+    older than the field), the wrong elements of both groups. A collective of n equal blocks
+    runs each size rounded down to a multiple of n elements (nccl-tests): a document with one
+    row per size asked is matched in order, `size` the one asked and `bytes` the one run;
+    otherwise rows are matched by exact size."""
     results, asked = doc["results"], sorted(sizes)
     ordered = len(results) == len(asked) and all(r["size"] <= s for r, s in zip(results, asked))
     rows = []
@@ -175,6 +177,7 @@ def perf_rows(doc, sizes, group):
             continue
         groups = [g for g in (r["in_place"], r["out_of_place"]) if g]  # null: no such form
         rows.append({"size": size, "bytes": r["size"], "time_us": r[group]["time_us"],
+                     "cpu_us": r[group].get("cpu_us"),
                      "wrong": sum(g["wrong"] for g in groups if g["wrong"])})
     return rows
 

@@ -5,7 +5,8 @@ Usage: torch_worker.py BACKEND RANK WORLD INIT_METHOD. After init_process_group 
 command per line on stdin ({"coll", "dtype", "sizes", "iters", "warmup"[, "budget_ms",
 "min_iters"]} or {"quit": true}), runs that sweep and answers with one line on stdout starting
 with "@@": rank 0 sends the rows (time = max over ranks of the mean of the row's barrier-aligned
-calls, `iters` of them or fewer under a budget (calls_for); wrong = sum over ranks of the
+calls, `iters` of them or fewer under a budget (calls_for); median_us = max over ranks of the
+median call's time; wrong = sum over ranks of the
 elements that differ from the closed-form values after a separate checked call; estimate_us = the
 backend's time estimate of one call (torch's _time_estimator, max over ranks) where it has one),
 other ranks "ok".
@@ -16,6 +17,8 @@ Invariant: stdout carries only "@@" lines; everything else goes to stderr.
 """
 import json
 import os
+import resource
+import statistics
 import sys
 import time
 
@@ -169,6 +172,12 @@ def estimate(case):
     return e.estimated_time
 
 
+def cpu_seconds():
+    """CPU time (user + system) this process has used so far, all its threads."""
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
+
+
 def sweep(cmd, rank, world):
     dtype = DTYPES[cmd["dtype"]]
     err = probe(cmd["coll"], dtype, rank, world)
@@ -177,6 +186,8 @@ def sweep(cmd, rank, world):
     sizes, warmup = cmd["sizes"], cmd["warmup"]
     times = torch.zeros(len(sizes), dtype=torch.float64, device=DEVICE)
     wrong = torch.zeros(len(sizes), dtype=torch.float64, device=DEVICE)
+    cpu = torch.zeros(len(sizes), dtype=torch.float64, device=DEVICE)
+    medians = torch.zeros(len(sizes), dtype=torch.float64, device=DEVICE)
     calls = [0] * len(sizes)
     estimates = torch.zeros(len(sizes), dtype=torch.float64, device=DEVICE)
     estimating = estimator() is not None
@@ -190,23 +201,32 @@ def sweep(cmd, rank, world):
         settle()
         iters = calls_for(cmd, (time.perf_counter() - t0) / max(paced, 1))
         dist.barrier()
+        c0 = cpu_seconds()
         t0 = time.perf_counter()
+        stamps = [t0]
         for _ in range(iters):
             case.call()
+            stamps.append(time.perf_counter())
         settle()
         times[k] = (time.perf_counter() - t0) * 1e6 / iters
+        # The typical call beside the mean: a mean far above it says the time is in a tail.
+        medians[k] = statistics.median(b - a for a, b in zip(stamps, stamps[1:])) * 1e6
+        cpu[k] = (cpu_seconds() - c0) * 1e6 / iters
         calls[k] = iters
         wrong[k] = case.check()
         if estimating:
             estimates[k] = estimate(case)
     dist.all_reduce(times, op=dist.ReduceOp.MAX)
+    dist.all_reduce(medians, op=dist.ReduceOp.MAX)
     if estimating:
         dist.all_reduce(estimates, op=dist.ReduceOp.MAX)
     dist.all_reduce(wrong, op=dist.ReduceOp.SUM)
+    dist.all_reduce(cpu, op=dist.ReduceOp.SUM)
     rows = []
     for k, size in enumerate(sizes):
         count = element_count(cmd["coll"], size, world, cmd["dtype"])
         rows.append({"size": size, "count": count, "time_us": float(times[k]),
+                     "median_us": float(medians[k]), "cpu_us": float(cpu[k]) / world,
                      "wrong": int(wrong[k]), "iters": calls[k]})
         if estimating:
             rows[-1]["estimate_us"] = float(estimates[k])

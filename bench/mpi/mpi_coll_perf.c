@@ -8,15 +8,19 @@
  * broadcast and reduce run in place (as torch.distributed does), rooted ones at rank 0 (only the
  * root's output of reduce and gather is checked); sendrecv sends buf to rank + 1 and
  * receives out from rank - 1 (MPI_Sendrecv); the time is the max over ranks of the
- * mean of `iters` barrier-aligned calls; the check is a separate call on closed-form data
- * (value(rank, i) = (rank + i) % 8 + 1, exact in bfloat16 for sums of up to 32 ranks).
+ * mean of `iters` barrier-aligned calls, cpu_us the CPU time (user + system, getrusage: every
+ * thread of the rank) per timed call, the mean over ranks; the check is a separate call on
+ * closed-form data (value(rank, i) = (rank + i) % 8 + 1, exact in bfloat16 for sums of up to
+ * 32 ranks).
  * bfloat16 is a 2-byte contiguous type with a user-defined SUM (Open MPI 4.1 has no bf16 type).
  * Invariant: prints only JSON lines on stdout, exits non-zero on a usage error. */
+#define _POSIX_C_SOURCE 200809L /* getrusage under -std=c11 */
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define MAX_SIZES 64
 
@@ -141,6 +145,14 @@ static long long check(const Ctx* c, const char* coll, void* buf, void* out, siz
   return wrong;
 }
 
+/* CPU time (user + system) this process has used so far, in microseconds. */
+static double cpuMicros(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)u.ru_utime.tv_sec * 1e6 + (double)u.ru_utime.tv_usec +
+         (double)u.ru_stime.tv_sec * 1e6 + (double)u.ru_stime.tv_usec;
+}
+
 static void measure(const Ctx* c, const Args* a, size_t size, void* buf, void* out) {
   const int perRank = !strcmp(a->coll, "all_gather") || !strcmp(a->coll, "reduce_scatter") ||
                       !strcmp(a->coll, "all_to_all") || !strcmp(a->coll, "gather") ||
@@ -149,15 +161,19 @@ static void measure(const Ctx* c, const Args* a, size_t size, void* buf, void* o
   memset(buf, 0, size); /* reductions time on zeros: repeated sums never overflow */
   for (int i = 0; i < a->warmup; ++i) runOnce(c, a->coll, buf, out, (int)count);
   MPI_Barrier(MPI_COMM_WORLD);
+  const double cpu0 = cpuMicros();
   const double t0 = MPI_Wtime();
   for (int i = 0; i < a->iters; ++i) runOnce(c, a->coll, buf, out, (int)count);
   double us = (MPI_Wtime() - t0) * 1e6 / a->iters, maxUs = 0;
+  double cpuUs = (cpuMicros() - cpu0) / a->iters, sumCpuUs = 0;
   long long wrong = check(c, a->coll, buf, out, count, a->bf16), totalWrong = 0;
   MPI_Reduce(&us, &maxUs, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  MPI_Reduce(&cpuUs, &sumCpuUs, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
   MPI_Reduce(&wrong, &totalWrong, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   if (c->rank == 0) {
-    printf("{\"size\": %zu, \"count\": %zu, \"time_us\": %.4f, \"wrong\": %lld}\n", size, count,
-           maxUs, totalWrong);
+    printf("{\"size\": %zu, \"count\": %zu, \"time_us\": %.4f, \"cpu_us\": %.4f, "
+           "\"wrong\": %lld}\n",
+           size, count, maxUs, sumCpuUs / c->n, totalWrong);
     fflush(stdout);
   }
 }

@@ -101,6 +101,11 @@ TEST(BenchReport, Json) {
   EXPECT_NE(j.find("\"size\": 67108864, \"count\": 16777216"), std::string::npos) << j;
   EXPECT_NE(j.find("\"wrong\": 0}"), std::string::npos) << j;
   EXPECT_NE(j.find("\"wrong\": null}"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"cpu_us\": null"), std::string::npos) << j;  // not measured: null, never 0
+  r.outOfPlace.cpuUs = 12.25;
+  const std::string measured = toJson(RunInfo{"all_reduce", "shm", 4, "h", {}}, {r},
+                                      summarize({r}, 0, true));
+  EXPECT_NE(measured.find("\"cpu_us\": 12.25, \"wrong\": 0}"), std::string::npos) << measured;
   EXPECT_EQ(jsonEscape("a\nb"), "a\\u000ab");
 }
 
