@@ -13,7 +13,7 @@
   docs/BENCHMARKS.md is what each perf tool's --help prints (with --build-dir);
 - the CHANGELOG's newest section is CMakeLists.txt's version;
 - README.md has at most 220 lines, no paragraph over 150 words, its "Which backend when" and
-  "Features" tables within its first 80 lines; docs/PERF.md at most 220 lines.
+  "Features" tables within its first 80 lines; docs/PERF.md at most 250 lines.
 Before checking the tree it checks itself on a planted dangling path, an undocumented variable
 and a message the source lacks: each must be caught (a check that cannot fail is no check).
 Exit status 1 with one line per finding.
@@ -157,8 +157,8 @@ def check_sizes():
         if words > 150:
             bad.append(f"README.md: a paragraph of {words} words (at most 150): {lines[0][:60]}")
     perf = read(os.path.join(ROOT, "docs/PERF.md")).splitlines()
-    if len(perf) > 220:
-        bad.append(f"docs/PERF.md: {len(perf)} lines (at most 220)")
+    if len(perf) > 250:
+        bad.append(f"docs/PERF.md: {len(perf)} lines (at most 250)")
     return bad
 
 
