@@ -23,6 +23,13 @@ enum class ErrorCode {
 
 const char* toString(ErrorCode code);
 
+// The head of every message smddp raises or logs, the one place it is formed: which rank (of how
+// many), on which host. "smddp: rank 2", "smddp: rank 2 (ip-10-0-0-7)", "smddp: rank 2/8 (ip-...)";
+// the caller appends ": " and what the rank was doing (a collective's describe(): its name,
+// sequence number and arguments) and what went wrong. An empty host is left out.
+std::string errorHead(int rank, const std::string& host = "");
+std::string errorHead(int rank, int size, const std::string& host = "");
+
 class Error : public std::runtime_error {
  public:
   Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}

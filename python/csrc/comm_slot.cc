@@ -4,6 +4,8 @@
 
 #include <c10/util/Exception.h>
 
+#include "smddp/error.h"
+
 namespace smddp::torch_shim {
 
 namespace {
@@ -36,7 +38,7 @@ std::unique_lock<CommGate> CommSlot::exclusive(const std::optional<std::string>&
     comm_->abort("the group is being shut down and a collective was still running after " +
                  std::to_string(bound.count()) + " ms");
   }
-  TORCH_CHECK(lock.try_lock_for(kAbortedLeave), "smddp: rank ", rank,
+  TORCH_CHECK(lock.try_lock_for(kAbortedLeave), errorHead(rank),
               ": a thread still waits inside the group's communicator ",
               (bound + kAbortedLeave).count(),
               " ms after it was aborted; the communicator is left as it is");

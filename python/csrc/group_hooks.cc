@@ -7,6 +7,8 @@
 #include <exception>
 #include <vector>
 
+#include "smddp/error.h"
+
 namespace smddp::torch_shim {
 
 namespace {
@@ -18,9 +20,9 @@ void runGuarded(const char* what, int rank, Fn&& fn) {
   try {
     fn();
   } catch (const std::exception& e) {
-    TORCH_WARN("smddp: rank ", rank, ": a ", what, " hook threw: ", e.what());
+    TORCH_WARN(errorHead(rank), ": a ", what, " hook threw: ", e.what());
   } catch (...) {
-    TORCH_WARN("smddp: rank ", rank, ": a ", what, " hook threw");
+    TORCH_WARN(errorHead(rank), ": a ", what, " hook threw");
   }
 }
 

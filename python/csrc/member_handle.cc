@@ -12,6 +12,8 @@
 #include <tuple>
 #include <utility>
 
+#include "smddp/error.h"
+
 namespace smddp::torch_shim {
 
 namespace {
@@ -88,7 +90,7 @@ std::string MemberHandle::describe() const {
 MemberOrder orderMemberHandles(const std::vector<std::string>& handles, bool ordered,
                                const MemberHandle& self, int callerRank, const std::string& what) {
   MemberOrder out;
-  const std::string head = "smddp: rank " + std::to_string(callerRank) + ": " + what + ": ";
+  const std::string head = errorHead(callerRank) + ": " + what + ": ";
   if (handles.empty()) {
     out.error = head + "no member handles";
     return out;

@@ -46,8 +46,8 @@ void agreeOnMembers(Store& store, const std::string& prefix,
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   const std::string digest = digestOf(members);
   const auto n = static_cast<int>(members.size());
-  const std::string head = "smddp: rank " + std::to_string(rank) + " of " + std::to_string(n) +
-                           " (" + members[static_cast<size_t>(rank)].describe() + "): " + what;
+  const std::string head = errorHead(rank) + " of " + std::to_string(n) + " (" +
+                           members[static_cast<size_t>(rank)].describe() + "): " + what;
   try {
     store.set(prefix + "/member/" + std::to_string(rank),
               digest + "\n" + members[static_cast<size_t>(rank)].encode());

@@ -13,6 +13,7 @@
 
 #include "coalesced_work.h"
 #include "device_streams.h"
+#include "smddp/error.h"
 #include "store_adapter.h"
 #include "without_gil.h"
 
@@ -104,9 +105,9 @@ void ProcessGroupSmddp::shutdown() {
 
 CommUse ProcessGroupSmddp::enter() const {
   return slot_.enter([this] {
-    TORCH_CHECK(!shutDown_, "smddp: rank ", rank_,
+    TORCH_CHECK(!shutDown_, errorHead(rank_),
                 ": this process group was shut down (destroy_process_group); create a new one");
-    TORCH_CHECK(false, "smddp: rank ", rank_, " (", self_.describe(),
+    TORCH_CHECK(false, errorHead(rank_), " (", self_.describe(),
                 "): this group was created with enable_reconfigure=True and has no communicator "
                 "until reconfigure() forms one (see get_reconfigure_handle)");
   });
@@ -165,7 +166,7 @@ c10::intrusive_ptr<compat::BackendBase> ProcessGroupSmddp::split(
     const c10::intrusive_ptr<Options>& opts) {
   require2x("split");
   for (int r : ranks) {
-    TORCH_CHECK(r >= 0 && r < size_, "smddp: rank ", rank_, ": split: rank ", r,
+    TORCH_CHECK(r >= 0 && r < size_, errorHead(rank_), ": split: rank ", r,
                 " is not a rank of this group of size ", size_);
   }
   auto mine = std::find(ranks.begin(), ranks.end(), rank_);
@@ -194,8 +195,8 @@ c10::intrusive_ptr<ProcessGroupSmddp::Options> ProcessGroupSmddp::getBackendOpti
 }
 
 void ProcessGroupSmddp::setTimeout(std::chrono::milliseconds timeout) {
-  TORCH_CHECK(timeout.count() > 0, "smddp: rank ", rank_,
-              ": setTimeout needs a positive timeout, got ", timeout.count(), " ms");
+  TORCH_CHECK(timeout.count() > 0, errorHead(rank_), ": setTimeout needs a positive timeout, got ",
+              timeout.count(), " ms");
   if (!slot_.empty()) enter().comm().setTimeout(timeout);  // the engine's bound from now on
   timeoutMs_.store(timeout.count(), std::memory_order_relaxed);
 }
@@ -205,7 +206,7 @@ void ProcessGroupSmddp::startCoalescing() {
   if (coalescing_) {
     // torch's _coalescing_manager does not end a block left by an exception: start afresh (the
     // collectives of that block are posted and finish on their own).
-    TORCH_WARN("smddp: rank ", rank_, ": startCoalescing while ", coalesced_.size(),
+    TORCH_WARN(errorHead(rank_), ": startCoalescing while ", coalesced_.size(),
                " collective(s) of an unfinished coalescing block were pending; starting anew");
   }
   coalescing_ = true;
@@ -214,7 +215,7 @@ void ProcessGroupSmddp::startCoalescing() {
 
 c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::endCoalescing() {
   require2x("coalescing");
-  TORCH_CHECK(coalescing_, "smddp: rank ", rank_, ": endCoalescing without startCoalescing");
+  TORCH_CHECK(coalescing_, errorHead(rank_), ": endCoalescing without startCoalescing");
   coalescing_ = false;
   return c10::make_intrusive<CoalescedWork>(rank_, std::move(coalesced_));
 }

@@ -52,14 +52,12 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::reconfigure(
       orderMembers(handles, ordered, self_, &rank, rank_, what);
   const auto size = static_cast<int>(members.size());
   const auto bound = opts.timeout.value_or(timeout());
-  TORCH_CHECK(bound.count() > 0, "smddp: rank ", rank_, ": ", what,
+  TORCH_CHECK(bound.count() > 0, errorHead(rank_), ": ", what,
               ": the timeout must be positive, got ", bound.count(), " ms");
   std::lock_guard<std::mutex> serial(reconfigureMutex_);
-  TORCH_CHECK(!shutDown_, "smddp: rank ", rank_, ": ", what,
-              ": this process group was shut down");
-  TORCH_CHECK(usedUuids_.insert(opts.uuid).second, "smddp: rank ", rank_, ": ", what,
-              ": uuid ", opts.uuid,
-              " was used before on this group; every reconfigure needs a fresh uuid");
+  TORCH_CHECK(!shutDown_, errorHead(rank_), ": ", what, ": this process group was shut down");
+  TORCH_CHECK(usedUuids_.insert(opts.uuid).second, errorHead(rank_), ": ", what, ": uuid ",
+              opts.uuid, " was used before on this group; every reconfigure needs a fresh uuid");
   const std::string key = std::string("g").append(std::to_string(opts.uuid));
   std::shared_ptr<Communicator> next;
   {
@@ -89,25 +87,23 @@ c10::intrusive_ptr<compat::BackendBase> ProcessGroupSmddp::shrink(
   TORCH_CHECK(compat::kBackendApi, "smddp: shrink needs torch >= 2.11 (this is torch ",
               compat::torchVersion(), ")");
   const std::string what = "shrink excluding rank(s) " + listOf(ranksToExclude);
-  TORCH_CHECK(flags == 0 || flags == kShrinkAbort, "smddp: rank ", rank_, ": ", what,
+  TORCH_CHECK(flags == 0 || flags == kShrinkAbort, errorHead(rank_), ": ", what,
               ": unknown shrink flags ", flags, " (SHRINK_DEFAULT 0 or SHRINK_ABORT 1)");
-  TORCH_CHECK(!ranksToExclude.empty(), "smddp: rank ", rank_, ": ", what,
-              ": no rank to exclude");
+  TORCH_CHECK(!ranksToExclude.empty(), errorHead(rank_), ": ", what, ": no rank to exclude");
   std::set<int64_t> excluded;
   for (int64_t r : ranksToExclude) {
-    TORCH_CHECK(r >= 0 && r < size_, "smddp: rank ", rank_, ": ", what, ": rank ", r,
+    TORCH_CHECK(r >= 0 && r < size_, errorHead(rank_), ": ", what, ": rank ", r,
                 " is not a rank of this group of size ", size_);
-    TORCH_CHECK(excluded.insert(r).second, "smddp: rank ", rank_, ": ", what, ": rank ", r,
+    TORCH_CHECK(excluded.insert(r).second, errorHead(rank_), ": ", what, ": rank ", r,
                 " is listed twice");
   }
-  TORCH_CHECK(!excluded.count(rank_), "smddp: rank ", rank_, ": ", what,
+  TORCH_CHECK(!excluded.count(rank_), errorHead(rank_), ": ", what,
               ": this rank is excluded; only the remaining ranks call shrink");
-  TORCH_CHECK(static_cast<int>(excluded.size()) < size_, "smddp: rank ", rank_, ": ", what,
+  TORCH_CHECK(static_cast<int>(excluded.size()) < size_, errorHead(rank_), ": ", what,
               ": no rank would remain");
   {
     std::lock_guard<std::mutex> lock(reconfigureMutex_);
-    TORCH_CHECK(!shutDown_, "smddp: rank ", rank_, ": ", what,
-                ": this process group was shut down");
+    TORCH_CHECK(!shutDown_, errorHead(rank_), ": ", what, ": this process group was shut down");
   }
   if (flags & kShrinkAbort) slot_.abort(what + " with SHRINK_ABORT");
   // The survivors, in this group's rank order; described for the agreement by their rank here.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "process_group.h"
+#include "smddp/error.h"
 #include "tensor_map.h"
 
 namespace smddp::torch_shim {
@@ -87,7 +88,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::allreduceSparse(
   int64_t maxNnz = 0;
   for (int r = 0; r < size_; ++r) {
     const at::Tensor row = metas[r];
-    TORCH_CHECK(at::equal(row.slice(0, 1), meta.slice(0, 1)), "smddp: rank ", rank_, ": ", what,
+    TORCH_CHECK(at::equal(row.slice(0, 1), meta.slice(0, 1)), errorHead(rank_), ": ", what,
                 ": rank ", r, " holds a tensor of another shape, dtype or sparse/dense split (",
                 describe(row), "; here ", describe(meta), ")");
     maxNnz = std::max(maxNnz, row[0].item<int64_t>());

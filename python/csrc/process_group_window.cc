@@ -24,7 +24,7 @@ class SmddpWindow final : public ::c10d::Window {
   explicit SmddpWindow(c10::intrusive_ptr<ProcessGroupSmddp> group) : group_(std::move(group)) {}
 
   void tensor_register(const at::Tensor& tensor, bool owning) override {
-    TORCH_CHECK(!window_, "smddp: rank ", group_->getRank(), ": window ", id(),
+    TORCH_CHECK(!window_, errorHead(group_->getRank()), ": window ", id(),
                 ": a tensor is already registered (tensor_deregister first)");
     TORCH_CHECK(tensor.device().is_cpu(), "smddp: windows hold CPU tensors, got one on ",
                 tensor.device());
@@ -51,10 +51,10 @@ class SmddpWindow final : public ::c10d::Window {
     checked();
     TORCH_CHECK(tensor.device().is_cpu() && tensor.is_contiguous(),
                 "smddp: window ", window_->id(), ": put takes a contiguous CPU tensor");
-    TORCH_CHECK(targetOffsetNelems >= 0 &&
-                    static_cast<uint64_t>(targetOffsetNelems) <= SIZE_MAX / element_,
-                "smddp: rank ", group_->getRank(), ": window ", window_->id(), ": offset ",
-                targetOffsetNelems, " elements is out of range");
+    TORCH_CHECK(
+        targetOffsetNelems >= 0 && static_cast<uint64_t>(targetOffsetNelems) <= SIZE_MAX / element_,
+        errorHead(group_->getRank()), ": window ", window_->id(), ": offset ", targetOffsetNelems,
+        " elements is out of range");
     const int dst = rankOf(dstRank, "put");
     const CommUse use = group_->enterComm();
     window_->put(tensor.data_ptr(), tensor.nbytes(), dst,
@@ -66,8 +66,9 @@ class SmddpWindow final : public ::c10d::Window {
   at::Tensor map_remote_tensor(int64_t rank) override {
     checked();
     void* p = window_->mapped(rankOf(rank, "map_remote_tensor"));
-    TORCH_CHECK(p != nullptr, "smddp: rank ", group_->getRank(), ": window ", window_->id(),
-                ": rank ", rank, "'s window is not mapped here (another host, or not in "
+    TORCH_CHECK(p != nullptr, errorHead(group_->getRank()), ": window ", window_->id(), ": rank ",
+                rank,
+                "'s window is not mapped here (another host, or not in "
                 "smddp's memory: allocate it with allocate_tensor)");
     const int64_t n = static_cast<int64_t>(window_->bytes(static_cast<int>(rank)) / element_);
     return at::from_blob(p, {n}, at::TensorOptions().dtype(dtype_).device(at::kCPU));
@@ -98,16 +99,16 @@ class SmddpWindow final : public ::c10d::Window {
  private:
   int id() const { return window_ ? window_->id() : -1; }
   int rankOf(int64_t rank, const char* what) const {
-    TORCH_CHECK(rank >= 0 && rank < group_->getSize(), "smddp: rank ", group_->getRank(),
-                ": window ", id(), ": ", what, ": rank ", rank, " is not in [0, ",
-                group_->getSize(), ")");
+    TORCH_CHECK(rank >= 0 && rank < group_->getSize(), errorHead(group_->getRank()), ": window ",
+                id(), ": ", what, ": rank ", rank, " is not in [0, ", group_->getSize(), ")");
     return static_cast<int>(rank);
   }
   void checked() const {
-    TORCH_CHECK(window_ != nullptr, "smddp: rank ", group_->getRank(),
+    TORCH_CHECK(window_ != nullptr, errorHead(group_->getRank()),
                 ": this window has no tensor registered (new_window(tensor) or tensor_register)");
-    TORCH_CHECK(generation_ == group_->generation(), "smddp: rank ", group_->getRank(),
-                ": window ", window_->id(), " belongs to a communicator the group replaced "
+    TORCH_CHECK(generation_ == group_->generation(), errorHead(group_->getRank()), ": window ",
+                window_->id(),
+                " belongs to a communicator the group replaced "
                 "(reconfigure): register a new window");
   }
 

@@ -11,6 +11,7 @@
 #include <cmath>
 
 #include "device_streams.h"
+#include "smddp/error.h"
 
 namespace smddp::torch_shim {
 
@@ -105,9 +106,9 @@ ReduceOp checkedReduceOp(const at::Tensor& tensor, const ::c10d::ReduceOp& op, c
   const ReduceOp engineOp = toReduceOp(op, what);
   const DataType dtype = toDataType(tensor, what);
   const bool premul = op.op_ == compat::kPremulSum;
-  TORCH_CHECK(!premul || dtype != DataType::kBool, "smddp: rank ", rank, ": ", what,
+  TORCH_CHECK(!premul || dtype != DataType::kBool, errorHead(rank), ": ", what,
               ": ReduceOp.PREMUL_SUM is not defined for bool tensors");
-  TORCH_CHECK(reductionDefined(dtype, engineOp), "smddp: rank ", rank, ": ", what, ": ReduceOp.",
+  TORCH_CHECK(reductionDefined(dtype, engineOp), errorHead(rank), ": ", what, ": ReduceOp.",
               premul ? "PREMUL_SUM" : torchName(engineOp), " is not supported for dtype ",
               tensor.scalar_type(), " (", reductionRefusal(dtype, engineOp), ")");
   return engineOp;
@@ -136,12 +137,11 @@ at::Tensor premultiplied(const at::Tensor& input, const ::c10d::ReduceOp& op, co
   const at::ScalarType type = input.scalar_type();
   at::NoGradGuard noGrad;
   if (isIntegral(dtype)) {
-    TORCH_CHECK(!factor.is_complex(), "smddp: rank ", rank, ": ", what,
+    TORCH_CHECK(!factor.is_complex(), errorHead(rank), ": ", what,
                 ": a complex PREMUL_SUM factor cannot scale a ", type, " tensor");
     const double value = factor.to(at::kDouble).item<double>();
-    TORCH_CHECK(value == std::trunc(value), "smddp: rank ", rank, ": ", what,
-                ": the PREMUL_SUM factor ", value,
-                " is not an integer, so it cannot scale a ", type, " tensor");
+    TORCH_CHECK(value == std::trunc(value), errorHead(rank), ": ", what, ": the PREMUL_SUM factor ",
+                value, " is not an integer, so it cannot scale a ", type, " tensor");
     return at::mul(input.to(at::kLong), factor.to(at::kLong)).to(type).contiguous();
   }
   if (dataTypeSize(dtype) == 1) {  // float8

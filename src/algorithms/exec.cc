@@ -64,8 +64,7 @@ Exec::Exec(Exec& parent, const std::vector<int>& members, const ExecSettings& se
     if (members[i] == me) rank_ = static_cast<int>(i);
   }
   if (rank_ < 0 || parent.firstLive_ < parent.posted_) {
-    throw Error(ErrorCode::kInternal, "smddp: rank " + std::to_string(me) + ": " +
-                                          desc_.describe() + ": a group view " +
+    throw Error(ErrorCode::kInternal, errorHead(me) + ": " + desc_.describe() + ": a group view " +
                                           (rank_ < 0 ? "without this rank" : "over pending ops"));
   }
 }
@@ -85,13 +84,13 @@ Exec::Handle Exec::irecv(int peer, uint64_t msg, void* buffer, size_t bytes) {
 
 Exec::Handle Exec::post(OpKind kind, int peer, uint64_t msg, void* buffer, size_t bytes) {
   if (peer < 0 || peer >= size_ || peer == rank_) {
-    throw Error(ErrorCode::kInternal, "smddp: " + where(-1) + ": algorithm addressed peer " +
+    throw Error(ErrorCode::kInternal, head() + ": algorithm addressed peer " +
                                           std::to_string(peer) + " of " + std::to_string(size_));
   }
   msg += msgBase_;
   if (msg > tag::kMaxMsg) {
-    throw Error(ErrorCode::kInternal, "smddp: " + where(-1) + ": message index " +
-                                          std::to_string(msg) + " exceeds the tag layout");
+    throw Error(ErrorCode::kInternal,
+                head() + ": message index " + std::to_string(msg) + " exceeds the tag layout");
   }
   Op& op = resources_.op(posted_);
   op.kind = kind;
@@ -194,7 +193,7 @@ void Exec::idle(Clock::time_point now, Clock::time_point lastProgress,
   }
   if (settings_.abortFlag != nullptr && settings_.abortFlag->load(std::memory_order_acquire)) {
     throw Error(ErrorCode::kAborted,
-                "smddp: " + where(-1) + ": aborted" +
+                head() + ": aborted" +
                     (settings_.abortReason != nullptr ? ": " + *settings_.abortReason : ""));
   }
   if (settings_.monitor != nullptr && settings_.monitor->failed()) {
@@ -206,9 +205,8 @@ void Exec::idle(Clock::time_point now, Clock::time_point lastProgress,
     if (settings_.monitor != nullptr && settings_.monitor->awaitVerdict(kVerdictGrace, true)) {
       settings_.monitor->raise(desc_);
     }
-    throw Error(ErrorCode::kPeerFailure,
-                "smddp: " + where(-1) + ": peer " + whereRank(dead) +
-                    " is gone (process exited or connection lost)");
+    throw Error(ErrorCode::kPeerFailure, head() + ": peer " + whereRank(dead) +
+                                             " is gone (process exited or connection lost)");
   }
   if (now - lastProgress >= spin) waiting().pause(now - lastProgress, idlePolls);
 }
@@ -227,7 +225,7 @@ int Exec::goneInvolved(int wordPeer) const {
 }
 
 void Exec::throwAboutPeer(ErrorCode code, int peer, const std::string& what) const {
-  throw Error(code, "smddp: " + where(-1) + ": " + where(peer) + " " + what);
+  throw Error(code, head() + ": " + where(peer) + " " + what);
 }
 
 void Exec::throwMismatch(int peer, uint64_t peerSeq, const CollectiveDesc& mine) const {
@@ -243,8 +241,8 @@ void Exec::throwMismatch(int peer, uint64_t peerSeq, const CollectiveDesc& mine)
   const std::string seen = mine.seq == desc_.seq
                                ? "seen in shared memory"
                                : "seen in shared memory during " + desc_.describe();
-  throw Error(ErrorCode::kMismatch, "smddp: " + where(-1, mine) + ": " + where(peer) + " " + what +
-                                        " (" + seen + "): the ranks called different "
+  throw Error(ErrorCode::kMismatch, head(mine) + ": " + where(peer) + " " + what + " (" + seen +
+                                        "): the ranks called different "
                                         "collectives or different sizes");
 }
 
@@ -286,6 +284,14 @@ std::string Exec::where(int peer, const CollectiveDesc& desc) const {
   return s;
 }
 
+std::string Exec::head(const CollectiveDesc& desc) const {
+  const int r = transport_.rank();
+  const auto& peers = transport_.peers();
+  const std::string host =
+      static_cast<size_t>(r) < peers.size() ? peers[static_cast<size_t>(r)].host : "";
+  return errorHead(r, host) + ": " + desc.describe();
+}
+
 std::string Exec::whereRank(int r) const {
   const auto& peers = transport_.peers();
   std::string s = "rank " + std::to_string(r);
@@ -298,18 +304,18 @@ std::string Exec::whereRank(int r) const {
 void Exec::checkFailure(const Op& op) const {
   if (op.done() && op.kind == OpKind::kRecv && op.received != op.bytes) {
     // Only a peer in another collective (or a different size of this one) sends a different size.
-    throw Error(ErrorCode::kMismatch,
-                "smddp: " + where(-1) + ": received " + std::to_string(op.received) +
-                    " bytes from " + whereRank(op.peer) + " where " + std::to_string(op.bytes) +
-                    " were expected (message " + std::to_string(tag::msgOf(op.tag)) +
-                    "): the ranks called collectives of different sizes");
+    throw Error(ErrorCode::kMismatch, head() + ": received " + std::to_string(op.received) +
+                                          " bytes from " + whereRank(op.peer) + " where " +
+                                          std::to_string(op.bytes) + " were expected (message " +
+                                          std::to_string(tag::msgOf(op.tag)) +
+                                          "): the ranks called collectives of different sizes");
   }
   if (!op.failed()) return;
   const bool send = op.kind == OpKind::kSend;
   const ErrorCode code =
       transport_.peerGone(op.peer) ? ErrorCode::kPeerFailure : ErrorCode::kTransport;
-  throw Error(code, "smddp: " + where(-1) + ": " + (send ? "send to " : "receive from ") +
-                        whereRank(op.peer) + " of " + formatBytes(op.bytes) + " (message " +
+  throw Error(code, head() + ": " + (send ? "send to " : "receive from ") + whereRank(op.peer) +
+                        " of " + formatBytes(op.bytes) + " (message " +
                         std::to_string(tag::msgOf(op.tag)) + ") failed on " + transport_.name() +
                         ": " + op.error);
 }
@@ -328,8 +334,7 @@ void Exec::throwTimeout(const std::string& waitingFor) const {
     list += (list.empty() ? "" : ", ") + whereRank(op.peer);
   }
   const auto bound = desc_.timeout.count() > 0 ? desc_.timeout : settings_.timeout;
-  std::string msg = "smddp: " + where(-1) + ": Timed out after " + std::to_string(bound.count()) +
-                    " ms";
+  std::string msg = head() + ": Timed out after " + std::to_string(bound.count()) + " ms";
   if (!recvFrom.empty()) msg += "; waiting for data from " + recvFrom;
   if (!sendTo.empty()) msg += "; sends not yet taken by " + sendTo;
   if (!waitingFor.empty()) msg += "; waiting for " + waitingFor;

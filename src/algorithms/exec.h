@@ -25,11 +25,6 @@
 #include "smddp/error.h"
 #include "transport/transport.h"
 
-namespace smddp::algo::arena {
-class Arena;  // arena/arena.h (the arena algorithms include it)
-class Pool;   // arena/pool.h
-}  // namespace smddp::algo::arena
-
 namespace smddp::algo {
 
 struct HostGroups;  // below
@@ -46,6 +41,13 @@ class ExecResources {
   std::vector<std::vector<unsigned char>> scratch_;
 };
 
+// What a family of algorithms shares beyond messages, attached to ExecSettings by the
+// communicator (the arena's memory: arena/context.h). Exec carries it and knows nothing of it;
+// `family` tells the families' attachments apart.
+struct ExecAttachment {
+  const void* family;
+};
+
 // A communicator's knobs for its collectives' Execs: built once, referenced by each Exec (which
 // gets its own deadline).
 struct ExecSettings {
@@ -57,8 +59,7 @@ struct ExecSettings {
   // Why the communicator was aborted: written once, before *abortFlag is set, read after it.
   const std::string* abortReason = nullptr;
   const ExecMonitor* monitor = nullptr;     // peers' progress and failures; may be null
-  arena::Arena* arena = nullptr;            // this rank's arena (intra-host); null when unavailable
-  arena::Pool* pool = nullptr;  // this rank's shareable tensor memory (with the arena)
+  const ExecAttachment* attachment = nullptr;  // shared memory of this host's ranks, or null
   const HostGroups* hosts = nullptr;  // a communicator over several hosts with host arenas
 };
 
@@ -75,8 +76,8 @@ struct HostGroups {
   // (HostLayout::hostFirsts: hosts() + 1 entries).
   std::vector<int> hostMajor;
   std::vector<size_t> hostFirsts;
-  ExecSettings localSettings;  // the communicator's, with this host's arena
-  ExecSettings crossSettings;  // the communicator's, without an arena
+  ExecSettings localSettings;  // the communicator's, with this host's shared memory
+  ExecSettings crossSettings;  // the communicator's, without shared memory
 
   // Sets every member above but the settings, for `rank` on `hosts`.
   void place(patterns::HostLayout hosts, int rank) {
@@ -123,17 +124,20 @@ class Exec {
   bool test(Handle handle);
   // Waits for every op posted so far.
   void waitAll();
+  // "smddp: rank 2 (host): all_reduce #7 (...)": the head of every error this collective raises
+  // (errorHead() of this rank in the communicator, then the collective).
+  std::string head() const { return head(desc_); }
+  std::string head(const CollectiveDesc& desc) const;
   // Throws Error(code): "smddp: rank R (host): <this collective>: rank P (host) <what>".
   [[noreturn]] void throwAboutPeer(ErrorCode code, int peer, const std::string& what) const;
   // Convenience: a send and a receive posted together, both awaited.
   void sendRecv(int sendPeer, uint64_t sendSlot, const void* sendBuf, size_t sendBytes,
                 int recvPeer, uint64_t recvSlot, void* recvBuf, size_t recvBytes);
 
-  // This rank's shared-memory arena, or null (the arena algorithms need it: arena/arena.h).
-  arena::Arena* arena() const { return settings_.arena; }
-  // This rank's shareable tensor memory (arena/pool.h), or null.
-  arena::Pool* pool() const { return settings_.pool; }
-  // Waits, with the same bounds and back-off as wait(), until `word` >= atLeast; `word` belongs
+  // What the communicator attached for a family of algorithms (ExecSettings), or null.
+  const ExecAttachment* attachment() const { return settings_.attachment; }
+  // Waits, with the same bounds and back-off as wait(), until the shared-memory `word` >= atLeast;
+  // `word` belongs
   // to `peer`, and `what` says what it is waiting for (timeout messages). The word is polled in
   // a tight loop at first; aside(*this), if given, runs once per clock read (~1 us while
   // spinning, every poll once it yields): work the wait must not starve but that has no place in
@@ -143,9 +147,9 @@ class Exec {
     if (word.load(std::memory_order_acquire) >= atLeast) return;
     waitWordSlow(word, atLeast, peer, what, aside);
   }
-  // Throws Error(kMismatch): `peer`'s arena data belongs to collective #peerSeq (or to `mine` with
-  // a different shape when peerSeq is mine's) while this rank is in `mine`: this collective, or
-  // an earlier one whose check was deferred to this one.
+  // Throws Error(kMismatch): `peer`'s shared-memory data belongs to collective #peerSeq (or to
+  // `mine` with a different shape when peerSeq is mine's) while this rank is in `mine`: this
+  // collective, or an earlier one whose check was deferred to this one.
   [[noreturn]] void throwMismatch(int peer, uint64_t peerSeq, const CollectiveDesc& mine) const;
 
   // Per-communicator scratch memory; index selects one of several independent areas.

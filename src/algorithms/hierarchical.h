@@ -29,7 +29,7 @@ namespace smddp::algo::hier {
 inline const HostGroups& requireHosts(const Exec& exec) {
   if (exec.hosts() == nullptr || exec.hosts()->layout.hosts() < 2) {
     throw Error(ErrorCode::kInvalidArgument,
-                "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() +
+                exec.head() +
                     ": a hierarchical algorithm needs ranks on several hosts, the same number "
                     "(>= 2) on each, and the shared-memory arena on every host");
   }
@@ -60,7 +60,7 @@ inline const Algorithm& crossAlgorithm(CollectiveKind kind, size_t bytes, int ho
 // communicator has no such rank.
 inline int hostOf(const Exec& exec, const HostGroups& groups, int rank) {
   if (rank < 0 || static_cast<size_t>(rank) >= groups.layout.hostOf.size()) {
-    throw Error(ErrorCode::kInvalidArgument, "smddp: rank " + std::to_string(exec.rank()) + ": " +
+    throw Error(ErrorCode::kInvalidArgument, errorHead(exec.rank()) + ": " +
                                                  exec.desc().describe() + ": no rank " +
                                                  std::to_string(rank));
   }

@@ -268,8 +268,8 @@ void allReduceHierSplit(Exec& exec, const CollectiveArgs& args) {
     }
   };
   std::optional<arena::InPlace> call;
-  if (local.pool() != nullptr && args.bytes() >= kInPlaceMinBytes) {
-    arena::Pool& pool = *local.pool();
+  if (arena::poolOf(local) != nullptr && args.bytes() >= kInPlaceMinBytes) {
+    arena::Pool& pool = *arena::poolOf(local);
     call.emplace(local, arena::Refs{pool.locate(args.send, args.bytes()),
                                     pool.locate(args.recv, args.bytes())});
     const bool candidate = arena::every(call->refs(), &arena::Refs::send) &&

@@ -75,12 +75,11 @@ std::vector<size_t> hostSendSizes(Exec& exec, const HostGroups& groups,
       const auto from = static_cast<size_t>(groups.local[j]);
       const auto to = static_cast<size_t>(groups.local[k]);
       if (sizes[j * n + to] == expects[k * n + from]) continue;
-      throw Error(ErrorCode::kMismatch,
-                  "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() +
-                      ": rank " + std::to_string(from) + " sends " +
-                      formatBytes(sizes[j * n + to]) + " to rank " + std::to_string(to) +
-                      ", which expects " + formatBytes(expects[k * n + from]) +
-                      ": the ranks' send and receive counts differ");
+      throw Error(ErrorCode::kMismatch, exec.head() + ": rank " + std::to_string(from) + " sends " +
+                                            formatBytes(sizes[j * n + to]) + " to rank " +
+                                            std::to_string(to) + ", which expects " +
+                                            formatBytes(expects[k * n + from]) +
+                                            ": the ranks' send and receive counts differ");
     }
   }
   return sizes;

@@ -26,7 +26,7 @@ using arena::Refs;
 // The pool to locate the call's buffers in, or null when the call is too small to ask or the
 // host has no other rank to share with (a host of one rank, on hosts of different sizes).
 arena::Pool* poolFor(const Exec& local, size_t largest) {
-  return largest >= kInPlaceMinBytes && local.size() > 1 ? local.pool() : nullptr;
+  return largest >= kInPlaceMinBytes && local.size() > 1 ? arena::poolOf(local) : nullptr;
 }
 
 }  // namespace

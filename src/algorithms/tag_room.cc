@@ -13,8 +13,7 @@ namespace smddp::algo {
 void requireTagRoom(const Exec& exec, uint64_t messages, const char* algorithm) {
   if (messages <= tag::kMaxMsg + 1) return;
   throw Error(ErrorCode::kInvalidArgument,
-              "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() + ": " +
-                  algorithm + " would need " + std::to_string(messages) +
+              exec.head() + ": " + algorithm + " would need " + std::to_string(messages) +
                   " messages per peer pair, more than the tag layout's " +
                   std::to_string(tag::kMaxMsg + 1) + " with segments of " +
                   formatBytes(exec.segmentBytes()) + "; raise SMDDP_SEGMENT_BYTES");

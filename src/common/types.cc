@@ -76,6 +76,15 @@ const char* toString(ErrorCode code) {
   return "unknown error";
 }
 
+std::string errorHead(int rank, int size, const std::string& host) {
+  std::string head = "smddp: rank " + std::to_string(rank);
+  if (size >= 0) head += "/" + std::to_string(size);
+  if (!host.empty()) head += " (" + host + ")";
+  return head;
+}
+
+std::string errorHead(int rank, const std::string& host) { return errorHead(rank, -1, host); }
+
 #define SMDDP_STR2(x) #x
 #define SMDDP_STR(x) SMDDP_STR2(x)
 const char* versionString() {

@@ -236,8 +236,8 @@ namespace {
 void checkUserTag(int rank, const char* what, uint32_t tag) {
   if (tag >= Communicator::kWindowTags && tag - Communicator::kWindowTags <= 0xFFFFu) {
     throw Error(ErrorCode::kInvalidArgument,
-                "smddp: rank " + std::to_string(rank) + ": " + what + ": tag " +
-                    std::to_string(tag) + " is reserved for windows (tags from " +
+                errorHead(rank) + ": " + what + ": tag " + std::to_string(tag) +
+                    " is reserved for windows (tags from " +
                     std::to_string(Communicator::kWindowTags) + " to " +
                     std::to_string(Communicator::kWindowTags + 0xFFFFu) + ")");
   }

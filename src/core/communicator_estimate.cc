@@ -43,9 +43,9 @@ Estimator& CommunicatorImpl::estimator() {
 void CommunicatorImpl::beginEstimate() {
   Estimator& e = estimator();  // before the flag: a file that cannot be used leaves it off
   if (estimating_.exchange(true, std::memory_order_acq_rel)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                "smddp: rank " + std::to_string(rank_) +
-                    ": beginEstimate: an estimate is already running on this communicator");
+    throw Error(
+        ErrorCode::kInvalidArgument,
+        errorHead(rank_) + ": beginEstimate: an estimate is already running on this communicator");
   }
   (void)e.take();
 }
@@ -53,8 +53,7 @@ void CommunicatorImpl::beginEstimate() {
 double CommunicatorImpl::endEstimate() {
   if (!estimating_.exchange(false, std::memory_order_acq_rel)) {
     throw Error(ErrorCode::kInvalidArgument,
-                "smddp: rank " + std::to_string(rank_) +
-                    ": endEstimate: no estimate is running on this communicator");
+                errorHead(rank_) + ": endEstimate: no estimate is running on this communicator");
   }
   return estimator().take();
 }

@@ -27,139 +27,6 @@ using Clock = std::chrono::steady_clock;
 // collective, a broadcast it was the root of (settleDeferredCheck).
 constexpr std::chrono::milliseconds kShutdownCheckBound{10000};
 
-// The pipelining segment of the hierarchical algorithms' cross-host step (SMDDP_SEGMENT_BYTES,
-// when smaller, wins). Measured on bench/testbed (2 hosts x 2 ranks, 1 Gbit/s, tcp;ofi_rxm),
-// 16 MiB all_reduce busbw / link cap: 64 KiB 0.88, 128 KiB 1.04, 256 KiB 1.20-1.28, 512 KiB 1.12,
-// 1 MiB 0.80-0.96: more messages in flight than with 1 MiB, each still large.
-constexpr size_t kCrossSegmentBytes = 256 * 1024;
-
-bool oversubscribedHost(int ranksOnHost, unsigned cores) {
-  return cores > 0 && ranksOnHost > static_cast<int>(cores);
-}
-
-int64_t spinForHost(int ranksOnHost, unsigned cores) {
-  // Measured with 4 ranks on 2 cores: 8 B - 4 KiB all_reduce 37-56 us without spinning, 65-90 us
-  // with 20 us of spinning; with a core per rank, spinning keeps small collectives at 1-3 us.
-  return oversubscribedHost(ranksOnHost, cores) ? 0 : 20;
-}
-
-Settings resolveSettings(const Options& options, const Config& config) {
-  Settings s;
-  s.timeout = options.timeout.value_or(std::chrono::milliseconds(config.timeoutMs));
-  s.segmentBytes = options.segmentBytes.value_or(static_cast<size_t>(config.segmentBytes));
-  s.stagingBytes = static_cast<size_t>(config.stagingBytes);
-  s.deviceIpc = options.deviceIpc.value_or(config.deviceIpc != 0);
-  s.spinUs = config.spinUs;
-  s.overrides = algo::parseAlgorithmOverrides(options.algorithms.value_or(config.algorithms));
-  s.watch.beaconPeriod = std::chrono::milliseconds(config.beaconMs);
-  s.watch.heartbeatTimeout = std::chrono::milliseconds(config.heartbeatTimeoutMs);
-  s.watch.checkMismatch = config.checkMismatch != 0;
-  s.watch.dumpPath = config.dumpOnTimeout;
-  if (s.timeout.count() <= 0) {
-    throw Error(ErrorCode::kInvalidArgument, "smddp: the timeout must be positive");
-  }
-  if (s.segmentBytes < 64) {
-    throw Error(ErrorCode::kInvalidArgument, "smddp: the segment size must be at least 64 bytes");
-  }
-  return s;
-}
-
-CommunicatorImpl::CommunicatorImpl(std::unique_ptr<transport::Transport> transport,
-                                   const Settings& settings, std::shared_ptr<Store> store,
-                                   const std::string& prefix,
-                                   std::unique_ptr<algo::arena::Arena> arena,
-                                   std::unique_ptr<transport::Transport> p2pTransport,
-                                   HostArena hostArena)
-    : transport_(std::move(transport)),
-      arena_(std::move(arena)),
-      hostArena_(std::move(hostArena.arena)),
-      settings_(settings),
-      rank_(transport_->rank()),
-      size_(transport_->size()),
-      timeoutMs_(settings.timeout.count()) {
-  std::set<std::string> hosts;
-  for (const auto& p : transport_->peers()) hosts.insert(p.host);
-  topology_.ranks = size_;
-  topology_.hosts = hosts.empty() ? 1 : static_cast<int>(hosts.size());
-  topology_.arena = arena_ != nullptr;
-  topology_.eagerBytes = arena_ ? arena_->eagerBytes() : 0;
-  topology_.pool = arena_ != nullptr;  // every rank of the host has a pool with its arena
-  topology_.hostArenas = hostArena_ != nullptr && hostArena.layout.hierarchical();
-  topology_.unevenHosts = hostArena_ != nullptr && !topology_.hostArenas;
-  {
-    const auto& peers = transport_->peers();
-    const std::string& me = static_cast<size_t>(rank_) < peers.size() ? peers[rank_].host : "";
-    std::vector<std::string> masks;
-    std::map<std::string, int> perHost;
-    for (const auto& p : peers) {
-      if (p.host == me) masks.push_back(p.cpus);
-      ranksPerHost_ = std::max(ranksPerHost_, ++perHost[p.host]);
-    }
-    hostCpus_ = common::usableCpusOf(masks);
-  }
-  if (settings_.spinUs < 0) {
-    const auto& peers = transport_->peers();
-    const std::string& me = static_cast<size_t>(rank_) < peers.size() ? peers[rank_].host : "";
-    const int local = transport::ranksOnHost(peers, me);
-    const unsigned usable = hostCpus_;
-    const unsigned cores = usable > 0 ? usable : std::thread::hardware_concurrency();
-    settings_.spinUs = spinForHost(local, cores);
-    const bool oversubscribed = oversubscribedHost(local, cores);
-    waiting_.reset(new common::WaitPolicy(common::WaitPolicy::adaptive(
-        std::chrono::microseconds(settings_.spinUs), oversubscribed)));
-    SMDDP_INFO(rank_, local << " rank(s) on this host with " << cores << " usable CPU(s)"
-                            << (usable > 0 ? "" : " (the machine's count: masks unknown)")
-                            << ": waiters spin " << settings_.spinUs << " us"
-                            << (oversubscribed ? "" : ", longer while the CPU is contended"));
-  } else {
-    const auto spin = std::chrono::microseconds(settings_.spinUs);
-    waiting_.reset(new common::WaitPolicy(common::WaitPolicy::fixed(spin)));
-  }
-  if (rank_ == 0) {
-    SMDDP_INFO(rank_, "smddp " << versionString() << ": " << size_ << " ranks on "
-                               << topology_.hosts << " host(s), transport " << transport_->name()
-                               << (arena_ ? " + shared-memory arena" : "")
-                               << (hostArena_ ? " + an arena per host (hierarchical)" : "")
-                               << ", reduction kernels " << reduce::isaName() << ", timeout "
-                               << settings_.timeout.count() << " ms");
-  }
-  planes_->store = store;
-  planes_->prefix = prefix;
-  watch_ = std::make_unique<CollectiveWatch>(std::move(store), prefix, rank_, transport_->peers(),
-                                             settings_.watch);
-  exec_.timeout = settings_.timeout;
-  exec_.segmentBytes = settings_.segmentBytes;
-  exec_.waiting = waiting_.get();
-  if (p2pTransport) {
-    p2p_ = std::make_unique<PointToPoint>(std::move(p2pTransport),
-                                          *waiting_,
-                                          arena_ ? &arena_->segment() : nullptr);
-  }
-  exec_.abortFlag = &aborted_;
-  exec_.abortReason = &abortReason_;
-  exec_.monitor = watch_->monitor();
-  exec_.arena = arena_.get();
-  exec_.pool = arena_ ? pool_.get() : nullptr;
-  if (hostArena_) {
-    hostGroups_.place(std::move(hostArena.layout), rank_);
-    ipcHosts_.ranksOf = hostGroups_.layout.ranksOf;
-    ipcHosts_.host = hostGroups_.layout.hostOf[static_cast<size_t>(rank_)];
-    ipcHosts_.local = hostGroups_.layout.localIndex(rank_);
-    hostGroups_.localSettings = exec_;
-    hostGroups_.localSettings.arena = hostArena_.get();
-    hostGroups_.localSettings.pool = pool_.get();  // the host's ranks map each other's tensors
-    hostGroups_.crossSettings = exec_;
-    hostGroups_.crossSettings.segmentBytes = std::min(exec_.segmentBytes, kCrossSegmentBytes);
-    exec_.hosts = &hostGroups_;
-  }
-  // Sequence numbers are assigned under the engine's lock, so they follow the queue's order even
-  // when several threads post.
-  engine_ = Engine::start(
-      [this](RequestState& r) { r.complete(run(r)); },
-      [this](RequestState& r) { describe(r.args, r.desc, r.algorithm); }, settings_.timeout);
-  publishPlaneFacts();  // this rank's device, for the plane decision at the first CUDA call
-}
-
 CommunicatorImpl::~CommunicatorImpl() {
   closeDevicePlanes();  // settles what is left on NCCL while the watch is there
   p2p_.reset();  // fails what is still in flight, then closes its endpoint
@@ -266,15 +133,14 @@ std::exception_ptr CommunicatorImpl::execute(const algo::CollectiveArgs& args,
   std::exception_ptr error;
   try {
     if (aborted_.load()) {
-      throw abortedError("smddp: rank " + std::to_string(rank_) + " (" + hostName() +
-                         "): " + desc.describe() + " not run");
+      throw abortedError(errorHead(rank_, hostName()) + ": " + desc.describe() + " not run");
     }
     if (broken_.load(std::memory_order_acquire)) {
       const std::string reason = brokenReason();
-      throw Error(ErrorCode::kBroken, "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
-                                          "): " + desc.describe() +
+      throw Error(ErrorCode::kBroken, errorHead(rank_, hostName()) + ": " + desc.describe() +
                                           " not run: the communicator is broken by an earlier "
-                                          "error: " + reason);
+                                          "error: " +
+                                          reason);
     }
     const auto now = coarseNow();  // the recorder's start and a deadline of seconds
     watch_->started(desc, now);
@@ -296,8 +162,7 @@ std::exception_ptr CommunicatorImpl::execute(const algo::CollectiveArgs& args,
     if (e.code() != ErrorCode::kBroken) markBroken(e.code(), e.what());
     error = std::current_exception();
   } catch (const std::exception& e) {
-    const Error internal(ErrorCode::kInternal, "smddp: rank " + std::to_string(rank_) + ": " +
-                                                   desc.describe() +
+    const Error internal(ErrorCode::kInternal, errorHead(rank_) + ": " + desc.describe() +
                                                    ": internal error: " + e.what());
     markBroken(ErrorCode::kInternal, internal.what());
     watch_->finished(desc, &internal);
@@ -354,9 +219,9 @@ void CommunicatorImpl::settleDeferredCheck() {
 
 void CommunicatorImpl::setTimeout(std::chrono::milliseconds timeout) {
   if (timeout.count() <= 0) {
-    throw Error(ErrorCode::kInvalidArgument, "smddp: rank " + std::to_string(rank_) +
-                                                 ": setTimeout: the timeout must be positive, got " +
-                                                 std::to_string(timeout.count()) + " ms");
+    throw Error(ErrorCode::kInvalidArgument,
+                errorHead(rank_) + ": setTimeout: the timeout must be positive, got " +
+                    std::to_string(timeout.count()) + " ms");
   }
   timeoutMs_.store(timeout.count(), std::memory_order_relaxed);
   engine_->setCollectiveTimeout(timeout);
@@ -405,8 +270,7 @@ Error CommunicatorImpl::abortedError(const std::string& what) const {
 Request CommunicatorImpl::postPointToPoint(const algo::CollectiveArgs& args, int peer,
                                            uint32_t tag) {
   if (!p2p_) {
-    throw Error(ErrorCode::kUnsupported, "smddp: rank " + std::to_string(rank_) + ": " +
-                                             toString(args.kind) +
+    throw Error(ErrorCode::kUnsupported, errorHead(rank_) + ": " + toString(args.kind) +
                                              ": this communicator has no point-to-point transport");
   }
   if (estimating()) return estimated(args);
@@ -417,7 +281,7 @@ Request CommunicatorImpl::postPointToPoint(const algo::CollectiveArgs& args, int
 Request CommunicatorImpl::postWindowMessage(const algo::CollectiveArgs& args, int peer,
                                             uint32_t tag, std::chrono::milliseconds timeout) {
   if (!p2p_) {
-    throw Error(ErrorCode::kUnsupported, "smddp: rank " + std::to_string(rank_) +
+    throw Error(ErrorCode::kUnsupported, errorHead(rank_) +
                                              ": windows need the point-to-point transport, "
                                              "which this communicator does not have");
   }
@@ -431,8 +295,7 @@ void CommunicatorImpl::abort(const std::string& reason) {
   }
   aborted_.store(true, std::memory_order_release);
   if (p2p_) p2p_->abort();
-  markBroken(ErrorCode::kAborted,
-             "smddp: rank " + std::to_string(rank_) + ": communicator aborted: " + reason);
+  markBroken(ErrorCode::kAborted, errorHead(rank_) + ": communicator aborted: " + reason);
   failDevicePlanes(ErrorCode::kAborted, "communicator aborted: " + reason);
   // A running collective sees aborted_ in its next idle poll and fails; its completion wakes
   // its waiters.

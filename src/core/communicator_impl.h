@@ -7,22 +7,24 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "algorithms/arena/arena.h"
+#include "algorithms/arena/context.h"
 #include "algorithms/arena/pool.h"
 #include "algorithms/exec.h"
 #include "algorithms/registry.h"
 #include "common/config.h"
-#include "planes/device_work.h"
-#include "planes/smddp/path.h"
-#include "planes/smddp/stager.h"
 #include "core/device_planes.h"
 #include "core/engine.h"
 #include "core/estimator.h"
 #include "core/point_to_point.h"
+#include "planes/device_work.h"
+#include "planes/smddp/path.h"
+#include "planes/smddp/stager.h"
 #include "smddp/communicator.h"
 #include "transport/transport.h"
 #include "watch/collective_watch.h"
@@ -165,6 +167,16 @@ class CommunicatorImpl {
   }
 
  private:
+  // Construction's steps (communicator_setup.cc), in order. The topology: hosts, ranks per host,
+  // the host's usable CPUs, what the algorithms may use (topology_).
+  void learnTopology(const algo::patterns::HostLayout& layout);
+  // How waiters wait (waiting_): SMDDP_SPIN_US, or adaptive from the ranks per usable CPU.
+  void chooseWaiting();
+  void logStart() const;  // rank 0's INFO line: version, ranks, hosts, transport, arenas
+  // exec_'s settings, the arenas' contexts, the host groups and the point-to-point engine.
+  void wireExecutor(std::unique_ptr<transport::Transport> p2pTransport,
+                    algo::patterns::HostLayout layout);
+
   // Under the engine's lock, in queue order: the algorithm, shape hash and tag signature
   // (derived once per run of identical calls), the sequence number, the recorder's post entry.
   // d holds the call (setCall) on entry.
@@ -234,6 +246,10 @@ class CommunicatorImpl {
   // Shareable tensor memory: the process's (algo::arena::Pool), shared with its tensors.
   std::shared_ptr<algo::arena::Pool> pool_ = algo::arena::Pool::process();
   std::unique_ptr<algo::arena::Arena> hostArena_;
+  // What the arena algorithms reach through exec_ and hostGroups_.localSettings (set with arena_
+  // and hostArena_).
+  std::optional<algo::arena::Context> arenaContext_;
+  std::optional<algo::arena::Context> hostArenaContext_;
   algo::HostGroups hostGroups_;  // set with hostArena_
   Settings settings_;
   int rank_;

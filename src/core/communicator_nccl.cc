@@ -19,8 +19,7 @@ using Clock = std::chrono::steady_clock;
 planes::nccl::NcclPlane& CommunicatorImpl::ncclPlane(const algo::CollectiveArgs& args) {
   DevicePlanes& p = *planes_;
   std::lock_guard<std::mutex> lock(p.mutex);
-  const std::string at = "smddp: rank " + std::to_string(rank_) + "/" + std::to_string(size_) +
-                         " (" + hostName() + "): " + toString(args.kind) + ": ";
+  const std::string at = errorHead(rank_, size_, hostName()) + ": " + toString(args.kind) + ": ";
   if (p.nccl) {
     if (args.device != p.nccl->ordinal()) {
       throw Error(ErrorCode::kInvalidArgument,
@@ -50,8 +49,7 @@ planes::nccl::NcclPlane& CommunicatorImpl::ncclPlane(const algo::CollectiveArgs&
   setup.ordinal = args.device;
   setup.rank = rank_;
   setup.size = size_;
-  setup.who = "smddp: rank " + std::to_string(rank_) + "/" + std::to_string(size_) + " (" +
-              hostName() + ")";
+  setup.who = errorHead(rank_, size_, hostName());
   setup.store = p.store;
   setup.prefix = p.prefix;
   setup.timeout = [this] { return timeout(); };
@@ -94,8 +92,8 @@ void CommunicatorImpl::shrinkDevicePlaneOf(CommunicatorImpl& parent,
     std::lock_guard<std::mutex> lock(p.mutex);
     if (p.nccl) {
       throw Error(ErrorCode::kInvalidArgument,
-                  "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
-                      "): shrinkDevicePlaneOf after this communicator's first CUDA call");
+                  errorHead(rank_, hostName()) +
+                      ": shrinkDevicePlaneOf after this communicator's first CUDA call");
     }
     p.shrinkAsked = true;
     p.shrinkParent = can ? std::move(comm) : nullptr;
@@ -146,8 +144,7 @@ Request CommunicatorImpl::postNccl(const algo::CollectiveArgs& args) {
   state->desc.call() = args.call();
   std::lock_guard<std::mutex> order(planes_->postMutex);
   engine_->underLock([&] { describeNccl(state->desc); });
-  const std::string where =
-      "smddp: rank " + std::to_string(rank_) + " (" + hostName() + "): " + state->desc.describe();
+  const std::string where = errorHead(rank_, hostName()) + ": " + state->desc.describe();
   try {
     if (aborted_.load()) throw abortedError(where + " not run");
     if (broken_.load(std::memory_order_acquire)) {
@@ -177,7 +174,7 @@ Request CommunicatorImpl::postNcclMessage(const algo::CollectiveArgs& args, int 
                            std::to_string(peer) + " (" + std::to_string(args.count) + " x " +
                            toString(args.dtype) + ", NCCL)";
   if (aborted_.load() || broken_.load(std::memory_order_acquire)) {
-    const std::string where = "smddp: rank " + std::to_string(rank_) + " (" + hostName() + "): ";
+    const std::string where = errorHead(rank_, hostName()) + ": ";
     state->complete(std::make_exception_ptr(
         aborted_.load() ? abortedError(where + what + " not run")
                         : Error(ErrorCode::kBroken, where + what + " not run: the communicator "

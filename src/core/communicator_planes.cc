@@ -90,8 +90,7 @@ planes::Plane CommunicatorImpl::decidePlane() {
   if (known >= 0) return static_cast<planes::Plane>(known);
   std::lock_guard<std::mutex> lock(p.mutex);
   if (p.decided.load() >= 0) return static_cast<planes::Plane>(p.decided.load());
-  const std::string at = "smddp: rank " + std::to_string(rank_) + "/" + std::to_string(size_) +
-                         " (" + hostName() + "): choosing the device plane: ";
+  const std::string at = errorHead(rank_, size_, hostName()) + ": choosing the device plane: ";
   if (!p.published) {
     p.choice.plane = planes::Plane::kSmddp;
     p.choice.why = p.unpublished;
@@ -139,13 +138,13 @@ void CommunicatorImpl::checkPublishedDevice(const algo::CollectiveArgs& args) {
       p.warnedDevice.exchange(true, std::memory_order_acq_rel)) {
     return;
   }
-  SMDDP_WARN(rank_, "smddp: rank " << rank_ << ": CUDA memory of device " << args.device
-                                   << ", but device " << p.publishedOrdinal
-                                   << " was current when the group was created; its data plane ("
-                                   << planes::toString(decidePlane())
-                                   << ") was chosen from the devices current then. Set the "
-                                      "device before creating the group (torch.cuda.set_device, "
-                                      "or init_process_group(device_id=...)).");
+  SMDDP_WARN(rank_, errorHead(rank_) << ": CUDA memory of device " << args.device << ", but device "
+                                     << p.publishedOrdinal
+                                     << " was current when the group was created; its data plane ("
+                                     << planes::toString(decidePlane())
+                                     << ") was chosen from the devices current then. Set the "
+                                        "device before creating the group (torch.cuda.set_device, "
+                                        "or init_process_group(device_id=...)).");
 }
 
 Request CommunicatorImpl::postDevice(const algo::CollectiveArgs& args) {
@@ -167,8 +166,8 @@ Request CommunicatorImpl::postDeviceMessage(const algo::CollectiveArgs& args, in
   if (decidePlane() == planes::Plane::kNccl && tag == 0) {
     if (peer == transport::kAnyPeer) {
       throw Error(ErrorCode::kUnsupported,
-                  "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
-                      "): recv from any source of CUDA memory with tag 0: this group's CUDA "
+                  errorHead(rank_, hostName()) +
+                      ": recv from any source of CUDA memory with tag 0: this group's CUDA "
                       "tensors take the NCCL plane, whose messages name their peer (name the "
                       "source, or use another tag)");
     }
@@ -180,8 +179,8 @@ Request CommunicatorImpl::postDeviceMessage(const algo::CollectiveArgs& args, in
 
 std::shared_ptr<void> CommunicatorImpl::allocateDevice(size_t bytes, int ordinal) {
   device::Device* device = settings_.device != nullptr ? settings_.device : device::processDevice();
-  const std::string at = "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
-                         "): allocating " + std::to_string(bytes) + " bytes of device memory: ";
+  const std::string at = errorHead(rank_, hostName()) + ": allocating " + std::to_string(bytes) +
+                         " bytes of device memory: ";
   if (device == nullptr) throw Error(ErrorCode::kUnsupported, at + "no device is usable");
   if (ordinal < 0 || ordinal >= device->count()) {
     throw Error(ErrorCode::kInvalidArgument, at + "device " + std::to_string(ordinal) +

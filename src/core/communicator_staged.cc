@@ -22,8 +22,7 @@ using planes::ipcFitsAcrossHosts;
 using planes::layoutStaged;
 
 DeviceStager& CommunicatorImpl::stager(const algo::CollectiveArgs& args) {
-  const std::string at = "smddp: rank " + std::to_string(rank_) + "/" + std::to_string(size_) +
-                         " (" + hostName() + "): " + toString(args.kind) + ": ";
+  const std::string at = errorHead(rank_, size_, hostName()) + ": " + toString(args.kind) + ": ";
   std::lock_guard<std::mutex> lock(stagerMutex_);
   if (!stager_) {
     device::Device* device =
@@ -222,8 +221,8 @@ Request CommunicatorImpl::postStagedMessage(const algo::CollectiveArgs& args, in
       !device::waitEvent(call->device(), call->ready(0), Clock::now() + timeout())) {
     call->release(0);
     throw Error(ErrorCode::kTimeout,
-                "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
-                    "): " + toString(args.kind) + " with rank " + std::to_string(peer) +
+                errorHead(rank_, hostName()) + ": " + toString(args.kind) + " with rank " +
+                    std::to_string(peer) +
                     ": the work queued before it on the caller's stream did not finish within " +
                     std::to_string(timeout().count()) + " ms");
   }
@@ -279,8 +278,7 @@ std::exception_ptr CommunicatorImpl::run(RequestState& r) {
       return call.device().done(call.ready(r.segment));
     } catch (const std::exception& e) {  // the device failed: so does the collective
       error = std::make_exception_ptr(Error(
-          ErrorCode::kInternal,
-          "smddp: rank " + std::to_string(rank_) + ": " + r.desc.describe() + ": " + e.what()));
+          ErrorCode::kInternal, errorHead(rank_) + ": " + r.desc.describe() + ": " + e.what()));
       markBroken(ErrorCode::kInternal, e.what());
       return true;
     }
@@ -288,8 +286,7 @@ std::exception_ptr CommunicatorImpl::run(RequestState& r) {
   while (!broken_.load(std::memory_order_acquire) && !inputReady()) {
     const bool late = Clock::now() > deadline;
     if (late || aborted_.load()) {
-      const std::string where =
-          "smddp: rank " + std::to_string(rank_) + " (" + hostName() + "): " + r.desc.describe();
+      const std::string where = errorHead(rank_, hostName()) + ": " + r.desc.describe();
       const Error e = late ? Error(ErrorCode::kTimeout,
                                    where + ": its input did not reach host memory within " +
                                        std::to_string(r.desc.timeout.count()) +

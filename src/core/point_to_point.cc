@@ -67,8 +67,8 @@ Request PointToPoint::post(const algo::CollectiveArgs& args, int peer, uint32_t 
     std::unique_lock<std::mutex> lock(mutex_);
     state->desc.seq = nextSeq_++;
     if (aborted_.load()) {
-      throw Error(ErrorCode::kAborted, "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
-                                           "): " + state->desc.describe() +
+      throw Error(ErrorCode::kAborted, errorHead(rank_, hostName()) + ": " +
+                                           state->desc.describe() +
                                            " not posted: the communicator was aborted");
     }
     Pending local;
@@ -231,9 +231,8 @@ std::exception_ptr PointToPoint::failure(const Pending& p, Why why) const {
 // "smddp: rank 0 (host): recv #3 (float32 x 10 = 40 B) from rank 1 (host), tag 7"
 std::string PointToPoint::prefix(const Pending& p) const {
   const bool send = p.op.kind == OpKind::kSend;
-  return "smddp: rank " + std::to_string(rank_) + " (" + hostName() +
-         "): " + p.request->desc.describe() + (send ? " to " : " from ") + where(p.op.peer) +
-         ", tag " + std::to_string(p.tag);
+  return errorHead(rank_, hostName()) + ": " + p.request->desc.describe() +
+         (send ? " to " : " from ") + where(p.op.peer) + ", tag " + std::to_string(p.tag);
 }
 
 void PointToPoint::completeAll(FinishedList& finished) {

@@ -4,6 +4,7 @@ smddp_layer(smddp_core
   core/communicator.cc
   core/communicator_estimate.cc
   core/communicator_impl.cc
+  core/communicator_setup.cc
   core/communicator_nccl.cc
   core/communicator_planes.cc
   core/communicator_staged.cc

@@ -16,8 +16,7 @@
 namespace smddp::core::check {
 
 void fail(const CallSite& at, CollectiveKind kind, ErrorCode code, const std::string& what) {
-  throw Error(code, "smddp: rank " + std::to_string(at.rank) + "/" + std::to_string(at.size) +
-                        " (" + hostName() + "): " + toString(kind) + ": " + what);
+  throw Error(code, errorHead(at.rank, at.size, hostName()) + ": " + toString(kind) + ": " + what);
 }
 
 std::string describe(const char* name, const Buffer& b) {

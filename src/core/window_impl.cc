@@ -54,7 +54,7 @@ WindowImpl::~WindowImpl() {
 }
 
 std::string WindowImpl::where() const {
-  return "smddp: rank " + std::to_string(rank_) + ": window " + std::to_string(id_);
+  return errorHead(rank_) + ": window " + std::to_string(id_);
 }
 
 void WindowImpl::checkNotEstimating(const char* what) const {

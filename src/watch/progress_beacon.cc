@@ -247,7 +247,8 @@ void ProgressBeacon::setVerdict(ErrorCode code, const std::string& message, bool
     failed_.store(true, std::memory_order_release);
   }
   SMDDP_WARN(rank_, message);
-  if (announce) this->announce(code, "smddp: " + who(rank_) + ": " + message);
+  if (announce)
+    this->announce(code, errorHead(rank_, hosts_[static_cast<size_t>(rank_)]) + ": " + message);
 }
 
 // Called on the thread whose collective failed: the store writes happen on the monitor thread, so
@@ -313,7 +314,8 @@ void ProgressBeacon::announce(ErrorCode code, const std::string& message) {
 
 void ProgressBeacon::raise(const algo::CollectiveDesc& desc) const {
   std::lock_guard<std::mutex> lock(verdictMutex_);
-  throw Error(verdictCode_, "smddp: " + who(rank_) + ": " + desc.describe() + ": " + verdictMessage_);
+  throw Error(verdictCode_, errorHead(rank_, hosts_[static_cast<size_t>(rank_)]) + ": " +
+                                desc.describe() + ": " + verdictMessage_);
 }
 
 std::string ProgressBeacon::laggards(const algo::CollectiveDesc& desc) const {

@@ -9,8 +9,10 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <optional>
 #include <thread>
 
+#include "algorithms/arena/context.h"
 #include "algorithms/patterns/hosts.h"
 #include "smddp/error.h"
 #include "transport/loopback/loopback_transport.h"
@@ -148,10 +150,12 @@ void RankContext::run(const Algorithm& a, const CollectiveArgs& args, size_t seg
   // Short spins (5 us) so that the many ranks of a test on few cores yield soon.
   static common::WaitPolicy waiting = common::WaitPolicy::fixed(std::chrono::microseconds(5));
   settings.waiting = &waiting;
-  settings.arena = arena;
+  std::optional<algo::arena::Context> context, hostContext;
+  if (arena != nullptr) settings.attachment = &context.emplace(arena, nullptr);
   if (hosts != nullptr) {
     hosts->localSettings = settings;
-    hosts->localSettings.arena = hostArena;
+    hosts->localSettings.attachment =
+        hostArena == nullptr ? nullptr : &hostContext.emplace(hostArena, nullptr);
     hosts->crossSettings = settings;
     settings.hosts = hosts;
   }

@@ -25,7 +25,7 @@ size_t agreeOnSizes(Exec& exec, const CollectiveArgs& args) {
   const auto me = static_cast<size_t>(exec.rank());
   if (n * sizeof(uint64_t) > requireArena(exec).segment().slotBytes()) {
     throw Error(ErrorCode::kInvalidArgument,
-                "smddp: rank " + std::to_string(me) + ": " + exec.desc().describe() +
+                exec.head() +
                     ": the arena's slot cannot hold one size per rank; raise "
                     "SMDDP_ARENA_SLOT_BYTES");
   }

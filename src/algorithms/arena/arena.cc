@@ -29,16 +29,18 @@ Arena::~Arena() = default;
 
 size_t Arena::eagerBytes() const { return segment_->eagerBytes(); }
 
+const char Context::kFamily = 0;
+
 void throwNoArena(const Exec& exec) {
   throw Error(ErrorCode::kInvalidArgument,
-              "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() +
+              exec.head() +
                   ": this algorithm needs the shared-memory arena, which this communicator "
                   "does not have (ranks on several hosts, SMDDP_ARENA=0, or a provider other "
                   "than shm)");
 }
 
 void settleDeferred(Exec& exec, Use next) {
-  if (exec.arena() == nullptr) return;  // only arena collectives defer checks
+  if (contextOf(exec) == nullptr) return;  // only arena collectives defer checks
   if (next != Use::kSlots) SlotStep::settle(exec);
   if (next != Use::kEager) EagerStep::settle(exec, true);
 }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 
+#include "algorithms/arena/context.h"
 #include "algorithms/collective.h"
 #include "algorithms/exec.h"
 
@@ -95,13 +96,8 @@ class Arena {
   uint64_t nextSlotUse_ = 0;
 };
 
-// Error(kInvalidArgument) naming exec's collective: its communicator has no arena.
-[[noreturn]] void throwNoArena(const Exec& exec);
-// exec's arena (inline: every arena step asks for it), or throwNoArena.
-inline Arena& requireArena(const Exec& exec) {
-  if (exec.arena() == nullptr) throwNoArena(exec);
-  return *exec.arena();
-}
+// exec's arena (inline: every arena step asks for it), or throwNoArena (context.h).
+inline Arena& requireArena(const Exec& exec) { return *context(exec).arena; }
 
 // Runs every check earlier collectives deferred (broadcast roots), waiting for the peers if need
 // be (bounded by exec's deadline), except those the algorithm about to run settles itself (`next`:

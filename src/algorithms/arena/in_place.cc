@@ -55,7 +55,7 @@ bool InPlace::agree(bool candidate, const CollectiveArgs& args, bool outs) {
     all = all && theirs == 1;
   }
   step_.release();
-  if (all) exec_.pool()->countInPlace();
+  if (all) context(exec_).pool->countInPlace();
   return all;
 }
 
@@ -68,7 +68,7 @@ void InPlace::allReached() {
 }
 
 Views InPlace::viewsOf(const CollectiveArgs& args, bool outs) {
-  Pool& pool = *exec_.pool();
+  Pool& pool = *context(exec_).pool;
   Views v;
   for (int r = 0; r < exec_.size(); ++r) {
     const Refs& refs = all_[static_cast<size_t>(r)];
@@ -91,7 +91,7 @@ bool every(const std::vector<Refs>& all, PoolRef Refs::*ref) {
 bool broadcastInPlace(Exec& exec, int source, const CollectiveArgs& args) {
   const size_t bytes = args.bytes();
   const bool isSource = exec.rank() == source;
-  InPlace call(exec, {isSource ? exec.pool()->locate(args.send, bytes) : PoolRef{}, {}});
+  InPlace call(exec, {isSource ? context(exec).pool->locate(args.send, bytes) : PoolRef{}, {}});
   if (!call.agree(call.refs()[static_cast<size_t>(source)].send.inPool(), args, false)) {
     return false;
   }

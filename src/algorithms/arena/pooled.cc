@@ -28,8 +28,9 @@ namespace smddp::algo::arena {
 namespace {
 
 Pool& requirePool(Exec& exec) {
-  if (exec.pool() == nullptr) throwNoArena(exec);
-  return *exec.pool();
+  Pool* pool = context(exec).pool;
+  if (pool == nullptr) throwNoArena(exec);
+  return *pool;
 }
 
 }  // namespace

@@ -198,10 +198,9 @@ std::unique_ptr<Segment> createSegment(Store& store, const std::string& prefix, 
   while (((joined = store.add(prefix + "/arena/joined", 0)) % kFailed) < size) {
     if (!backoff.sleepUntil(deadline)) {
       if (rank == 0) shm_unlink(name.c_str());
-      throw Error(ErrorCode::kStore, "smddp: rank " + std::to_string(rank) + ": only " +
-                                         std::to_string(joined % kFailed) + " of " +
-                                         std::to_string(size) +
-                                         " ranks mapped the shared-memory arena in time");
+      throw Error(ErrorCode::kStore,
+                  errorHead(rank) + ": only " + std::to_string(joined % kFailed) + " of " +
+                      std::to_string(size) + " ranks mapped the shared-memory arena in time");
     }
   }
   if (rank == 0) shm_unlink(name.c_str());  // every rank mapped it or gave up

@@ -182,9 +182,8 @@ inline size_t piecePer(const Exec& exec, size_t elementSize, size_t pieces, size
   const size_t slotBytes = requireArena(exec).segment().slotBytes();
   if (pieces * elementSize > slotBytes) {
     throw Error(ErrorCode::kInvalidArgument,
-                "smddp: rank " + std::to_string(exec.rank()) + ": " + exec.desc().describe() +
-                    ": the arena's slot (" + formatBytes(slotBytes) + ") holds less than the " +
-                    std::to_string(pieces) +
+                exec.head() + ": the arena's slot (" + formatBytes(slotBytes) +
+                    ") holds less than the " + std::to_string(pieces) +
                     " elements a use carries; raise SMDDP_ARENA_SLOT_BYTES");
   }
   return std::max<size_t>(

@@ -185,9 +185,8 @@ std::vector<IpcOp> planIpc(const algo::CollectiveArgs& args, int rank, int size,
                   ipcFits(args, size, scratch.slotBytes);
   if (!ok) {
     throw Error(ErrorCode::kInvalidArgument,
-                "smddp: rank " + std::to_string(rank) + ": " + toString(args.kind) +
-                    " of " + std::to_string(args.count) + " elements over " +
-                    std::to_string(size) + " ranks cannot go through CUDA IPC");
+                errorHead(rank) + ": " + toString(args.kind) + " of " + std::to_string(args.count) +
+                    " elements over " + std::to_string(size) + " ranks cannot go through CUDA IPC");
   }
   IpcScratchClock next = clock;  // committed once the whole plan stands
   Planner p(args, rank, size, scratch, next);

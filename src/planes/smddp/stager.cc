@@ -116,9 +116,7 @@ DeviceStager::DeviceStager(device::Device& device, int ordinal, int rank, int si
   const int r = rank;
   if (!report) report = [r](const std::string& text) { SMDDP_WARN(r, text); };
   watchdog_ = std::make_unique<DeviceWatchdog>(
-      device, std::move(late),
-      "smddp: rank " + std::to_string(rank) + "/" + std::to_string(size) + " (" + hostName() + ")",
-      std::move(report));
+      device, std::move(late), errorHead(rank, size, hostName()), std::move(report));
 }
 
 DeviceStager::~DeviceStager() {
@@ -160,8 +158,7 @@ void DeviceStager::checkPointers(const algo::CollectiveArgs& args, const StagedL
         char address[32];
         std::snprintf(address, sizeof(address), "%p", p.device);
         throw Error(ErrorCode::kInvalidArgument,
-                    "smddp: rank " + std::to_string(rank_) + "/" + std::to_string(size_) + " (" +
-                        hostName() + "): " + what + ": the " +
+                    errorHead(rank_, size_, hostName()) + ": " + what + ": the " +
                         (pieces == &s.in ? "input" : "output") + " at " + address +
                         " is said to be CUDA memory of device " + std::to_string(args.device) +
                         " but the " + device_.name() + " device layer finds " +

@@ -44,8 +44,8 @@ InfoPtr getInfo(const ProviderProfile& profile, const std::string& bindAddr, int
   InfoPtr info(found);
   if (rc == -FI_ENODATA || (rc == 0 && !info)) {
     throw Error(ErrorCode::kTransport,
-                "smddp: rank " + std::to_string(rank) + ": libfabric provider '" + profile.name +
-                    "' not found" + (bindAddr.empty() ? std::string() : " on address " + bindAddr) +
+                errorHead(rank) + ": libfabric provider '" + profile.name + "' not found" +
+                    (bindAddr.empty() ? std::string() : " on address " + bindAddr) +
                     ": no such provider offers RDM endpoints with tagged messages here (fi_info -l "
                     "lists the installed providers; set SMDDP_PROVIDER=shm|tcp|efa|auto)");
   }
