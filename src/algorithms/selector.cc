@@ -172,8 +172,8 @@ const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topolo
                     "\" needs the shared-memory arena, which this communicator does not have "
                     "(ranks on several hosts, SMDDP_ARENA=0, or a provider other than shm)");
   }
-  if (algorithm->acrossHosts && !topology.hostArenas &&
-      !(topology.unevenHosts && algorithm->unevenHosts)) {
+  if (algorithm->needs.hostArenas && !topology.hostArenas &&
+      !(topology.unevenHosts && algorithm->needs.unevenHosts)) {
     throw Error(misfit, "smddp: " + std::string(toString(kind)) + " algorithm \"" + name +
                             "\" needs ranks on several hosts, the same number (>= 2) on each, "
                             "with the shared-memory arena on every host; this communicator has " +

@@ -310,6 +310,33 @@ TEST(Overrides, ErrorsNameTheEntryAndTheValidNames) {
                    {"already set", "ring"});
 }
 
+// The collectives' list in the error is derived from the parser's names: this is its text.
+TEST(Overrides, UnknownCollectiveListsEveryNameWithItsSpellings) {
+  expectParseError("sendrecv:ring",
+                   {"valid: all_reduce (allreduce), broadcast, all_gather (allgather), barrier, "
+                    "reduce_scatter (reducescatter), reduce, gather, scatter, all_to_all "
+                    "(alltoall)"});
+}
+
+// Each collective's table is one run of the registry, in the order its errors list.
+TEST(Registry, EachCollectivesTableIsOneRun) {
+  size_t total = 0;
+  for (K k : {K::kAllReduce, K::kBroadcast, K::kAllGather, K::kBarrier, K::kReduceScatter,
+              K::kReduce, K::kGather, K::kScatter, K::kAllToAll, K::kAllToAllV}) {
+    for (const Algorithm& a : algorithmsOf(k)) {
+      EXPECT_EQ(a.kind, k) << a.name;
+      ++total;
+    }
+  }
+  EXPECT_EQ(total, registry().size());
+  EXPECT_EQ(algorithmsOf(K::kSend).begin(), algorithmsOf(K::kSend).end());
+  std::string names;
+  for (const Algorithm& a : algorithmsOf(K::kAllReduce)) names += std::string(a.name) + " ";
+  EXPECT_EQ(names,
+            "recursive_doubling ring hier_direct hier_leader hier_split arena_direct arena_split "
+            "pooled ");
+}
+
 // The cross-host all_reduce goes from recursive doubling to the ring at 64 KiB per rank with 2
 // hosts, later as the ring's 2 (H - 1) steps outgrow recursive doubling's: never earlier with
 // more hosts of the same kind (powers of two), above 1 MiB per rank with 128.
