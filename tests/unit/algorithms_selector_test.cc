@@ -82,6 +82,44 @@ TEST(Selector, ArenaAlgorithmWithoutArenaIsAnError) {
   }
 }
 
+// With shareable tensor memory, from kInPlaceMinBytes (the largest buffer: over all ranks for
+// all_gather and reduce_scatter) the four in-place forms; below, and without the arena, as before.
+TEST(Selector, PooledFromTheInPlaceSize) {
+  const AlgorithmOverrides none;
+  Topology t{4, 1, true, 4096};
+  t.pool = true;
+  const size_t m = kInPlaceMinBytes;
+  EXPECT_STREQ(selectAlgorithm(K::kAllReduce, m - 4, t, none).name, "arena_split");
+  EXPECT_STREQ(selectAlgorithm(K::kAllReduce, m, t, none).name, "pooled");
+  EXPECT_STREQ(selectAlgorithm(K::kBroadcast, m - 4, t, none).name, "arena");
+  EXPECT_STREQ(selectAlgorithm(K::kBroadcast, m, t, none).name, "pooled");
+  for (K kind : {K::kAllGather, K::kReduceScatter}) {
+    EXPECT_STREQ(selectAlgorithm(kind, m / 4 - 4, t, none).name, "arena") << toString(kind);
+    EXPECT_STREQ(selectAlgorithm(kind, m / 4, t, none).name, "pooled") << toString(kind);
+  }
+  for (K kind : {K::kReduce, K::kGather, K::kScatter, K::kAllToAllV}) {
+    EXPECT_STREQ(selectAlgorithm(kind, m, t, none).name, "arena") << toString(kind);
+  }
+  Topology noArena{4, 1};
+  noArena.pool = true;
+  EXPECT_STREQ(selectAlgorithm(K::kAllReduce, m, noArena, none).name, "ring");
+}
+
+// The rooted collectives and reduce_scatter: one algorithm per layout, at every size.
+TEST(Selector, RootedAndReduceScatterByLayout) {
+  const AlgorithmOverrides none;
+  for (size_t bytes : {size_t{0}, size_t{8}, size_t{64} << 20}) {
+    EXPECT_STREQ(selectAlgorithm(K::kReduceScatter, bytes, Topology{5, 1}, none).name, "ring");
+    EXPECT_STREQ(selectAlgorithm(K::kReduce, bytes, Topology{5, 1}, none).name, "binomial");
+    EXPECT_STREQ(selectAlgorithm(K::kGather, bytes, Topology{5, 1}, none).name, "linear");
+    EXPECT_STREQ(selectAlgorithm(K::kScatter, bytes, Topology{5, 1}, none).name, "linear");
+    for (K kind : {K::kReduceScatter, K::kReduce, K::kGather, K::kScatter}) {
+      EXPECT_STREQ(selectAlgorithm(kind, bytes, Topology{5, 1, true}, none).name, "arena")
+          << toString(kind);
+    }
+  }
+}
+
 TEST(Selector, BroadcastThreshold) {
   EXPECT_EQ(pick(K::kBroadcast, 64 * 1024, 8), "binomial");
   EXPECT_EQ(pick(K::kBroadcast, 64 * 1024 + 1, 8), "chain");
