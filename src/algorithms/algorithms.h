@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Every message algorithm of the engine, as registered in registry.cc (the arena's are in
+// Every message algorithm of the engine, as registered in tables.cc (the arena's are in
 // arena/collectives.h). Each runs on every rank
 // with the same arguments except buffers, for size() >= 2 and count >= 1 (the core handles the
 // trivial cases), and returns with no message of its collective pending.

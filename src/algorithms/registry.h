@@ -15,23 +15,51 @@ namespace smddp::algo {
 
 using AlgorithmFn = void (*)(Exec&, const CollectiveArgs&);
 
+// What an algorithm needs of its communicator, by name: {.arena = arena::Use::kSlots} or
+// {.hostArenas = true, .unevenHosts = true}; {} needs only a transport. selectAlgorithm refuses an
+// algorithm whose needs the Topology lacks.
+struct Requirements {
+  // What of the intra-host shared-memory arena it runs on, if anything (arena/arena.h).
+  arena::Use arena = arena::Use::kNone;
+  // Several hosts, the same number (>= 2) of ranks on each, an arena on every host (exec.h:
+  // HostGroups).
+  bool hostArenas = false;
+  // With hostArenas: also where the hosts hold different numbers of ranks (only leaders on the
+  // network).
+  bool unevenHosts = false;
+};
+
 struct Algorithm {
   CollectiveKind kind;
   const char* name;         // as used in SMDDP_ALGO
   const char* description;  // steps and cost, one line
   AlgorithmFn run;
-  // What of the intra-host shared-memory arena it runs on, if anything (arena/arena.h).
-  arena::Use arena = arena::Use::kNone;
-  // Runs on a communicator over several hosts with an arena on each (exec.h: HostGroups).
-  bool acrossHosts = false;
-  // ... also where the hosts hold different numbers of ranks (only leaders on the network).
-  bool unevenHosts = false;
+  Requirements needs = {};
 
-  bool needsArena() const { return arena != arena::Use::kNone; }
+  bool needsArena() const { return needs.arena != arena::Use::kNone; }
 };
 
-// Every algorithm, in a fixed order.
+// An algorithm of one collective, as its table (tables.cc) lists it: the kind is the table's.
+struct AlgorithmEntry {
+  const char* name;
+  const char* description;
+  AlgorithmFn run;
+  Requirements needs = {};
+};
+
+// A contiguous run of algorithms (C++17 has no std::span).
+struct AlgorithmSpan {
+  const Algorithm* first = nullptr;
+  const Algorithm* last = nullptr;
+  const Algorithm* begin() const { return first; }
+  const Algorithm* end() const { return last; }
+};
+
+// Every algorithm: the collectives' tables one after another, each in its own fixed order (the
+// order SMDDP_ALGO's errors list a collective's names in).
 const std::vector<Algorithm>& registry();
+// The algorithms of one collective, in its table's order (empty for send, recv and control).
+AlgorithmSpan algorithmsOf(CollectiveKind kind);
 const Algorithm* findAlgorithm(CollectiveKind kind, const char* name);
 
 // Parsed SMDDP_ALGO: collective -> algorithm name. Accepts allreduce / all_reduce, broadcast,

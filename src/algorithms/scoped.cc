@@ -32,10 +32,12 @@ constexpr size_t kKinds = static_cast<size_t>(CollectiveKind::kControl) + 1;
 std::array<Algorithm, kKinds> crossAlgorithms() {
   std::array<Algorithm, kKinds> all{};
   for (size_t k = 0; k < kKinds; ++k) {
-    all[k] = Algorithm{static_cast<CollectiveKind>(k), "cross",
+    all[k] = Algorithm{static_cast<CollectiveKind>(k),
+                       "cross",
                        "the rank's counterparts on the other hosts only (a step of the device "
                        "path across hosts)",
-                       crossStep, arena::Use::kNone, true};
+                       crossStep,
+                       {.hostArenas = true}};
   }
   return all;
 }
@@ -43,10 +45,12 @@ std::array<Algorithm, kKinds> crossAlgorithms() {
 }  // namespace
 
 const Algorithm& scopedAlgorithm(CollectiveKind kind, Scope scope) {
-  static const Algorithm host{CollectiveKind::kBarrier, "host",
+  static const Algorithm host{CollectiveKind::kBarrier,
+                              "host",
                               "the host's ranks meet in its arena (a step of the device path "
                               "across hosts)",
-                              hostBarrier, arena::Use::kNone, true};
+                              hostBarrier,
+                              {.hostArenas = true}};
   static const std::array<Algorithm, kKinds> cross = crossAlgorithms();
   const auto k = static_cast<size_t>(kind);
   if (scope == Scope::kCross && k < kKinds && kind != CollectiveKind::kControl) return cross[k];

@@ -1,65 +1,36 @@
 // SPDX-License-Identifier: Apache-2.0
 // selectAlgorithm: a pure function of (collective, bytes, topology, overrides).
 //
-// bytes is args.bytes(): the whole buffer for all_reduce and broadcast, one rank's block for
-// all_gather. Thresholds are PROVISIONAL (set by the alpha-beta model, not yet measured; bench/
-// will replace them with measured crossovers):
-//   all_reduce: recursive_doubling up to 64 KiB, ring above. Recursive doubling costs
-//     log2(n) (alpha + bytes beta) against ring's 2(n-1) alpha + 2(n-1)/n bytes beta, so it wins
-//     while latency dominates. With 2 ranks both move the same bytes (bytes each way); ring then
-//     only saves half the reduction work and pipelines it, which pays off for large buffers too,
-//     so the same threshold applies.
-//   broadcast: binomial up to 64 KiB or with 2 ranks (one hop: a chain cannot pipeline anything),
-//     chain above: log2(n) whole-buffer hops against (n - 2 + segments) segment hops.
-//   all_gather: bruck while the gathered size (bytes x ranks) is at most 64 KiB: log2(n) messages
-//     plus one local copy; ring above, which writes straight into the output.
-//   reduce_scatter: ring (a pass, as in ring all_reduce); reduce: binomial tree; gather,
-//   scatter: linear; all_to_all (equal and uneven): pairwise exchange.
-//   barrier: dissemination.
-// With the shared-memory arena (every rank on one host, topology.arena), the arena algorithms
-// win at every size (bench/ and docs/PERF.md): no message, no matching, one copy in and out:
-//   all_reduce: arena_direct up to 16 KiB (one synchronisation, every rank reduces everything),
-//     arena_split above (reduction split n ways, two synchronisations per chunk);
-//   broadcast: arena_eager up to topology.eagerBytes (SMDDP_ARENA_EAGER_BYTES), arena above;
-//   all_gather, barrier, reduce_scatter, reduce, gather, scatter, all_to_allv: arena;
-//   with shareable tensor memory (topology.pool), all_reduce, broadcast, all_gather and
-//     reduce_scatter from 1 MiB (the largest buffer): pooled, in place when every rank's tensors
-//     are in it, else the arena form above;
-//   all_to_all: arena for blocks below 64 KiB, pairwise above: libfabric's shm moves a large
-//     message with one copy (process_vm_readv) where the arena takes two. Measured with
-//     alltoall_perf, 2 ranks, -z 1, two interleaved runs on a 2-core VM: 128 KiB blocks 31-43 us
-//     pairwise against 43-56 us arena, 512 KiB 96-133 against 116-214, 2 MiB 333-478 against
-//     399-842, 8 MiB 2.9-3.2 ms against 3.4-3.9 ms; 32 KiB blocks were a toss-up (6-17 us).
-// Across hosts with an arena on each (topology.hostArenas: the same number >= 2 of ranks on every
-// host), all_reduce is hierarchical (hierarchical_all_reduce.cc): hier_leader up to 16 KiB (two
-// arena synchronisations around ceil(log2 hosts) network exchanges of one rank per host: on the
-// testbed (docs/PERF.md) 0.5x hier_direct's time, which sends from every rank of a host and so
-// puts L x the messages and bytes on each link), hier_split above (each host's link carries the
-// buffer once each way instead of ranks-per-host times); broadcast hier_leader up to 16 KiB,
-// all_gather and reduce_scatter hier_leader up to 64 KiB for all n blocks (one sender per host:
-// on the testbed 12-18 us against hier's 19-21 for broadcasts to 512 B, 24-42 us against 46-49
-// for all_gathers and 20-27 against 41-50 for reduce_scatters to 4 KiB, level from 16 KiB),
-// hier above; barrier, reduce, gather and scatter hier (hierarchical_leader.cc,
-// hierarchical_collectives.cc, hierarchical_rooted.cc: the flat algorithms would run their
-// intra-host steps over the network provider, and their network steps among n ranks where these
-// run among the hosts). all_to_all: hier_leader while a rank's whole buffer (n blocks) is at
-// most 16 KiB (one sender per host: on the testbed 17-24 us against hier's 32-38 for buffers to
-// 512 B, 33-35 against 51 at 4 KiB, equal at 16 KiB, where the link rules), hier for blocks up to
-// 16 KiB (H-1 network messages per rank instead of (H-1) L), pairwise above (no copies: equal to
-// hier at 16 KiB blocks, 538 against 552 us for hier_leader at 64 KiB buffers); all_to_allv
-// pairwise (its sizes differ per rank, so no size can choose alike on every rank;
-// SMDDP_ALGO=all_to_all:hier selects hier for both forms). Hosts with different numbers of ranks
-// (topology.unevenHosts), measured on the testbed with hosts of 3, 2 and 1 ranks (docs/PERF.md):
-// all_reduce hier_leader at every size (a host's link carries 2(H-1)/H of the buffer each way
-// where a flat ring carries 2(n-1)/n: 1.17-1.20x the flat busbw from 1 MiB); broadcast hier_leader
-// above 16 KiB (0.83-0.93x the flat time from 256 KiB; below, the flat binomial tree is up to 2x
-// faster than a leader's network step plus the arena hand-out); all_gather and reduce_scatter
-// hier_leader up to 128 KiB over all ranks (0.42-0.94x the flat time to 64 KiB), the flat ring
-// above (where the link rules the flat ring's busiest host carries no more than the leaders' and
-// the leader's copies and reductions cost 3-28 %); all_to_all hier_leader up to 64 KiB over all
-// ranks (0.41-0.70x the flat time to 16 KiB, equal at 64 KiB, 1.12-1.25x above), pairwise above;
-// barrier, reduce, gather and scatter hier (the root and the other hosts' leaders carry);
-// all_to_allv pairwise (its sizes are per rank).
+// Without an override a collective takes the first row of its rule table (below) whose layout the
+// topology has and whose range holds the call. bytes is args.bytes(): the whole buffer for
+// all_reduce, broadcast and reduce, one rank's block for all_gather, reduce_scatter, gather,
+// scatter and all_to_all; a range "over all ranks" measures bytes x ranks. Why each row, in cost
+// terms (n ranks, B bytes, α per message, β per byte):
+//   flat all_reduce: recursive doubling costs log2 n (α + Bβ), the ring 2(n−1)α + 2(n−1)/n Bβ:
+//     the first while latency rules, the ring once bandwidth does. broadcast: the binomial tree's
+//     log2 n whole-buffer hops against the chain's n − 2 + S segment hops; with 2 ranks there is
+//     one hop and nothing to pipeline. all_gather: Bruck's log2 n messages plus one local copy
+//     while the gathered buffer is small, the ring (straight into the output) above.
+//   One host (the arena): no message, no matching, one copy in and one out. all_reduce:
+//     arena_direct (one synchronisation, every rank reduces everything) while small, arena_split
+//     (the reduction split n ways, two synchronisations per chunk) above; broadcast: the eager
+//     ring up to its entry size; all_to_all: pairwise for large blocks, which libfabric's shm
+//     moves with one copy where the arena takes two. From kInPlaceMinBytes, tensors in shareable
+//     memory may be reduced or copied in place (`pooled`, which falls back to the arena form).
+//   Across hosts with an arena on each: every collective hierarchical. One sender per host
+//     (hier_leader) while the messages are small, since the forms in which every rank of a host
+//     sends put L times the messages and bytes on its link; above, the forms that spread the
+//     buffer over the host's ranks (hier_split, hier). all_to_all: hier_leader while the whole
+//     buffer is small, hier (H−1 network messages per rank) for small blocks, pairwise (no
+//     copies) above; all_to_allv only by name (its sizes differ per rank, so no size can choose
+//     alike on every rank).
+//   Hosts with different numbers of ranks: the leader forms where they beat the flat algorithms
+//     (a leader's ring carries 2(H−1)/H of an all_reduce's buffer per host link where the flat
+//     ring carries 2(n−1)/n); the flat forms where the link rules and a leader's copies only add.
+// docs/ALGORITHMS.md ("Thresholds") has the measurements that set each threshold and the command
+// that re-measures them.
+#include <cstdint>
+
 #include "algorithms/patterns/recursive_doubling.h"
 #include "algorithms/registry.h"
 #include "smddp/error.h"
@@ -67,83 +38,187 @@
 namespace smddp::algo {
 namespace {
 
-constexpr size_t kAllReduceSmallBytes = 64 * 1024;
-constexpr size_t kBroadcastSmallBytes = 64 * 1024;
-constexpr size_t kAllGatherSmallTotalBytes = 64 * 1024;
-constexpr size_t kArenaDirectBytes = 16 * 1024;
-constexpr size_t kAllToAllArenaBlockBytes = 64 * 1024;
-constexpr size_t kCrossRingBytes = 64 * 1024;  // crossRingMinBytes with 2 hosts
-constexpr size_t kHierLeaderBytes = 16 * 1024;
-constexpr size_t kAllToAllHierBlockBytes = 16 * 1024;
-constexpr size_t kAllToAllHierLeaderTotalBytes = 16 * 1024;
-constexpr size_t kUnevenLeaderTotalBytes = 128 * 1024;
-constexpr size_t kUnevenAllToAllLeaderTotalBytes = 64 * 1024;
+using K = CollectiveKind;
 
-// The default algorithm's name.
-const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topology) {
-  using K = CollectiveKind;
-  const size_t ranks = topology.ranks > 0 ? static_cast<size_t>(topology.ranks) : 1;
-  switch (kind) {
-    case K::kAllReduce:
-      if (topology.hostArenas) return bytes <= kHierLeaderBytes ? "hier_leader" : "hier_split";
-      if (topology.unevenHosts) return "hier_leader";
-      if (topology.arena && topology.pool && bytes >= kInPlaceMinBytes) return "pooled";
-      if (topology.arena) return bytes <= kArenaDirectBytes ? "arena_direct" : "arena_split";
-      return bytes <= kAllReduceSmallBytes ? "recursive_doubling" : "ring";
-    case K::kBroadcast:
-      if (topology.hostArenas) return bytes <= kHierLeaderBytes ? "hier_leader" : "hier";
-      if (topology.unevenHosts && bytes > kHierLeaderBytes) return "hier_leader";
-      if (topology.arena && topology.pool && bytes >= kInPlaceMinBytes) return "pooled";
-      if (topology.arena)
-        return bytes > 0 && bytes <= topology.eagerBytes ? "arena_eager" : "arena";
-      return bytes <= kBroadcastSmallBytes || ranks <= 2 ? "binomial" : "chain";
-    case K::kAllGather:
-      if (topology.hostArenas) {
-        return bytes * ranks <= kAllGatherSmallTotalBytes ? "hier_leader" : "hier";
-      }
-      if (topology.unevenHosts) {
-        return bytes * ranks <= kUnevenLeaderTotalBytes ? "hier_leader" : "ring";
-      }
-      if (topology.arena && topology.pool && bytes * ranks >= kInPlaceMinBytes) return "pooled";
-      if (topology.arena) return "arena";
-      return bytes * ranks <= kAllGatherSmallTotalBytes ? "bruck" : "ring";
-    case K::kReduceScatter:
-      if (topology.hostArenas) {
-        return bytes * ranks <= kAllGatherSmallTotalBytes ? "hier_leader" : "hier";
-      }
-      if (topology.unevenHosts) {
-        return bytes * ranks <= kUnevenLeaderTotalBytes ? "hier_leader" : "ring";
-      }
-      if (topology.arena && topology.pool && bytes * ranks >= kInPlaceMinBytes) return "pooled";
-      return topology.arena ? "arena" : "ring";
-    case K::kReduce:
-      if (topology.hostArenas || topology.unevenHosts) return "hier";
-      return topology.arena ? "arena" : "binomial";
-    case K::kGather:
-    case K::kScatter:
-      if (topology.hostArenas || topology.unevenHosts) return "hier";
-      return topology.arena ? "arena" : "linear";
-    case K::kAllToAll:
-      if (topology.hostArenas) {
-        if (bytes * ranks <= kAllToAllHierLeaderTotalBytes) return "hier_leader";
-        return bytes <= kAllToAllHierBlockBytes ? "hier" : "pairwise";
-      }
-      if (topology.unevenHosts) {
-        return bytes * ranks <= kUnevenAllToAllLeaderTotalBytes ? "hier_leader" : "pairwise";
-      }
-      return topology.arena && bytes < kAllToAllArenaBlockBytes ? "arena" : "pairwise";
-    case K::kAllToAllV:  // its sizes are per rank: no size to choose by
-      return topology.arena ? "arena" : "pairwise";
-    case K::kBarrier:
-      if (topology.hostArenas || topology.unevenHosts) return "hier";
-      break;
-    case K::kControl:
-    case K::kSend:
-    case K::kRecv:
-      break;
-  }
-  return topology.arena ? "arena" : "dissemination";
+// Where a row applies.
+enum class Layout {
+  kHostArenas,   // topology.hostArenas: several hosts of the same size >= 2, an arena on each
+  kUnevenHosts,  // topology.unevenHosts: hosts of different sizes, an arena on each
+  kPool,         // topology.arena and topology.pool: tensors may be in shareable memory
+  kArena,        // topology.arena: every rank on one host
+  kAny,
+};
+
+constexpr size_t kKiB = 1024;
+constexpr size_t kNoLimit = SIZE_MAX;
+constexpr size_t kEagerEntry = SIZE_MAX - 1;  // as upTo: topology.eagerBytes
+
+// The calls a row takes: sizes in [from, upTo] of one measure, at most maxRanks ranks.
+struct Range {
+  bool overAllRanks = false;  // measure bytes x ranks, not bytes
+  size_t from = 0;
+  size_t upTo = kNoLimit;
+  size_t maxRanks = kNoLimit;
+};
+
+constexpr Range upTo(size_t bytes) { return {false, 0, bytes}; }
+constexpr Range below(size_t bytes) { return {false, 0, bytes - 1}; }
+constexpr Range from(size_t bytes) { return {false, bytes}; }
+constexpr Range above(size_t bytes) { return {false, bytes + 1}; }
+constexpr Range upToOverAllRanks(size_t bytes) { return {true, 0, bytes}; }
+constexpr Range fromOverAllRanks(size_t bytes) { return {true, bytes}; }
+constexpr Range eagerEntry() { return {false, 1, kEagerEntry}; }  // 0 < bytes <= eagerBytes
+constexpr Range ranksUpTo(size_t ranks) { return {false, 0, kNoLimit, ranks}; }
+
+struct Rule {
+  Layout layout;
+  const char* algorithm;
+  Range range = {};
+};
+
+constexpr Layout kHostArenas = Layout::kHostArenas;
+constexpr Layout kUnevenHosts = Layout::kUnevenHosts;
+constexpr Layout kPool = Layout::kPool;
+constexpr Layout kArena = Layout::kArena;
+constexpr Layout kAny = Layout::kAny;
+
+// Each table ends with a row for any layout and size.
+const Rule kAllReduce[] = {
+    {kHostArenas, "hier_leader", upTo(16 * kKiB)},
+    {kHostArenas, "hier_split"},
+    {kUnevenHosts, "hier_leader"},
+    {kPool, "pooled", from(kInPlaceMinBytes)},
+    {kArena, "arena_direct", upTo(16 * kKiB)},
+    {kArena, "arena_split"},
+    {kAny, "recursive_doubling", upTo(64 * kKiB)},
+    {kAny, "ring"},
+};
+
+const Rule kBroadcast[] = {
+    {kHostArenas, "hier_leader", upTo(16 * kKiB)},
+    {kHostArenas, "hier"},
+    {kUnevenHosts, "hier_leader", above(16 * kKiB)},
+    {kPool, "pooled", from(kInPlaceMinBytes)},
+    {kArena, "arena_eager", eagerEntry()},
+    {kArena, "arena"},
+    {kAny, "binomial", upTo(64 * kKiB)},
+    {kAny, "binomial", ranksUpTo(2)},
+    {kAny, "chain"},
+};
+
+const Rule kAllGather[] = {
+    {kHostArenas, "hier_leader", upToOverAllRanks(64 * kKiB)},
+    {kHostArenas, "hier"},
+    {kUnevenHosts, "hier_leader", upToOverAllRanks(128 * kKiB)},
+    {kUnevenHosts, "ring"},
+    {kPool, "pooled", fromOverAllRanks(kInPlaceMinBytes)},
+    {kArena, "arena"},
+    {kAny, "bruck", upToOverAllRanks(64 * kKiB)},
+    {kAny, "ring"},
+};
+
+const Rule kReduceScatter[] = {
+    {kHostArenas, "hier_leader", upToOverAllRanks(64 * kKiB)},
+    {kHostArenas, "hier"},
+    {kUnevenHosts, "hier_leader", upToOverAllRanks(128 * kKiB)},
+    {kUnevenHosts, "ring"},
+    {kPool, "pooled", fromOverAllRanks(kInPlaceMinBytes)},
+    {kArena, "arena"},
+    {kAny, "ring"},
+};
+
+const Rule kAllToAll[] = {
+    {kHostArenas, "hier_leader", upToOverAllRanks(16 * kKiB)},
+    {kHostArenas, "hier", upTo(16 * kKiB)},
+    {kHostArenas, "pairwise"},
+    {kUnevenHosts, "hier_leader", upToOverAllRanks(64 * kKiB)},
+    {kUnevenHosts, "pairwise"},
+    {kArena, "arena", below(64 * kKiB)},
+    {kAny, "pairwise"},
+};
+
+const Rule kAllToAllV[] = {
+    {kArena, "arena"},
+    {kAny, "pairwise"},
+};
+
+const Rule kReduce[] = {
+    {kHostArenas, "hier"},
+    {kUnevenHosts, "hier"},
+    {kArena, "arena"},
+    {kAny, "binomial"},
+};
+
+const Rule kGatherScatter[] = {
+    {kHostArenas, "hier"},
+    {kUnevenHosts, "hier"},
+    {kArena, "arena"},
+    {kAny, "linear"},
+};
+
+const Rule kBarrier[] = {
+    {kHostArenas, "hier"},
+    {kUnevenHosts, "hier"},
+    {kArena, "arena"},
+    {kAny, "dissemination"},
+};
+
+struct Rules {
+  CollectiveKind kind;
+  const Rule* first;
+  const Rule* last;
+};
+
+template <size_t N>
+constexpr Rules rulesOf(CollectiveKind kind, const Rule (&table)[N]) {
+  return {kind, table, table + N};
 }
+
+const Rules kRules[] = {
+    rulesOf(K::kAllReduce, kAllReduce),   rulesOf(K::kBroadcast, kBroadcast),
+    rulesOf(K::kAllGather, kAllGather),   rulesOf(K::kReduceScatter, kReduceScatter),
+    rulesOf(K::kAllToAll, kAllToAll),     rulesOf(K::kAllToAllV, kAllToAllV),
+    rulesOf(K::kReduce, kReduce),         rulesOf(K::kGather, kGatherScatter),
+    rulesOf(K::kScatter, kGatherScatter), rulesOf(K::kBarrier, kBarrier),
+};
+
+bool has(const Topology& topology, Layout layout) {
+  switch (layout) {
+    case Layout::kHostArenas:
+      return topology.hostArenas;
+    case Layout::kUnevenHosts:
+      return topology.unevenHosts;
+    case Layout::kPool:
+      return topology.arena && topology.pool;
+    case Layout::kArena:
+      return topology.arena;
+    case Layout::kAny:
+      return true;
+  }
+  return false;
+}
+
+bool holds(const Range& range, size_t bytes, size_t ranks, const Topology& topology) {
+  const size_t size = range.overAllRanks ? bytes * ranks : bytes;
+  const size_t upTo = range.upTo == kEagerEntry ? topology.eagerBytes : range.upTo;
+  return size >= range.from && size <= upTo && ranks <= range.maxRanks;
+}
+
+// The default algorithm's name ("" for a kind without rules: no algorithm has that name).
+const char* defaultName(CollectiveKind kind, size_t bytes, const Topology& topology) {
+  const size_t ranks = topology.ranks > 0 ? static_cast<size_t>(topology.ranks) : 1;
+  for (const Rules& rules : kRules) {
+    if (rules.kind != kind) continue;
+    for (const Rule* rule = rules.first; rule != rules.last; ++rule) {
+      if (has(topology, rule->layout) && holds(rule->range, bytes, ranks, topology)) {
+        return rule->algorithm;
+      }
+    }
+  }
+  return "";
+}
+
+constexpr size_t kCrossRingBytes = 64 * kKiB;  // crossRingMinBytes with 2 hosts
 
 }  // namespace
 
@@ -172,8 +247,8 @@ const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topolo
                     "\" needs the shared-memory arena, which this communicator does not have "
                     "(ranks on several hosts, SMDDP_ARENA=0, or a provider other than shm)");
   }
-  if (algorithm->acrossHosts && !topology.hostArenas &&
-      !(topology.unevenHosts && algorithm->unevenHosts)) {
+  if (algorithm->needs.hostArenas && !topology.hostArenas &&
+      !(topology.unevenHosts && algorithm->needs.unevenHosts)) {
     throw Error(misfit, "smddp: " + std::string(toString(kind)) + " algorithm \"" + name +
                             "\" needs ranks on several hosts, the same number (>= 2) on each, "
                             "with the shared-memory arena on every host; this communicator has " +

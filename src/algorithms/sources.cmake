@@ -37,6 +37,7 @@ smddp_layer(smddp_algorithms
   algorithms/arena/in_place.cc
   algorithms/arena/pooled.cc
   algorithms/registry.cc
+  algorithms/tables.cc
   algorithms/scoped.cc
   algorithms/selector.cc)
 target_link_libraries(smddp_algorithms PUBLIC smddp_transport smddp_store smddp_reduce smddp_common)

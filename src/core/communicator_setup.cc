@@ -17,9 +17,8 @@
 namespace smddp::core {
 
 // The pipelining segment of the hierarchical algorithms' cross-host step (SMDDP_SEGMENT_BYTES,
-// when smaller, wins). Measured on bench/testbed (2 hosts x 2 ranks, 1 Gbit/s, tcp;ofi_rxm),
-// 16 MiB all_reduce busbw / link cap: 64 KiB 0.88, 128 KiB 1.04, 256 KiB 1.20-1.28, 512 KiB 1.12,
-// 1 MiB 0.80-0.96: more messages in flight than with 1 MiB, each still large.
+// when smaller, wins): more messages in flight than with 1 MiB, each still large. Measured:
+// docs/ALGORITHMS.md, "Measured constants".
 constexpr size_t kCrossSegmentBytes = 256 * 1024;
 
 bool oversubscribedHost(int ranksOnHost, unsigned cores) {
@@ -27,8 +26,8 @@ bool oversubscribedHost(int ranksOnHost, unsigned cores) {
 }
 
 int64_t spinForHost(int ranksOnHost, unsigned cores) {
-  // Measured with 4 ranks on 2 cores: 8 B - 4 KiB all_reduce 37-56 us without spinning, 65-90 us
-  // with 20 us of spinning; with a core per rank, spinning keeps small collectives at 1-3 us.
+  // A spinning waiter holds the core its peer needs when ranks outnumber cores; with a core per
+  // rank it answers without a wake-up. Measured: docs/ALGORITHMS.md, "Measured constants".
   return oversubscribedHost(ranksOnHost, cores) ? 0 : 20;
 }
 

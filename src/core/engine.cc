@@ -11,13 +11,13 @@ namespace smddp::core {
 using Clock = std::chrono::steady_clock;
 
 // How long the engine thread leaves a fresh request to a caller that may be about to wait on
-// it. An asynchronous collective starts this much later (up to kMaxPoll more when it is the first
-// after a stretch of synchronous ones); measured: it halves the cost of a synchronous collective
-// through torch (15.7 -> 7.1 us, 1 rank).
+// it: a caller that runs its own request saves the hand-off to this thread. An asynchronous
+// collective starts this much later (up to kMaxPoll more when it is the first after a stretch of
+// synchronous ones). Measured: docs/ALGORITHMS.md, "Measured constants".
 constexpr std::chrono::microseconds kDriverGrace{100};
 // While callers drive their own requests, the thread's polls find nothing to do; each such poll
-// doubles the interval up to this. Measured, 2 ranks on 2 cores, 4 KiB all_gather: polling every
-// 100 us preempted the callers often enough to make 0.6-2 us of a 0.36 us collective.
+// doubles the interval up to this, so the thread seldom preempts a caller on a shared core.
+// Measured: docs/ALGORITHMS.md, "Measured constants".
 constexpr std::chrono::milliseconds kMaxPoll{1};
 // After this long without a submit (as its polls see them) the engine thread stops polling and
 // blocks until the next.

@@ -82,6 +82,44 @@ TEST(Selector, ArenaAlgorithmWithoutArenaIsAnError) {
   }
 }
 
+// With shareable tensor memory, from kInPlaceMinBytes (the largest buffer: over all ranks for
+// all_gather and reduce_scatter) the four in-place forms; below, and without the arena, as before.
+TEST(Selector, PooledFromTheInPlaceSize) {
+  const AlgorithmOverrides none;
+  Topology t{4, 1, true, 4096};
+  t.pool = true;
+  const size_t m = kInPlaceMinBytes;
+  EXPECT_STREQ(selectAlgorithm(K::kAllReduce, m - 4, t, none).name, "arena_split");
+  EXPECT_STREQ(selectAlgorithm(K::kAllReduce, m, t, none).name, "pooled");
+  EXPECT_STREQ(selectAlgorithm(K::kBroadcast, m - 4, t, none).name, "arena");
+  EXPECT_STREQ(selectAlgorithm(K::kBroadcast, m, t, none).name, "pooled");
+  for (K kind : {K::kAllGather, K::kReduceScatter}) {
+    EXPECT_STREQ(selectAlgorithm(kind, m / 4 - 4, t, none).name, "arena") << toString(kind);
+    EXPECT_STREQ(selectAlgorithm(kind, m / 4, t, none).name, "pooled") << toString(kind);
+  }
+  for (K kind : {K::kReduce, K::kGather, K::kScatter, K::kAllToAllV}) {
+    EXPECT_STREQ(selectAlgorithm(kind, m, t, none).name, "arena") << toString(kind);
+  }
+  Topology noArena{4, 1};
+  noArena.pool = true;
+  EXPECT_STREQ(selectAlgorithm(K::kAllReduce, m, noArena, none).name, "ring");
+}
+
+// The rooted collectives and reduce_scatter: one algorithm per layout, at every size.
+TEST(Selector, RootedAndReduceScatterByLayout) {
+  const AlgorithmOverrides none;
+  for (size_t bytes : {size_t{0}, size_t{8}, size_t{64} << 20}) {
+    EXPECT_STREQ(selectAlgorithm(K::kReduceScatter, bytes, Topology{5, 1}, none).name, "ring");
+    EXPECT_STREQ(selectAlgorithm(K::kReduce, bytes, Topology{5, 1}, none).name, "binomial");
+    EXPECT_STREQ(selectAlgorithm(K::kGather, bytes, Topology{5, 1}, none).name, "linear");
+    EXPECT_STREQ(selectAlgorithm(K::kScatter, bytes, Topology{5, 1}, none).name, "linear");
+    for (K kind : {K::kReduceScatter, K::kReduce, K::kGather, K::kScatter}) {
+      EXPECT_STREQ(selectAlgorithm(kind, bytes, Topology{5, 1, true}, none).name, "arena")
+          << toString(kind);
+    }
+  }
+}
+
 TEST(Selector, BroadcastThreshold) {
   EXPECT_EQ(pick(K::kBroadcast, 64 * 1024, 8), "binomial");
   EXPECT_EQ(pick(K::kBroadcast, 64 * 1024 + 1, 8), "chain");
@@ -308,6 +346,33 @@ TEST(Overrides, ErrorsNameTheEntryAndTheValidNames) {
   expectParseError("barrier:", {"barrier", "dissemination"});
   expectParseError("allreduce:ring;broadcast:chain;all_reduce:recursive_doubling",
                    {"already set", "ring"});
+}
+
+// The collectives' list in the error is derived from the parser's names: this is its text.
+TEST(Overrides, UnknownCollectiveListsEveryNameWithItsSpellings) {
+  expectParseError("sendrecv:ring",
+                   {"valid: all_reduce (allreduce), broadcast, all_gather (allgather), barrier, "
+                    "reduce_scatter (reducescatter), reduce, gather, scatter, all_to_all "
+                    "(alltoall)"});
+}
+
+// Each collective's table is one run of the registry, in the order its errors list.
+TEST(Registry, EachCollectivesTableIsOneRun) {
+  size_t total = 0;
+  for (K k : {K::kAllReduce, K::kBroadcast, K::kAllGather, K::kBarrier, K::kReduceScatter,
+              K::kReduce, K::kGather, K::kScatter, K::kAllToAll, K::kAllToAllV}) {
+    for (const Algorithm& a : algorithmsOf(k)) {
+      EXPECT_EQ(a.kind, k) << a.name;
+      ++total;
+    }
+  }
+  EXPECT_EQ(total, registry().size());
+  EXPECT_EQ(algorithmsOf(K::kSend).begin(), algorithmsOf(K::kSend).end());
+  std::string names;
+  for (const Algorithm& a : algorithmsOf(K::kAllReduce)) names += std::string(a.name) + " ";
+  EXPECT_EQ(names,
+            "recursive_doubling ring hier_direct hier_leader hier_split arena_direct arena_split "
+            "pooled ");
 }
 
 // The cross-host all_reduce goes from recursive doubling to the ring at 64 KiB per rank with 2

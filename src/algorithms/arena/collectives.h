@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The arena's collectives (registered in registry.cc as arena_direct, arena_split, arena,
+// The arena's collectives (registered in tables.cc as arena_direct, arena_split, arena,
 // arena_eager and pooled). Same contract as the message algorithms (algorithms.h), and the communicator
 // must have an arena (arena.h: every rank on one host); without one they fail before touching
 // anything, naming the collective.

@@ -54,11 +54,9 @@ class SlotStep {
 
   // Bytes per use: 1/slotShare of the arena slot, capped by the pipelining segment, whole
   // elements, >= 1 element. Collectives in which every rank both fills its slot and reads its
-  // peers' per use (all_gather, arena_split all_reduce) take half a slot. Measured here with the
-  // default 1 MiB slot, 2 ranks, interleaved: all_gather 16 MiB 800-980 against 1356-1536 us,
-  // 64 MiB 5.4 against 8.0-8.5 ms; all_reduce 4 MiB 442-452 against 499-511 us. The smaller
-  // chunk keeps a rank's slots and its peer's in the core's 1 MiB L2. Broadcast, where each side
-  // does one copy per use, is faster with the whole slot (16 MiB: 670-750 against 820-1125 us).
+  // peers' per use (all_gather, arena_split all_reduce) take half a slot: the smaller chunk keeps
+  // a rank's slots and its peer's in the core's 1 MiB L2. Broadcast, where each side does one
+  // copy per use, takes the whole slot. Measured: docs/ALGORITHMS.md, "Measured constants".
   static size_t chunkBytes(const Exec& exec, size_t elementSize, size_t slotShare = 1) {
     return wholeElements(
         std::min(requireArena(exec).segment().slotBytes() / slotShare, exec.segmentBytes()),
