@@ -15,13 +15,14 @@ namespace smddp {
 namespace {
 
 // The intra-host shared-memory arena, when every rank is on this host, reached through this
-// host's memory (Transport::hostMemoryOnly: a network provider was chosen for a reason), and
-// every rank wants it: facts every rank shares. A failure to set it up only costs speed.
+// host's memory (the transport's capabilities().hostMemoryOnly: a network provider was chosen for
+// a reason), and every rank wants it: facts every rank shares. A failure to set it up only costs
+// speed.
 std::unique_ptr<algo::arena::Arena> createArena(Store& store, const std::string& prefix,
                                                 const transport::Transport& transport,
                                                 const Config& config, const Options& options,
                                                 const core::Settings& settings) {
-  if (transport.size() < 2 || !transport.hostMemoryOnly()) return nullptr;
+  if (transport.size() < 2 || !transport.capabilities().hostMemoryOnly) return nullptr;
   if (!transport::allOnOneHost(transport.peers())) return nullptr;
   // This rank's wish joins the collective set-up even when it is "no", so that ranks configured
   // differently agree instead of waiting for each other.

@@ -79,6 +79,23 @@ inline bool allOnOneHost(const std::vector<PeerInfo>& peers) {
 // flight, and the transport can report the exit before the message is taken.
 constexpr std::chrono::milliseconds kGoneDrain{100};
 
+// What a transport can do beyond the contract every one keeps (below); one struct, so that a
+// new capability is a field here, not another virtual.
+struct Capabilities {
+  // Every peer is reached through this host's memory (libfabric's shm provider): the
+  // shared-memory arena may then carry the collectives instead. False for network providers,
+  // chosen for a reason even on one host, and for the loopback transport, whose tests exercise
+  // the message algorithms (the arena's tests build their arenas themselves).
+  bool hostMemoryOnly = false;
+  // The provider reads and writes CUDA memory itself (libfabric FI_HMEM, GPUDirect):
+  // registerDevice() then gives the desc of ops on CUDA buffers.
+  bool deviceDirect = false;
+  // Senders outside the group can reach this transport's endpoint (another job on the host or
+  // the network); it drops their messages and counts them (foreignMessagesDropped). False where
+  // no one outside the group can send (the in-process loopback fabric).
+  bool dropsForeignSenders = false;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -114,16 +131,10 @@ class Transport {
   // Messages from senders outside the group that this transport dropped (each had matched a
   // receive, which was posted again); a counter for memoryStats(). Any thread may ask.
   virtual uint64_t foreignMessagesDropped() const { return 0; }
-  // True when every peer is reached through this host's memory (libfabric's shm provider): the
-  // shared-memory arena may then carry the collectives instead. False for network providers,
-  // chosen for a reason even on one host, and for the loopback transport, whose tests exercise
-  // the message algorithms (the arena's tests build their arenas themselves).
-  virtual bool hostMemoryOnly() const { return false; }
-  // True when the provider reads and writes CUDA memory itself (libfabric FI_HMEM, GPUDirect):
-  // registerDevice() then gives the desc of ops on CUDA buffers.
-  virtual bool deviceDirect() const { return false; }
+  // What this transport can do; fixed for its lifetime.
+  virtual Capabilities capabilities() const = 0;
   // Registers [base, base + bytes) of CUDA device `ordinal` (cached: the same range is registered
-  // once) and returns the desc for Op::desc. Error(kUnsupported) unless deviceDirect().
+  // once) and returns the desc for Op::desc. Error(kUnsupported) unless capabilities().deviceDirect.
   virtual void* registerDevice(void* /*base*/, size_t /*bytes*/, int /*ordinal*/) {
     throw Error(ErrorCode::kUnsupported,
                 "smddp: the " + name() + " transport does not take CUDA memory directly");

@@ -35,7 +35,6 @@ class OfiTransport : public Transport {
   ~OfiTransport() override;  // Endpoint closes ep before cq/av/domain/fabric
 
   std::string name() const override { return profile_.name; }
-  bool hostMemoryOnly() const override { return profile_.hostMemoryOnly; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   const std::vector<PeerInfo>& peers() const override { return peers_; }
@@ -45,7 +44,15 @@ class OfiTransport : public Transport {
   bool cancel(Op& op) override;
   bool cancel(const std::vector<Op*>& ops) override;
   int deadPeer() const override { return deadPeer_; }
-  bool deviceDirect() const override { return endpoint_->hmem; }
+  // hostMemoryOnly from the profile (shm); deviceDirect where the endpoint got FI_HMEM; every
+  // libfabric endpoint can be reached from outside the group (foreign_senders.h).
+  Capabilities capabilities() const override {
+    Capabilities caps;
+    caps.hostMemoryOnly = profile_.hostMemoryOnly;
+    caps.deviceDirect = endpoint_->hmem;
+    caps.dropsForeignSenders = true;
+    return caps;
+  }
   // fi_mr_regattr with the CUDA interface (cudaRegistration), cached by range; unvalidated: no
   // provider with CUDA HMEM was available to run it.
   void* registerDevice(void* base, size_t bytes, int ordinal) override;
