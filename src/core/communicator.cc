@@ -10,6 +10,7 @@
 #include "core/window_impl.h"
 #include "core/validate.h"
 #include "smddp/error.h"
+#include "transport/factory.h"
 
 namespace smddp {
 namespace {
@@ -117,13 +118,20 @@ std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<Store> store,
         store->add(options.name + "/incarnation/" + std::to_string(rank), 1);
     prefix = options.name + "/" + std::to_string(incarnation);
   }
-  auto transport = transport::createOfiTransport(*store, prefix, rank, size, config,
-                                                 options.provider.value_or(""), settings.timeout);
+  transport::TransportRequest request;
+  request.store = store.get();
+  request.prefix = prefix;
+  request.rank = rank;
+  request.size = size;
+  request.config = &config;
+  request.provider = options.provider.value_or("");
+  request.timeout = settings.timeout;
+  auto transport = transport::createTransport(request);
   auto arena = createArena(*store, prefix, *transport, config, options, settings);
   auto hostArena = createHostArena(*store, prefix, *transport, config, options, settings);
   // send / recv have an endpoint of their own (core/point_to_point.h).
-  auto p2p = transport::createOfiTransport(*store, prefix + "/p2p", rank, size, config,
-                                           options.provider.value_or(""), settings.timeout);
+  request.prefix = prefix + "/p2p";
+  auto p2p = transport::createTransport(request);
   return std::make_shared<Communicator>(std::make_unique<core::CommunicatorImpl>(
       std::move(transport), settings, store, prefix, std::move(arena), std::move(p2p),
       std::move(hostArena)));
