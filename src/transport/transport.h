@@ -6,6 +6,30 @@
 // is complete or cancel() returned. Providers keep their per-message context (libfabric's
 // fi_context2) inside Op::provider, so posting allocates nothing.
 // Threading: one thread at a time drives a transport (the communicator's executor lock).
+// Creation: transport/factory.h (createTransport), never an implementation's creator.
+//
+// The contract every transport keeps (tests/mp/transport_contract*.cc run it over each one:
+// loopback, and libfabric's shm, tcp;ofi_rxm and net):
+//  - Posting: a send matches the receive from its rank with its exact tag; messages of one sender
+//    and tag arrive in post order; a receive may be posted before or after its message arrived;
+//    zero-byte messages are messages. A done receive says the bytes received and their source.
+//    A post never fails for want of resources: the transport queues it and retries it from
+//    progress(). Receives never wait behind blocked sends (a rank whose sends are stuck must
+//    still post the receives that drain its peers' sends, or two ranks block each other).
+//  - Progress: ops finish only inside post(), progress() or cancel(); progress() returns how many
+//    finished (done or failed), each op counted once, also those that finished in post/cancel.
+//  - Cancel: on return from cancel() the transport no longer touches the op; a withdrawn receive
+//    has written nothing and has taken no message: the message goes to the next receive.
+//  - Truncation: a message larger than its receive's buffer fails that receive (kError, the text
+//    says "truncated" and the buffer's size) and nothing else: no crash, the transport goes on,
+//    the sender's next message arrives (libfabric 1.17's net provider loses it: provider_profile.cc
+//    has the measurement). The sender may finish either way.
+//  - Any-peer receive (kAnyPeer): matched by a message of any rank of the group with the tag;
+//    `source` names that rank. A message from a sender outside the group never completes a
+//    receive: where such senders can reach the transport (Capabilities::dropsForeignSenders) it
+//    is dropped, counted (foreignMessagesDropped) and the receive stays posted.
+//  - A gone peer (its process exited or was killed, its loopback rank killed) is reported by
+//    deadPeer() (the first) and peerGone(); a receive from it never completes with data.
 #pragma once
 
 #include <chrono>
@@ -134,7 +158,8 @@ class Transport {
   // What this transport can do; fixed for its lifetime.
   virtual Capabilities capabilities() const = 0;
   // Registers [base, base + bytes) of CUDA device `ordinal` (cached: the same range is registered
-  // once) and returns the desc for Op::desc. Error(kUnsupported) unless capabilities().deviceDirect.
+  // once) and returns the desc for Op::desc. Error(kUnsupported) unless
+  // capabilities().deviceDirect.
   virtual void* registerDevice(void* /*base*/, size_t /*bytes*/, int /*ordinal*/) {
     throw Error(ErrorCode::kUnsupported,
                 "smddp: the " + name() + " transport does not take CUDA memory directly");

@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // OfiTransport: the libfabric data path. post -> fi_tsenddata / fi_tinjectdata (the remote CQ
 // data is the sender's rank) / fi_trecv with the Op's fi_context2; progress -> batched fi_cq_read;
-// errors -> fi_cq_readerr + fi_cq_strerror. Invariants: every posted Op is in exactly one place
-// until it finishes: inside the provider (its context in flight) or in a retry queue (the provider
-// said EAGAIN). Sends and receives have separate FIFO queues: each keeps its kind's post order (so
-// per-peer message order never changes), and receives never wait behind blocked sends -- a rank
-// whose sends are stuck must still post the receives that drain its peers' sends, or two ranks can
-// block each other for good. Posting allocates nothing (the context lives in the Op).
-// A receive reports as its source only a member of the group (foreign_senders.h): a message from
-// outside it that matched a receive is dropped, counted, and the receive posted again.
+// errors -> fi_cq_readerr + fi_cq_strerror. It keeps transport.h's contract this way: every
+// posted Op is in exactly one place until it finishes: inside the provider (its context in
+// flight) or in a retry queue (the provider said EAGAIN). Sends and receives have separate FIFO
+// queues: each keeps its kind's post order (so per-peer message order never changes), and
+// receives never wait behind blocked sends. Posting allocates nothing (the context lives in the
+// Op). A receive reports as its source only a member of the group (foreign_senders.h): a message
+// from outside it that matched a receive is dropped, counted, and the receive posted again.
 #pragma once
 
 #include <rdma/fabric.h>
