@@ -10,18 +10,20 @@
 #include "core/window_impl.h"
 #include "core/validate.h"
 #include "smddp/error.h"
+#include "transport/factory.h"
 
 namespace smddp {
 namespace {
 
 // The intra-host shared-memory arena, when every rank is on this host, reached through this
-// host's memory (Transport::hostMemoryOnly: a network provider was chosen for a reason), and
-// every rank wants it: facts every rank shares. A failure to set it up only costs speed.
+// host's memory (the transport's capabilities().hostMemoryOnly: a network provider was chosen for
+// a reason), and every rank wants it: facts every rank shares. A failure to set it up only costs
+// speed.
 std::unique_ptr<algo::arena::Arena> createArena(Store& store, const std::string& prefix,
                                                 const transport::Transport& transport,
                                                 const Config& config, const Options& options,
                                                 const core::Settings& settings) {
-  if (transport.size() < 2 || !transport.hostMemoryOnly()) return nullptr;
+  if (transport.size() < 2 || !transport.capabilities().hostMemoryOnly) return nullptr;
   if (!transport::allOnOneHost(transport.peers())) return nullptr;
   // This rank's wish joins the collective set-up even when it is "no", so that ranks configured
   // differently agree instead of waiting for each other.
@@ -116,13 +118,20 @@ std::shared_ptr<Communicator> Communicator::create(std::shared_ptr<Store> store,
         store->add(options.name + "/incarnation/" + std::to_string(rank), 1);
     prefix = options.name + "/" + std::to_string(incarnation);
   }
-  auto transport = transport::createOfiTransport(*store, prefix, rank, size, config,
-                                                 options.provider.value_or(""), settings.timeout);
+  transport::TransportRequest request;
+  request.store = store.get();
+  request.prefix = prefix;
+  request.rank = rank;
+  request.size = size;
+  request.config = &config;
+  request.provider = options.provider.value_or("");
+  request.timeout = settings.timeout;
+  auto transport = transport::createTransport(request);
   auto arena = createArena(*store, prefix, *transport, config, options, settings);
   auto hostArena = createHostArena(*store, prefix, *transport, config, options, settings);
   // send / recv have an endpoint of their own (core/point_to_point.h).
-  auto p2p = transport::createOfiTransport(*store, prefix + "/p2p", rank, size, config,
-                                           options.provider.value_or(""), settings.timeout);
+  request.prefix = prefix + "/p2p";
+  auto p2p = transport::createTransport(request);
   return std::make_shared<Communicator>(std::make_unique<core::CommunicatorImpl>(
       std::move(transport), settings, store, prefix, std::move(arena), std::move(p2p),
       std::move(hostArena)));

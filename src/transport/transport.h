@@ -6,6 +6,30 @@
 // is complete or cancel() returned. Providers keep their per-message context (libfabric's
 // fi_context2) inside Op::provider, so posting allocates nothing.
 // Threading: one thread at a time drives a transport (the communicator's executor lock).
+// Creation: transport/factory.h (createTransport), never an implementation's creator.
+//
+// The contract every transport keeps (tests/mp/transport_contract*.cc run it over each one:
+// loopback, and libfabric's shm, tcp;ofi_rxm and net):
+//  - Posting: a send matches the receive from its rank with its exact tag; messages of one sender
+//    and tag arrive in post order; a receive may be posted before or after its message arrived;
+//    zero-byte messages are messages. A done receive says the bytes received and their source.
+//    A post never fails for want of resources: the transport queues it and retries it from
+//    progress(). Receives never wait behind blocked sends (a rank whose sends are stuck must
+//    still post the receives that drain its peers' sends, or two ranks block each other).
+//  - Progress: ops finish only inside post(), progress() or cancel(); progress() returns how many
+//    finished (done or failed), each op counted once, also those that finished in post/cancel.
+//  - Cancel: on return from cancel() the transport no longer touches the op; a withdrawn receive
+//    has written nothing and has taken no message: the message goes to the next receive.
+//  - Truncation: a message larger than its receive's buffer fails that receive (kError, the text
+//    says "truncated" and the buffer's size) and nothing else: no crash, the transport goes on,
+//    the sender's next message arrives (libfabric 1.17's net provider loses it: provider_profile.cc
+//    has the measurement). The sender may finish either way.
+//  - Any-peer receive (kAnyPeer): matched by a message of any rank of the group with the tag;
+//    `source` names that rank. A message from a sender outside the group never completes a
+//    receive: where such senders can reach the transport (Capabilities::dropsForeignSenders) it
+//    is dropped, counted (foreignMessagesDropped) and the receive stays posted.
+//  - A gone peer (its process exited or was killed, its loopback rank killed) is reported by
+//    deadPeer() (the first) and peerGone(); a receive from it never completes with data.
 #pragma once
 
 #include <chrono>
@@ -79,6 +103,23 @@ inline bool allOnOneHost(const std::vector<PeerInfo>& peers) {
 // flight, and the transport can report the exit before the message is taken.
 constexpr std::chrono::milliseconds kGoneDrain{100};
 
+// What a transport can do beyond the contract every one keeps (below); one struct, so that a
+// new capability is a field here, not another virtual.
+struct Capabilities {
+  // Every peer is reached through this host's memory (libfabric's shm provider): the
+  // shared-memory arena may then carry the collectives instead. False for network providers,
+  // chosen for a reason even on one host, and for the loopback transport, whose tests exercise
+  // the message algorithms (the arena's tests build their arenas themselves).
+  bool hostMemoryOnly = false;
+  // The provider reads and writes CUDA memory itself (libfabric FI_HMEM, GPUDirect):
+  // registerDevice() then gives the desc of ops on CUDA buffers.
+  bool deviceDirect = false;
+  // Senders outside the group can reach this transport's endpoint (another job on the host or
+  // the network); it drops their messages and counts them (foreignMessagesDropped). False where
+  // no one outside the group can send (the in-process loopback fabric).
+  bool dropsForeignSenders = false;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -114,29 +155,15 @@ class Transport {
   // Messages from senders outside the group that this transport dropped (each had matched a
   // receive, which was posted again); a counter for memoryStats(). Any thread may ask.
   virtual uint64_t foreignMessagesDropped() const { return 0; }
-  // True when every peer is reached through this host's memory (libfabric's shm provider): the
-  // shared-memory arena may then carry the collectives instead. False for network providers,
-  // chosen for a reason even on one host, and for the loopback transport, whose tests exercise
-  // the message algorithms (the arena's tests build their arenas themselves).
-  virtual bool hostMemoryOnly() const { return false; }
-  // True when the provider reads and writes CUDA memory itself (libfabric FI_HMEM, GPUDirect):
-  // registerDevice() then gives the desc of ops on CUDA buffers.
-  virtual bool deviceDirect() const { return false; }
+  // What this transport can do; fixed for its lifetime.
+  virtual Capabilities capabilities() const = 0;
   // Registers [base, base + bytes) of CUDA device `ordinal` (cached: the same range is registered
-  // once) and returns the desc for Op::desc. Error(kUnsupported) unless deviceDirect().
+  // once) and returns the desc for Op::desc. Error(kUnsupported) unless
+  // capabilities().deviceDirect.
   virtual void* registerDevice(void* /*base*/, size_t /*bytes*/, int /*ordinal*/) {
     throw Error(ErrorCode::kUnsupported,
                 "smddp: the " + name() + " transport does not take CUDA memory directly");
   }
 };
-
-// Creates the libfabric transport for one communicator: picks the provider (config and topology),
-// opens fabric/domain/endpoint, publishes this rank's address in the store under
-// "<prefix>/addr/<r>" and inserts every peer's; the whole bootstrap is bounded by `timeout` (the
-// communicator's resolved bound). Throws Error with the provider's error string on failure.
-std::unique_ptr<Transport> createOfiTransport(Store& store, const std::string& prefix, int rank,
-                                              int size, const Config& config,
-                                              const std::string& providerOverride,
-                                              std::chrono::milliseconds timeout);
 
 }  // namespace smddp::transport

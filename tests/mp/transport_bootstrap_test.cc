@@ -3,7 +3,8 @@
 // oversized or of the wrong shape, and a host entry with a bad pid, host name or CPU list, are
 // clear errors naming the peer's rank and what is wrong (for addresses: the length found and the
 // provider's), never handed to libfabric, never a crash. Rank 1's entries are forged here; rank 0
-// is this process.
+// is this process. And the simplest bootstraps: an unknown provider is a clear error, and one
+// rank talks to itself.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -84,6 +85,38 @@ TEST(TransportBootstrap, ForgedHostEntryIsAClearError) {
     SCOPED_TRACE(entry.substr(0, 60));
     expectNamed(bootstrapError("shm", entry, addr), {"rank 0", "rank 1", "host entry"});
   }
+}
+
+constexpr uint64_t kSelfTag = 0x0abc000000000042ull;
+
+TEST(TransportBootstrap, UnknownProviderIsAClearError) {
+  std::string dir = makeTempDir("smddp-tp");
+  auto store = makeFileStore(dir);
+  try {
+    openTransport(*store, 0, 1, "no-such-provider");
+    FAIL() << "a transport opened on a provider that does not exist";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kTransport);
+    EXPECT_NE(std::string(e.what()).find("no-such-provider"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rank 0"), std::string::npos) << e.what();
+  }
+  removeTree(dir);
+}
+
+TEST(TransportBootstrap, SingleRankTalksToItself) {
+  std::string dir = makeTempDir("smddp-tp");
+  auto store = makeFileStore(dir);
+  auto t = openTransport(*store, 0, 1, "shm");
+  EXPECT_EQ(t->name(), "shm");
+  std::vector<unsigned char> out(300), in(300, 0xEE);
+  fillPattern(out, 0, 0, 5);
+  Op r = makeOp(OpKind::kRecv, 0, kSelfTag, in.data(), in.size());
+  Op s = makeOp(OpKind::kSend, 0, kSelfTag, out.data(), out.size());
+  t->post(r);
+  t->post(s);
+  EXPECT_EQ(waitAll(*t, {&r, &s}), "");
+  EXPECT_EQ(checkPattern(in, in.size(), 0, 0, 5), "");
+  removeTree(dir);
 }
 
 }  // namespace

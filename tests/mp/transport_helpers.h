@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Helpers of the multi-process libfabric transport tests: open a transport for one forked rank
-// (file store in the test's temp dir), drive ops to completion with a bound, a store barrier, and
+// Helpers of the multi-process transport tests: open a libfabric transport (through the factory)
+// for one forked rank (file store in the test's temp dir), drive ops to completion with a bound, a store barrier, and
 // the byte pattern every exchange checks. Invariant: every wait here ends by its deadline.
 #pragma once
 
@@ -18,6 +18,7 @@
 #include "common/config.h"
 #include "smddp/store.h"
 #include "mp/fork_ranks.h"
+#include "transport/factory.h"
 #include "transport/transport.h"
 
 namespace smddp::test {
@@ -45,8 +46,15 @@ constexpr std::chrono::milliseconds kWaitLimit{20000};   // one batch of ops
 inline std::unique_ptr<Transport> openTransport(Store& store, int rank, int size,
                                                 const std::string& provider) {
   Config config = Config::fromMap({{"SMDDP_TIMEOUT_MS", "20000"}});
-  return transport::createOfiTransport(store, "tp", rank, size, config, provider,
-                                       std::chrono::milliseconds(config.timeoutMs));
+  transport::TransportRequest request;
+  request.store = &store;
+  request.prefix = "tp";
+  request.rank = rank;
+  request.size = size;
+  request.config = &config;
+  request.provider = provider;
+  request.timeout = std::chrono::milliseconds(config.timeoutMs);
+  return transport::createTransport(request);
 }
 
 // The byte at `index` of message `msg` from `sender` to `receiver`: every pair, message and

@@ -37,6 +37,8 @@ class LoopbackTransport final : public Transport {
   const std::vector<PeerInfo>& peers() const override { return peers_; }
   int deadPeer() const override { return fabric_->deadRank(); }
   bool peerGone(int peer) const override { return fabric_->isDead(peer); }
+  // Host memory of this process only, and no sender outside the fabric's ranks.
+  Capabilities capabilities() const override { return Capabilities{}; }
 
   void post(Op& op) override {
     op.state = OpState::kPending;

@@ -18,6 +18,7 @@
 #include "common/logging.h"
 #include "smddp/error.h"
 #include "smddp/store.h"
+#include "transport/ofi/bootstrap.h"
 #include "transport/ofi/bootstrap_entries.h"
 #include "transport/ofi/endpoint.h"
 #include "transport/ofi/ofi_transport.h"

@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // OfiTransport: the libfabric data path. post -> fi_tsenddata / fi_tinjectdata (the remote CQ
 // data is the sender's rank) / fi_trecv with the Op's fi_context2; progress -> batched fi_cq_read;
-// errors -> fi_cq_readerr + fi_cq_strerror. Invariants: every posted Op is in exactly one place
-// until it finishes: inside the provider (its context in flight) or in a retry queue (the provider
-// said EAGAIN). Sends and receives have separate FIFO queues: each keeps its kind's post order (so
-// per-peer message order never changes), and receives never wait behind blocked sends -- a rank
-// whose sends are stuck must still post the receives that drain its peers' sends, or two ranks can
-// block each other for good. Posting allocates nothing (the context lives in the Op).
-// A receive reports as its source only a member of the group (foreign_senders.h): a message from
-// outside it that matched a receive is dropped, counted, and the receive posted again.
+// errors -> fi_cq_readerr + fi_cq_strerror. It keeps transport.h's contract this way: every
+// posted Op is in exactly one place until it finishes: inside the provider (its context in
+// flight) or in a retry queue (the provider said EAGAIN). Sends and receives have separate FIFO
+// queues: each keeps its kind's post order (so per-peer message order never changes), and
+// receives never wait behind blocked sends. Posting allocates nothing (the context lives in the
+// Op). A receive reports as its source only a member of the group (foreign_senders.h): a message
+// from outside it that matched a receive is dropped, counted, and the receive posted again.
 #pragma once
 
 #include <rdma/fabric.h>
@@ -35,7 +34,6 @@ class OfiTransport : public Transport {
   ~OfiTransport() override;  // Endpoint closes ep before cq/av/domain/fabric
 
   std::string name() const override { return profile_.name; }
-  bool hostMemoryOnly() const override { return profile_.hostMemoryOnly; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   const std::vector<PeerInfo>& peers() const override { return peers_; }
@@ -45,7 +43,15 @@ class OfiTransport : public Transport {
   bool cancel(Op& op) override;
   bool cancel(const std::vector<Op*>& ops) override;
   int deadPeer() const override { return deadPeer_; }
-  bool deviceDirect() const override { return endpoint_->hmem; }
+  // hostMemoryOnly from the profile (shm); deviceDirect where the endpoint got FI_HMEM; every
+  // libfabric endpoint can be reached from outside the group (foreign_senders.h).
+  Capabilities capabilities() const override {
+    Capabilities caps;
+    caps.hostMemoryOnly = profile_.hostMemoryOnly;
+    caps.deviceDirect = endpoint_->hmem;
+    caps.dropsForeignSenders = true;
+    return caps;
+  }
   // fi_mr_regattr with the CUDA interface (cudaRegistration), cached by range; unvalidated: no
   // provider with CUDA HMEM was available to run it.
   void* registerDevice(void* base, size_t bytes, int ordinal) override;

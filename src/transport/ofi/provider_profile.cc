@@ -23,8 +23,9 @@
 //    Truncating an eager (< 16 KiB) message loses the peer's next message; rendezvous-sized
 //    ones truncate cleanly (olen is set).
 //  - net (RDM over TCP without ofi_rxm): 63 tag bits, inject_size 128, tx/rx size 256; binds the
-//    address given as node with FI_SOURCE like tcp; the mp suite (dead peers, truncation, any
-//    source) passes on it as on tcp;ofi_rxm.
+//    address given as node with FI_SOURCE like tcp; the transport contract suite (dead peers, any
+//    source, foreign senders) passes on it as on tcp;ofi_rxm, except that truncating a message
+//    (1000 or 100000 B) loses the sender's next one.
 //  - efa: registers host memory itself, so we do not offer FI_MR_LOCAL; an unreachable peer is
 //    reported as FI_EIO with a provider error string. (Not testable here: no EFA device.)
 #include "transport/ofi/provider_profile.h"
