@@ -3,8 +3,9 @@
 # Mechanical rules of CONTRIBUTING.md: includes point down the layers (the layering below, written
 # once), libfabric headers only under src/transport/ofi, getenv only in the config parser, torch
 # only under python/, CUDA headers only in the CUDA parts, nccl.h only in the NCCL plane, an SPDX license line at the top of every source file, no file over 500
-# lines. Before checking the tree, the include check is run on a planted wrong include and must
-# catch it (a check that cannot fail is no check).
+# lines; the wings (the device planes, the arena, the transports) keep to their folders. Before
+# checking the tree, the include and wing checks run on planted wrong includes and must catch each
+# (a check that cannot fail is no check).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +23,71 @@ declare -A MAY_INCLUDE=(
   [planes]="common store reduce device transport algorithms"
   [core]="common store reduce device transport algorithms model watch planes"
 )
+
+# Wings: folders inside a layer that keep to themselves. Others of src/ reach a wing only through
+# its doors ("*": any of its headers), from the folders named (its own layer's parts included);
+# the wing itself sees of its own layer only the generic parts named (a file or a folder/), never
+# a sibling wing or the layer's other code. Tests may include anything of a wing.
+declare -A WING_DOORS=(
+  [planes/nccl]="nccl_plane.h"
+  [planes/smddp]="path.h stager.h"
+  [algorithms/arena]="*"
+  [transport/ofi]="bootstrap.h"
+  [transport/loopback]="loopback_transport.h"
+)
+declare -A WING_USERS=(
+  [planes/nccl]="src/core"
+  [planes/smddp]="src/core"
+  [algorithms/arena]="src/algorithms src/core"
+  [transport/ofi]="src/transport"
+  [transport/loopback]="src/transport"
+)
+declare -A WING_SEES=(
+  [planes/nccl]="planes/device_work.h"
+  [planes/smddp]="planes/device_work.h"
+  [algorithms/arena]="algorithms/collective.h algorithms/exec.h algorithms/exec_monitor.h algorithms/patterns/"
+  [transport/ofi]="transport/transport.h transport/peer_liveness.h"
+  [transport/loopback]="transport/transport.h"
+)
+
+# The wing a path of src/ is in ("" none).
+wing_of() {
+  local w
+  for w in "${!WING_DOORS[@]}"; do
+    case "$1" in "src/$w/"*|"$w/"*) echo "$w"; return ;; esac
+  done
+}
+
+# Prints one line per include of a file (paths relative to the cwd) that breaks a wing's rules.
+wing_violations() {
+  local f inc home target file ok x
+  for f in "$@"; do
+    case "$f" in src/*) ;; *) continue ;; esac
+    home=$(wing_of "$f")
+    for inc in $(sed -nE 's/^\s*#\s*include\s*"([a-z_0-9]+\/[^"]*)".*/\1/p' "$f" | sort -u); do
+      target=$(wing_of "$inc")
+      if [ -n "$home" ] && [ "$target" != "$home" ] && [ "${inc%%/*}" = "${home%%/*}" ]; then
+        ok=no
+        for x in ${WING_SEES[$home]}; do
+          case "$x" in
+            */) case "$inc" in "$x"*) ok=yes ;; esac ;;
+            *) [ "$inc" != "$x" ] || ok=yes ;;
+          esac
+        done
+        [ $ok = yes ] || { echo "$f includes $inc: $home sees of its layer only: ${WING_SEES[$home]}"; continue; }
+      fi
+      [ -n "$target" ] && [ "$target" != "$home" ] || continue
+      file=${inc#"$target"/}
+      ok=no
+      for x in ${WING_USERS[$target]}; do case "$f" in "$x"/*) ok=yes ;; esac; done
+      [ $ok = yes ] || { echo "$f includes $inc: $target is reached only from ${WING_USERS[$target]:-tests}"; continue; }
+      case " ${WING_DOORS[$target]} " in
+        *" * "*|*" $file "*) ;;
+        *) echo "$f includes $inc: $target is entered only through ${WING_DOORS[$target]}" ;;
+      esac
+    done
+  done
+}
 
 # Prints one line per include of a file (paths relative to the cwd) that goes the wrong way.
 # include/ and python/ see only the public API.
@@ -72,10 +138,42 @@ self_test() {
   fi
 }
 
+# The wings' rules, on a planted violation of each (and two includes they allow).
+wing_self_test() {
+  local dir out want
+  dir=$(mktemp -d)
+  mkdir -p "$dir/src/core" "$dir/src/watch" "$dir/src/planes/nccl" "$dir/src/algorithms/arena" \
+    "$dir/src/transport/ofi"
+  printf '#include "planes/nccl/nccl_comm.h"\n#include "planes/nccl/nccl_plane.h"\n' \
+    > "$dir/src/core/planes.cc"
+  printf '#include "transport/ofi/endpoint.h"\n' > "$dir/src/core/fabric.cc"
+  printf '#include "planes/smddp/stager.h"\n#include "planes/device_work.h"\n' \
+    > "$dir/src/planes/nccl/a.cc"
+  printf '#include "algorithms/hierarchical.h"\n#include "algorithms/patterns/ring.h"\n' \
+    > "$dir/src/algorithms/arena/a.cc"
+  printf '#include "algorithms/arena/arena.h"\n' > "$dir/src/watch/a.cc"
+  printf '#include "transport/loopback/loopback_transport.h"\n' > "$dir/src/transport/ofi/a.cc"
+  out=$(cd "$dir" && wing_violations src/core/planes.cc src/core/fabric.cc src/planes/nccl/a.cc \
+        src/algorithms/arena/a.cc src/watch/a.cc src/transport/ofi/a.cc)
+  rm -rf "$dir"
+  for want in "planes.cc includes planes/nccl/nccl_comm.h" "fabric.cc includes transport/ofi/" \
+              "nccl/a.cc includes planes/smddp/" "arena/a.cc includes algorithms/hierarchical" \
+              "watch/a.cc includes algorithms/arena/" "ofi/a.cc includes transport/loopback/"; do
+    echo "$out" | grep -q "$want" || { echo "wing check self-test: missed \"$want\": $out"; return 1; }
+  done
+  if [ "$(echo "$out" | grep -c .)" != 6 ]; then
+    echo "wing check self-test: expected exactly the 6 planted violations: $out"
+    return 1
+  fi
+}
+
 fail=0
 self_test || fail=1
+wing_self_test || fail=1
 srcs=$(git ls-files 'include/*' 'src/*' 'bench/*' 'tests/*' 'python/*' | grep -E '\.(h|hpp|cc|cpp|cu|cuh|c|py)$')
 bad=$(include_violations $srcs)
+[ -z "$bad" ] || { echo "$bad"; fail=1; }
+bad=$(wing_violations $srcs)
 [ -z "$bad" ] || { echo "$bad"; fail=1; }
 bad=$(grep -lE '#include\s*[<"]rdma/' $srcs | grep -v '^src/transport/ofi/' || true)
 [ -z "$bad" ] || { echo "libfabric headers outside src/transport/ofi: $bad"; fail=1; }

@@ -60,9 +60,7 @@ inline const Algorithm& crossAlgorithm(CollectiveKind kind, size_t bytes, int ho
 // communicator has no such rank.
 inline int hostOf(const Exec& exec, const HostGroups& groups, int rank) {
   if (rank < 0 || static_cast<size_t>(rank) >= groups.layout.hostOf.size()) {
-    throw Error(ErrorCode::kInvalidArgument, errorHead(exec.rank()) + ": " +
-                                                 exec.desc().describe() + ": no rank " +
-                                                 std::to_string(rank));
+    throw Error(ErrorCode::kInvalidArgument, exec.head() + ": no rank " + std::to_string(rank));
   }
   return groups.layout.hostOf[static_cast<size_t>(rank)];
 }

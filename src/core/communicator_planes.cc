@@ -11,7 +11,7 @@
 #include "common/logging.h"
 #include "core/communicator_impl.h"
 #include "core/device_planes.h"
-#include "transport/ofi/peer_liveness.h"
+#include "transport/peer_liveness.h"
 #ifdef SMDDP_HAVE_NCCL_PLANE
 #include "planes/nccl/nccl_plane.h"
 #endif
@@ -291,12 +291,12 @@ void CommunicatorImpl::startPeerChecks() {
   std::lock_guard<std::mutex> lock(p.verdictMutex);
   if (p.liveness) return;
   const auto& peers = transport_->peers();
-  p.liveness = std::make_unique<transport::ofi::PeerLiveness>(peers, rank_);
+  p.liveness = std::make_unique<transport::PeerLiveness>(peers, rank_);
   const std::string& me =
       static_cast<size_t>(rank_) < peers.size() ? peers[static_cast<size_t>(rank_)].host : "";
-  const std::string ns = transport::ofi::processNamespace();  // pids of other namespaces: no
+  const std::string ns = transport::processNamespace();  // pids of other namespaces: no
   for (size_t r = 0; r < peers.size(); ++r) {
-    if (static_cast<int>(r) != rank_ && transport::ofi::pidWatchable(peers[r], me, ns)) {
+    if (static_cast<int>(r) != rank_ && transport::pidWatchable(peers[r], me, ns)) {
       p.localPeers.emplace_back(static_cast<int>(r), peers[r].pid);
     }
   }

@@ -204,20 +204,20 @@ Request CommunicatorImpl::postStagedMessage(const algo::CollectiveArgs& args, in
   facts.kind = args.kind;
   facts.count = args.count;
   facts.ranks = size_;
-  facts.providerDirect = p2p_->deviceDirect();
+  facts.fabricTakesDevice = p2p_->takesDeviceMemory();
   const auto& peers = transport_->peers();
   facts.peerElsewhere =
       peer >= 0 && static_cast<size_t>(peer) < peers.size() &&
       static_cast<size_t>(rank_) < peers.size() &&
       peers[static_cast<size_t>(peer)].host != peers[static_cast<size_t>(rank_)].host;
-  const bool direct = chooseDevicePath(facts) == DevicePath::kDirect;
+  const bool fabric = chooseDevicePath(facts) == DevicePath::kFabric;
   DeviceStager& s = stager(args);
-  std::shared_ptr<StagedCall> call =
-      direct ? s.stageDirect(args, toString(args.kind)) : s.stageMessage(args, toString(args.kind));
-  // A staged send leaves from its pinned copy; a direct message is read or written by the
+  std::shared_ptr<StagedCall> call = fabric ? s.stageForFabric(args, toString(args.kind))
+                                            : s.stageMessage(args, toString(args.kind));
+  // A staged send leaves from its pinned copy; a fabric message is read or written by the
   // provider in the caller's buffer. Either starts once ready(0) completed: the copy, or the work
   // queued before it on the caller's stream.
-  if ((direct || args.kind == CollectiveKind::kSend) &&
+  if ((fabric || args.kind == CollectiveKind::kSend) &&
       !device::waitEvent(call->device(), call->ready(0), Clock::now() + timeout())) {
     call->release(0);
     throw Error(ErrorCode::kTimeout,
@@ -229,7 +229,7 @@ Request CommunicatorImpl::postStagedMessage(const algo::CollectiveArgs& args, in
   if (args.kind == CollectiveKind::kSend) call->release(0);  // nothing comes back to the device
   Request request = [&] {
     try {
-      return p2p_->post(call->hostArgs(0), peer, tag, timeout(), call, direct ? args.device : -1);
+      return p2p_->post(call->hostArgs(0), peer, tag, timeout(), call, fabric ? args.device : -1);
     } catch (...) {
       call->release(0);  // not posted: the device must not wait for it
       throw;

@@ -23,9 +23,9 @@ namespace smddp::planes::nccl {
 class NcclComm;
 class NcclPlane;
 }  // namespace smddp::planes::nccl
-namespace smddp::transport::ofi {
+namespace smddp::transport {
 class PeerLiveness;
-}  // namespace smddp::transport::ofi
+}  // namespace smddp::transport
 
 namespace smddp::core {
 
@@ -54,7 +54,7 @@ struct DevicePlanes {
   std::mutex postMutex;  // posts to the NCCL plane, in call order
 
   // Same-host peers gone or stopped (the NCCL plane's verdict): checked every kCheckInterval.
-  std::unique_ptr<transport::ofi::PeerLiveness> liveness;
+  std::unique_ptr<transport::PeerLiveness> liveness;
   // (rank, pid) on this host and in this pid namespace (pidWatchable), but this rank
   std::vector<std::pair<int, int>> localPeers;
   std::chrono::steady_clock::time_point nextStopCheck{};

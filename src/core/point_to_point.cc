@@ -53,7 +53,7 @@ std::string PointToPoint::where(int peer) const {
 
 Request PointToPoint::post(const algo::CollectiveArgs& args, int peer, uint32_t tag,
                            std::chrono::milliseconds timeout, std::shared_ptr<StagedCall> staged,
-                           int directDevice) {
+                           int fabricDevice) {
   auto state = std::allocate_shared<RequestState>(RecyclingAllocator<RequestState>());
   state->staged = std::move(staged);
   state->args = args;
@@ -77,11 +77,12 @@ Request PointToPoint::post(const algo::CollectiveArgs& args, int peer, uint32_t 
     local.op.tag = tag;
     local.op.buffer = send ? const_cast<void*>(args.send) : args.recv;
     local.op.bytes = args.bytes();
-    if (directDevice >= 0) {  // under mutex_: the transport has one driver at a time
-      if (mailbox_) {  // direct is for peers on other hosts; a mailbox means one host
-        throw Error(ErrorCode::kInternal, "smddp: a direct CUDA message on a one-host group");
+    if (fabricDevice >= 0) {  // under mutex_: the transport has one driver at a time
+      if (mailbox_) {  // the fabric path is for peers on other hosts; a mailbox means one host
+        throw Error(ErrorCode::kInternal,
+                    "smddp: a CUDA message for the fabric on a one-host group");
       }
-      local.op.desc = transport_->registerDevice(local.op.buffer, local.op.bytes, directDevice);
+      local.op.desc = transport_->registerDevice(local.op.buffer, local.op.bytes, fabricDevice);
     }
     local.request = state;
     local.timeout = timeout;
@@ -89,7 +90,7 @@ Request PointToPoint::post(const algo::CollectiveArgs& args, int peer, uint32_t 
     local.tag = tag;
     // The latency path: a letter written at once, or a whole unexpected message taken, completes
     // here without entering the list.
-    if (mailbox_ && directDevice < 0 && (send ? sendNow(local) : takeNow(local))) {
+    if (mailbox_ && fabricDevice < 0 && (send ? sendNow(local) : takeNow(local))) {
       const std::exception_ptr error = received(local);
       lock.unlock();
       state->complete(error);

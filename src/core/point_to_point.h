@@ -66,14 +66,14 @@ class PointToPoint {
 
   // Posts a send or a receive (peer transport::kAnyPeer: from any rank) of `args` (kind kSend or
   // kRecv, checked by the caller) bounded by `timeout`; fails at once with kAborted after abort().
-  // `staged`: the device side of a message on CUDA memory (planes/smddp/stager.h); the request keeps
-  // it. directDevice >= 0: args' buffer is CUDA memory of that device, registered with the
-  // transport (capabilities().deviceDirect) and handed to it as is.
+  // `staged`: the device side of a message on CUDA memory (planes/smddp/stager.h); the request
+  // keeps it. fabricDevice >= 0: args' buffer is CUDA memory of that device, registered with the
+  // transport (capabilities().takesDeviceMemory) and handed to it as is.
   Request post(const algo::CollectiveArgs& args, int peer, uint32_t tag,
                std::chrono::milliseconds timeout, std::shared_ptr<StagedCall> staged = nullptr,
-               int directDevice = -1);
+               int fabricDevice = -1);
   // The transport moves CUDA memory itself (FI_HMEM).
-  bool deviceDirect() const { return transport_->capabilities().deviceDirect; }
+  bool takesDeviceMemory() const { return transport_->capabilities().takesDeviceMemory; }
   // Messages from outside the group its transport dropped (any thread may ask).
   uint64_t foreignMessagesDropped() const { return transport_->foreignMessagesDropped(); }
   // Drives progress until `request` is done or `deadline` passes; returns request.done().

@@ -113,7 +113,7 @@ struct Capabilities {
   bool hostMemoryOnly = false;
   // The provider reads and writes CUDA memory itself (libfabric FI_HMEM, GPUDirect):
   // registerDevice() then gives the desc of ops on CUDA buffers.
-  bool deviceDirect = false;
+  bool takesDeviceMemory = false;
   // Senders outside the group can reach this transport's endpoint (another job on the host or
   // the network); it drops their messages and counts them (foreignMessagesDropped). False where
   // no one outside the group can send (the in-process loopback fabric).
@@ -159,7 +159,7 @@ class Transport {
   virtual Capabilities capabilities() const = 0;
   // Registers [base, base + bytes) of CUDA device `ordinal` (cached: the same range is registered
   // once) and returns the desc for Op::desc. Error(kUnsupported) unless
-  // capabilities().deviceDirect.
+  // capabilities().takesDeviceMemory.
   virtual void* registerDevice(void* /*base*/, size_t /*bytes*/, int /*ordinal*/) {
     throw Error(ErrorCode::kUnsupported,
                 "smddp: the " + name() + " transport does not take CUDA memory directly");

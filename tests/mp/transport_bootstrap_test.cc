@@ -12,14 +12,14 @@
 #include "mp/fork_ranks.h"
 #include "mp/transport_helpers.h"
 #include "smddp/error.h"
-#include "transport/ofi/peer_liveness.h"
+#include "transport/peer_liveness.h"
 
 namespace smddp::test {
 namespace {
 
 std::string validHostEntry() {
-  return hostName() + "\n" + std::to_string(::getpid()) + "\n" +
-         transport::ofi::processNamespace() + "\n0";
+  return hostName() + "\n" + std::to_string(::getpid()) + "\n" + transport::processNamespace() +
+         "\n0";
 }
 
 // What opening rank 0 of 2 throws when rank 1 published `host` and `addr` ("" when it opens).
@@ -74,7 +74,7 @@ TEST(TransportBootstrap, ForgedShmAddressIsAClearError) {
 TEST(TransportBootstrap, ForgedHostEntryIsAClearError) {
   const std::string addr = withProvider("shm", "fi_shm://nobody");
   const std::string host = hostName();
-  const std::string ns = "\n" + transport::ofi::processNamespace() + "\n";
+  const std::string ns = "\n" + transport::processNamespace() + "\n";
   for (const std::string& entry : std::vector<std::string>{
            "no-newline", host + "\nnot-a-pid" + ns + "0", host + "\n-5" + ns + "0",
            host + "\n99999999999" + ns + "0", host + "\n0" + ns + "0", "two words\n1" + ns + "0",

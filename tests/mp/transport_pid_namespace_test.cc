@@ -12,7 +12,7 @@
 
 #include "mp/fork_ranks.h"
 #include "mp/transport_helpers.h"
-#include "transport/ofi/peer_liveness.h"
+#include "transport/peer_liveness.h"
 
 namespace smddp::test {
 namespace {
@@ -23,7 +23,7 @@ int pidRank(const std::string& dir, int rank) {
   std::string failure;
   const auto& peers = t->peers();
   if (rank == 1 && peers[1].pid != 1) failure = "rank 1 is not pid 1 of its own namespace";
-  transport::ofi::PeerLiveness liveness(peers, rank);
+  transport::PeerLiveness liveness(peers, rank);
   if (rank == 0 && liveness.watches(1)) {
     failure = "rank 1 (pid " + std::to_string(peers[1].pid) + " of another pid namespace) is " +
               "watched: here that pid is another process";

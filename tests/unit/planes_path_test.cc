@@ -41,7 +41,7 @@ TEST(DevicePath, IpcIsForAllReduceWithinOneHost) {
   f.ranks = 2;
   f.count = 0;
   EXPECT_EQ(chooseDevicePath(f), DevicePath::kStaged);
-  f.providerDirect = true;  // a direct transport changes nothing for collectives
+  f.fabricTakesDevice = true;  // a direct transport changes nothing for collectives
   f.count = 5;
   f.oneHost = false;
   EXPECT_EQ(chooseDevicePath(f), DevicePath::kStaged);
@@ -102,15 +102,15 @@ TEST(DevicePath, IpcAcrossHostsIsForAllReduceReduceScatterAndAllGather) {
 TEST(DevicePath, DirectIsForMessagesToAnotherHostOverADirectTransport) {
   for (CollectiveKind k : {CollectiveKind::kSend, CollectiveKind::kRecv}) {
     DevicePathFacts f = facts(k);
-    f.providerDirect = true;
+    f.fabricTakesDevice = true;
     f.peerElsewhere = true;
-    EXPECT_EQ(chooseDevicePath(f), DevicePath::kDirect) << toString(k);
+    EXPECT_EQ(chooseDevicePath(f), DevicePath::kFabric) << toString(k);
     f.peerElsewhere = false;  // same host, or a receive from any source
     EXPECT_EQ(chooseDevicePath(f), DevicePath::kStaged) << toString(k);
     f.peerElsewhere = true;
-    f.providerDirect = false;
+    f.fabricTakesDevice = false;
     EXPECT_EQ(chooseDevicePath(f), DevicePath::kStaged) << toString(k);
-    f.providerDirect = true;
+    f.fabricTakesDevice = true;
     f.count = 0;
     EXPECT_EQ(chooseDevicePath(f), DevicePath::kStaged) << toString(k);
   }

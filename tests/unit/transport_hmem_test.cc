@@ -17,7 +17,7 @@ namespace {
 
 TEST(Hmem, OnlyAGpuDirectProfileAsksForIt) {
   const ProviderProfile efa = profileFor("efa");
-  EXPECT_TRUE(efa.deviceDirect);
+  EXPECT_TRUE(efa.takesDeviceMemory);
   InfoPtr with = makeHints(efa, true);
   EXPECT_NE(with->caps & FI_HMEM, 0u);
   EXPECT_NE(with->domain_attr->mr_mode & FI_MR_HMEM, 0);
@@ -26,7 +26,7 @@ TEST(Hmem, OnlyAGpuDirectProfileAsksForIt) {
   EXPECT_EQ(without->domain_attr->mr_mode & FI_MR_HMEM, 0);
   for (const char* name : {"shm", "tcp", "net", "sockets"}) {
     const ProviderProfile p = profileFor(name);
-    EXPECT_FALSE(p.deviceDirect) << name;
+    EXPECT_FALSE(p.takesDeviceMemory) << name;
     InfoPtr hints = makeHints(p, true);
     EXPECT_EQ(hints->caps & FI_HMEM, 0u) << name;
     EXPECT_EQ(hints->domain_attr->mr_mode & FI_MR_HMEM, 0) << name;

@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "common/logging.h"
-#include "transport/ofi/peer_liveness.h"
+#include "transport/peer_liveness.h"
 
-namespace smddp::transport::ofi {
+namespace smddp::transport {
 namespace {
 
 PeerInfo peer(const std::string& host, int pid, const std::string& ns) {
@@ -77,4 +77,4 @@ TEST(PeerLiveness, WatchesOurNamespacesPeersAndFindsThemDead) {
 }
 
 }  // namespace
-}  // namespace smddp::transport::ofi
+}  // namespace smddp::transport

@@ -32,7 +32,7 @@ TEST(Provider, NetBindsItsAddressAndReportsDeadPeers) {
   EXPECT_EQ(net.name, "net");
   EXPECT_TRUE(net.bindsIp);
   EXPECT_TRUE(net.peerDeathVisible);
-  EXPECT_FALSE(net.deviceDirect);
+  EXPECT_FALSE(net.takesDeviceMemory);
   EXPECT_FALSE(net.hostMemoryOnly);
 }
 

@@ -8,8 +8,8 @@ namespace smddp::planes {
 
 DevicePath chooseDevicePath(const DevicePathFacts& f) {
   if (f.kind == CollectiveKind::kSend || f.kind == CollectiveKind::kRecv) {
-    return f.providerDirect && f.peerElsewhere && f.count > 0 ? DevicePath::kDirect
-                                                              : DevicePath::kStaged;
+    return f.fabricTakesDevice && f.peerElsewhere && f.count > 0 ? DevicePath::kFabric
+                                                                 : DevicePath::kStaged;
   }
   if (hasIpcForm(f.kind) && f.count > 0 && f.ranks > 1 && f.oneHost && f.ipc && f.ipcFits) {
     return DevicePath::kIpc;

@@ -6,9 +6,9 @@
 //   kIpcHosts all_reduce, reduce_scatter and all_gather over several hosts with the same number
 //            (>= 2) of ranks each and an arena per host: IPC within each host, only each rank's
 //            share staged and exchanged with its counterparts (ipc_plan.h: IpcHosts).
-//   kDirect  send/recv to or from a rank on another host when the transport moves CUDA memory
+//   kFabric  send/recv to or from a rank on another host when the transport moves CUDA memory
 //            itself (libfabric FI_HMEM, GPUDirect): the buffer is registered and handed to the
-//            provider, no copy. Collectives never go direct: their algorithms copy and reduce
+//            provider, no copy. Collectives never take this path: their algorithms copy and reduce
 //            with the CPU.
 //   kStaged  everything else: through pinned host memory (stager.h).
 #pragma once
@@ -20,7 +20,7 @@
 
 namespace smddp::planes {
 
-enum class DevicePath : uint8_t { kStaged, kIpc, kIpcHosts, kDirect };
+enum class DevicePath : uint8_t { kStaged, kIpc, kIpcHosts, kFabric };
 
 struct DevicePathFacts {
   CollectiveKind kind = CollectiveKind::kAllReduce;
@@ -32,7 +32,7 @@ struct DevicePathFacts {
   bool ipcFits = true;          // the scratch holds a chunk of this call (ipcFits)
   bool evenHosts = false;       // several hosts, the same number (>= 2) of ranks and an arena each
   bool ipcFitsAcrossHosts = true;  // ... and the scratch holds a chunk (ipcFitsAcrossHosts)
-  bool providerDirect = false;  // the point-to-point transport takes CUDA memory (FI_HMEM)
+  bool fabricTakesDevice = false;  // the point-to-point transport takes CUDA memory (FI_HMEM)
   bool peerElsewhere = false;   // send/recv: the peer is known and on another host
 };
 

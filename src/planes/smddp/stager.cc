@@ -202,8 +202,8 @@ std::pair<device::Stream, std::shared_ptr<StagedCall>>& DeviceStager::freeMessag
   return messageStreams_.back();
 }
 
-std::shared_ptr<StagedCall> DeviceStager::stageDirect(const algo::CollectiveArgs& args,
-                                                      const char* what) {
+std::shared_ptr<StagedCall> DeviceStager::stageForFabric(const algo::CollectiveArgs& args,
+                                                         const char* what) {
   StagedLayout gates = layoutStaged(args, rank_, size_, segmentBytes_, nullptr);
   checkPointers(args, gates, what);
   for (StagedSegment& s : gates.segments) {
@@ -247,9 +247,9 @@ void DeviceStager::launch(const std::shared_ptr<StagedCall>& call, Fn enqueueWor
 
 std::shared_ptr<StagedCall> DeviceStager::enqueue(const algo::CollectiveArgs& args,
                                                   const StagedLayout& shape, device::Stream stream,
-                                                  const char* what, bool direct) {
-  auto call = newCall(shape.segments.size(), direct ? 0 : shape.blockBytes, stream, what);
-  if (direct) {  // the gates only, and the host call is the call itself (device buffers)
+                                                  const char* what, bool onFabric) {
+  auto call = newCall(shape.segments.size(), onFabric ? 0 : shape.blockBytes, stream, what);
+  if (onFabric) {  // the gates only, and the host call is the call itself (device buffers)
     call->layout_ = shape;
     call->layout_.segments[0].host = args;
   } else {

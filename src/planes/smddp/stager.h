@@ -114,7 +114,7 @@ class DeviceStager {
   // A send or recv the transport moves itself (path.h, kDirect): no copies, only the
   // gates — ready(0) once the caller's stream is done with the buffer, and end after the flag
   // (raised when the message is done), on a message stream.
-  std::shared_ptr<StagedCall> stageDirect(const algo::CollectiveArgs& args, const char* what);
+  std::shared_ptr<StagedCall> stageForFabric(const algo::CollectiveArgs& args, const char* what);
   // A collective of this stager's device through `peers` (ipc_peers.h): within one host
   // (hosts null; a call planIpc takes), or across hosts (a call planIpcAcrossHosts takes; peers
   // are the host's ranks by local index). Enqueues the device side of the plan and returns a call
@@ -132,7 +132,8 @@ class DeviceStager {
   std::pair<device::Stream, std::shared_ptr<StagedCall>>& freeMessageStream();
   // Enqueues a staged call on `stream` (mutex_ held).
   std::shared_ptr<StagedCall> enqueue(const algo::CollectiveArgs& args, const StagedLayout& shape,
-                                      device::Stream stream, const char* what, bool direct = false);
+                                      device::Stream stream, const char* what,
+                                      bool onFabric = false);
   // A call of `segments` flags and dataBytes of pinned data, on `stream`, in flight and watched
   // (mutex_ held).
   std::shared_ptr<StagedCall> newCall(size_t segments, size_t dataBytes, device::Stream stream,

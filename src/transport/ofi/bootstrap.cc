@@ -7,6 +7,8 @@
 // Invariant: the whole bootstrap is bounded by the caller's timeout (the communicator's resolved
 // bound, not SMDDP_TIMEOUT_MS alone): each store wait gets what is left of it; a failure names this
 // rank, the peer and the key.
+#include "transport/ofi/bootstrap.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,13 +20,12 @@
 #include "common/logging.h"
 #include "smddp/error.h"
 #include "smddp/store.h"
-#include "transport/ofi/bootstrap.h"
 #include "transport/ofi/bootstrap_entries.h"
 #include "transport/ofi/endpoint.h"
 #include "transport/ofi/ofi_transport.h"
 #include "transport/ofi/peer_addresses.h"
-#include "transport/ofi/peer_liveness.h"
 #include "transport/ofi/shm_regions.h"
+#include "transport/peer_liveness.h"
 
 namespace smddp::transport {
 namespace {
@@ -59,7 +60,7 @@ std::vector<PeerInfo> exchangeHosts(Store& store, const std::string& prefix, int
   PeerInfo self;
   self.host = hostName();
   self.pid = static_cast<int>(::getpid());
-  self.pidNamespace = ofi::processNamespace();
+  self.pidNamespace = processNamespace();
   self.cpus = common::describeUsableCpus();
   store.set(prefix + "/host/" + std::to_string(rank), ofi::formatHostEntry(self));
   std::vector<PeerInfo> peers(size);
@@ -134,7 +135,7 @@ std::unique_ptr<Transport> createOfiTransport(Store& store, const std::string& p
                                 << ep->info->tx_attr->inject_size << " B, tx/rx queue "
                                 << ep->info->tx_attr->size << "/" << ep->info->rx_attr->size
                                 << (bind.empty() ? "" : ", bound to " + bind)
-                                << (ep->hmem ? ", FI_HMEM: CUDA memory direct" : ""));
+                                << (ep->hmem ? ", FI_HMEM: it moves CUDA memory itself" : ""));
   logLayout(rank, peers);
   std::vector<fi_addr_t> addrs =
       exchangeAddresses(store, prefix, rank, size, *ep, profile.name, deadline, peers);

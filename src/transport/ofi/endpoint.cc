@@ -79,7 +79,7 @@ InfoPtr getInfo(const ProviderProfile& profile, const std::string& bindAddr, int
 std::unique_ptr<Endpoint> openEndpoint(const ProviderProfile& profile, const std::string& bindAddr,
                                        int rank, int size, bool wantHmem) {
   auto e = std::make_unique<Endpoint>();
-  if (wantHmem && profile.deviceDirect) {
+  if (wantHmem && profile.takesDeviceMemory) {
     try {
       e->info = getInfo(profile, bindAddr, rank, true);
       e->hmem = (e->info->caps & FI_HMEM) != 0;

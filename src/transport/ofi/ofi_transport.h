@@ -21,8 +21,8 @@
 
 #include "transport/ofi/endpoint.h"
 #include "transport/ofi/foreign_senders.h"
-#include "transport/ofi/peer_liveness.h"
 #include "transport/ofi/provider_profile.h"
+#include "transport/peer_liveness.h"
 #include "transport/transport.h"
 
 namespace smddp::transport::ofi {
@@ -43,12 +43,12 @@ class OfiTransport : public Transport {
   bool cancel(Op& op) override;
   bool cancel(const std::vector<Op*>& ops) override;
   int deadPeer() const override { return deadPeer_; }
-  // hostMemoryOnly from the profile (shm); deviceDirect where the endpoint got FI_HMEM; every
+  // hostMemoryOnly from the profile (shm); takesDeviceMemory where the endpoint got FI_HMEM; every
   // libfabric endpoint can be reached from outside the group (foreign_senders.h).
   Capabilities capabilities() const override {
     Capabilities caps;
     caps.hostMemoryOnly = profile_.hostMemoryOnly;
-    caps.deviceDirect = endpoint_->hmem;
+    caps.takesDeviceMemory = endpoint_->hmem;
     caps.dropsForeignSenders = true;
     return caps;
   }

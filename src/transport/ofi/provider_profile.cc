@@ -82,7 +82,7 @@ ProviderProfile profileFor(const std::string& name) {
   } else if (name == "efa") {
     p.name = "efa";
     p.peerDeathVisible = true;
-    p.deviceDirect = true;
+    p.takesDeviceMemory = true;
   } else {
     p.name = name;  // generic: FI_PROVIDER=sockets, udp;ofi_rxd, ...
   }
@@ -132,7 +132,7 @@ InfoPtr makeHints(const ProviderProfile& profile, bool hmem) {
   hints->domain_attr->threading = FI_THREAD_DOMAIN;  // one thread drives a transport
   hints->domain_attr->av_type = FI_AV_TABLE;
   hints->domain_attr->mr_mode = static_cast<int>(profile.mrMode);
-  if (hmem && profile.deviceDirect) {
+  if (hmem && profile.takesDeviceMemory) {
     hints->caps |= FI_HMEM;
     hints->domain_attr->mr_mode |= FI_MR_HMEM;
   }

@@ -34,7 +34,7 @@ struct ProviderProfile {
   // The provider can move CUDA memory itself (GPUDirect RDMA) when it offers FI_HMEM: efa.
   // shm and tcp report FI_HMEM too (for host memory, or CUDA through copies when built with it):
   // staging is as good there, and it is the tested path.
-  bool deviceDirect = false;
+  bool takesDeviceMemory = false;
   // Ask for FI_SOURCE: completions report the sender's address (fi_cq_readfrom), so that a
   // receive from any rank can tell the group's messages from outsiders' (foreign_senders.h).
   // tcp;ofi_rxm and net write every receive's source (FI_ADDR_NOTAVAIL for a sender outside our
@@ -65,7 +65,7 @@ std::string chooseProvider(const Config& config, const std::string& providerOver
 // Hints for fi_getinfo: RDM, tagged with directed receive, 4 bytes of remote CQ data (the
 // sender's rank), FI_AV_TABLE, FI_THREAD_DOMAIN, per-message fi_context2, the profile's
 // mr_mode, and FI_SOURCE where the profile has sourceAddress.
-// hmem (only for a deviceDirect profile): also FI_HMEM, and FI_MR_HMEM (CUDA buffers are
+// hmem (only for a takesDeviceMemory profile): also FI_HMEM, and FI_MR_HMEM (CUDA buffers are
 // registered and every op on one carries its desc).
 InfoPtr makeHints(const ProviderProfile& profile, bool hmem = false);
 

@@ -9,6 +9,5 @@ target_sources(smddp_transport PRIVATE
   transport/ofi/libfabric_api.cc
   transport/ofi/ofi_transport.cc
   transport/ofi/peer_addresses.cc
-  transport/ofi/peer_liveness.cc
   transport/ofi/provider_profile.cc
   transport/ofi/shm_regions.cc)

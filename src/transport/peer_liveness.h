@@ -18,7 +18,7 @@
 
 #include "transport/transport.h"
 
-namespace smddp::transport::ofi {
+namespace smddp::transport {
 
 // This process's PeerInfo::pidNamespace: "<boot id>/<st_dev>:<st_ino>" of /proc/self/ns/pid
 // (boot id from /proc/sys/kernel/random/boot_id, which containers share with their host); ""
@@ -50,4 +50,4 @@ class PeerLiveness {
   std::chrono::steady_clock::time_point next_;
 };
 
-}  // namespace smddp::transport::ofi
+}  // namespace smddp::transport

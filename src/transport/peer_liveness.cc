@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // PeerLiveness: pidfds, or kill(pid, 0) plus /proc/<pid>/stat (a zombie answers kill, but has
 // exited); pids only of our pid namespace (peer_liveness.h).
-#include "transport/ofi/peer_liveness.h"
+#include "transport/peer_liveness.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -17,7 +17,7 @@
 
 #include "common/logging.h"
 
-namespace smddp::transport::ofi {
+namespace smddp::transport {
 namespace {
 
 bool exists(int pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
@@ -130,4 +130,4 @@ int PeerLiveness::check() {
   return -1;
 }
 
-}  // namespace smddp::transport::ofi
+}  // namespace smddp::transport
