@@ -25,43 +25,43 @@ void allReduceHierSplit(Exec& exec, const CollectiveArgs& args);   // large mess
 // broadcast
 void broadcastBinomial(Exec& exec, const CollectiveArgs& args);  // small messages
 void broadcastChain(Exec& exec, const CollectiveArgs& args);     // large messages
-
-// all_gather, reduce_scatter, broadcast, barrier across hosts (hierarchical_collectives.cc)
-void allGatherHier(Exec& exec, const CollectiveArgs& args);
-void reduceScatterHier(Exec& exec, const CollectiveArgs& args);
+// across hosts (hierarchical_broadcast.cc; HostGroups)
 void broadcastHier(Exec& exec, const CollectiveArgs& args);
-void barrierHier(Exec& exec, const CollectiveArgs& args);
-// broadcast, all_gather, reduce_scatter across hosts, small messages (hierarchical_leader.cc)
-void broadcastHierLeader(Exec& exec, const CollectiveArgs& args);
-void allGatherHierLeader(Exec& exec, const CollectiveArgs& args);
-void reduceScatterHierLeader(Exec& exec, const CollectiveArgs& args);
-// reduce, gather, scatter across hosts (hierarchical_rooted.cc; HostGroups)
-void reduceHier(Exec& exec, const CollectiveArgs& args);
-void gatherHier(Exec& exec, const CollectiveArgs& args);
-void scatterHier(Exec& exec, const CollectiveArgs& args);
-// all_to_all and all_to_allv across hosts (hierarchical_all_to_all.cc; HostGroups)
-void allToAllHier(Exec& exec, const CollectiveArgs& args);
-void allToAllHierLeader(Exec& exec, const CollectiveArgs& args);  // equal blocks
+void broadcastHierLeader(Exec& exec, const CollectiveArgs& args);  // small messages
 
 // all_gather
 void allGatherBruck(Exec& exec, const CollectiveArgs& args);  // small messages
 void allGatherRing(Exec& exec, const CollectiveArgs& args);   // large messages
+// across hosts (hierarchical_all_gather.cc; HostGroups)
+void allGatherHier(Exec& exec, const CollectiveArgs& args);
+void allGatherHierLeader(Exec& exec, const CollectiveArgs& args);  // small messages
 
 // reduce_scatter
 void reduceScatterRing(Exec& exec, const CollectiveArgs& args);  // any size
+// across hosts (hierarchical_reduce_scatter.cc; HostGroups)
+void reduceScatterHier(Exec& exec, const CollectiveArgs& args);
+void reduceScatterHierLeader(Exec& exec, const CollectiveArgs& args);  // small messages
 
 // reduce
 void reduceBinomial(Exec& exec, const CollectiveArgs& args);  // any size
+void reduceHier(Exec& exec, const CollectiveArgs& args);  // across hosts (hierarchical_reduce.cc)
 
 // gather, scatter (gather_scatter_linear.cc)
 void gatherLinear(Exec& exec, const CollectiveArgs& args);
 void scatterLinear(Exec& exec, const CollectiveArgs& args);
+// across hosts (hierarchical_gather_scatter.cc; HostGroups)
+void gatherHier(Exec& exec, const CollectiveArgs& args);
+void scatterHier(Exec& exec, const CollectiveArgs& args);
 
 // all_to_all, all_to_allv
 void allToAllPairwise(Exec& exec, const CollectiveArgs& args);  // any size
+// across hosts (hierarchical_all_to_all.cc; HostGroups)
+void allToAllHier(Exec& exec, const CollectiveArgs& args);
+void allToAllHierLeader(Exec& exec, const CollectiveArgs& args);  // equal blocks
 
 // barrier
 void barrierDissemination(Exec& exec, const CollectiveArgs& args);
+void barrierHier(Exec& exec, const CollectiveArgs& args);  // across hosts (hierarchical_barrier.cc)
 
 // Throws Error(kInvalidArgument) before any message is posted when an algorithm would need more
 // message indices per peer pair than the tag layout has (tag::kMaxMsg + 1); the message names the

@@ -4,11 +4,18 @@
 // a view of the host's ranks (no messages) and its network phases in a view of its cross group
 // (the ranks with its local index, one per host, in host order), so every rank of a host drives
 // its own network path and a host's paths all work at once.
-//   all_reduce (hierarchical_all_reduce.cc): hier_leader, hier_direct, hier_split;
-//   all_gather, reduce_scatter, broadcast, barrier (hierarchical_collectives.cc): hier;
-//   broadcast, all_gather, reduce_scatter for small messages (hierarchical_leader.cc):
-//   hier_leader (one rank per host on the network);
-//   their host phases on tensors in shareable memory (hierarchical_in_place.cc).
+// Each collective's hierarchical forms live in one file:
+//   all_reduce      hierarchical_all_reduce.cc       hier_leader, hier_direct, hier_split;
+//   all_gather      hierarchical_all_gather.cc       hier, hier_leader (small messages);
+//   reduce_scatter  hierarchical_reduce_scatter.cc   hier, hier_leader (small messages);
+//   broadcast       hierarchical_broadcast.cc        hier, hier_leader (small messages);
+//   barrier         hierarchical_barrier.cc          hier;
+//   reduce          hierarchical_reduce.cc           hier;
+//   gather, scatter hierarchical_gather_scatter.cc   hier;
+//   all_to_all      hierarchical_all_to_all.cc       hier, hier_leader.
+// The arena steps several of them share (hostBroadcast, hostGather, hostScatter, hostAllGather)
+// are in hierarchical_host_steps.cc, their host phases on tensors in shareable memory in
+// hierarchical_in_place.cc.
 // Hosts with different numbers of ranks (HostLayout::unevenHierarchical) can run the forms with
 // one rank per host on the network (selector.cc says at which sizes): all_reduce, broadcast,
 // all_gather, reduce_scatter and all_to_all hier_leader, barrier, reduce, gather and scatter hier
@@ -22,6 +29,7 @@
 #include "algorithms/exec.h"
 #include "algorithms/patterns/ring.h"
 #include "algorithms/registry.h"
+#include "algorithms/ring_pass.h"
 #include "smddp/error.h"
 
 namespace smddp::algo::hier {
@@ -78,6 +86,57 @@ inline std::vector<int> carriers(const patterns::HostLayout& layout, int root) {
   }
   return ranks;
 }
+
+// One rank's view of a rooted collective across hosts (reduce, gather, scatter hier): where the
+// root is, every host's carrier, this host's ranks (an arena view, no messages), and what this
+// rank is.
+struct Rooted {
+  const HostGroups& groups;
+  int rootHost;
+  std::vector<int> carriers;  // one per host, in host order
+  const std::vector<size_t>& firsts;  // HostGroups::hostFirsts
+  size_t myHost;
+  int index;  // this host's carrier's local index
+  Exec local;
+  size_t perHost;
+  bool carrier;
+  bool isRoot;
+
+  Rooted(Exec& exec, const CollectiveArgs& args)
+      : groups(hier::requireHosts(exec)),
+        rootHost(hier::hostOf(exec, groups, args.root)),
+        carriers(hier::carriers(groups.layout, args.root)),
+        firsts(groups.hostFirsts),
+        myHost(static_cast<size_t>(groups.layout.hostOf[static_cast<size_t>(exec.rank())])),
+        index(groups.layout.localIndex(carriers[myHost])),
+        local(exec, groups.local, groups.localSettings, 0),
+        perHost(static_cast<size_t>(local.size())),
+        carrier(local.rank() == index),
+        isRoot(exec.rank() == args.root) {}
+
+  size_t hosts() const { return carriers.size(); }
+  // Host h's pack of `block`-byte blocks: where it starts in the host-major whole, and its size.
+  size_t packAt(size_t h, size_t block) const { return firsts[h] * block; }
+  size_t packBytes(size_t h, size_t block) const { return (firsts[h + 1] - firsts[h]) * block; }
+};
+
+// The leaders' blocks in a host-major buffer of `elems` elements per rank (all_gather's and
+// reduce_scatter's hier_leader): host h's L_h blocks from `base`, as a ring layout with one
+// (differently sized) block per host. Without a base (the ranks that are not leaders) only the
+// sizes, for the ring's geometry.
+struct HostBlocks {
+  std::vector<void*> starts;
+  std::vector<size_t> sizes;
+  BlockLayout layout;
+
+  HostBlocks(const std::vector<size_t>& firsts, unsigned char* base, size_t elems, size_t es) {
+    for (size_t h = 0; h + 1 < firsts.size(); ++h) {
+      starts.push_back(base != nullptr ? base + firsts[h] * elems * es : nullptr);
+      sizes.push_back((firsts[h + 1] - firsts[h]) * elems);
+    }
+    layout = BlockLayout::varied(starts.data(), sizes.data(), static_cast<int>(sizes.size()), es);
+  }
+};
 
 // all_reduce of `count` elements at `buffer`, in place, with this rank's cross group (ring above
 // crossRingMinBytes, recursive doubling below); message indices from msgBase on. Returns the next

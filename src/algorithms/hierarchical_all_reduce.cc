@@ -11,7 +11,7 @@
 //   2. network: all_reduce of block r with the ranks of local index r on the other hosts (the
 //      cross group, H ranks: ring above crossRingMinBytes(H) (registry.h), segmented and
 //      pipelined; recursive doubling below), in place in the output. AVG divides by n here.
-//   3. arena all-gather: every block to every rank of the host (hostAllGather).
+//   3. arena all-gather: every block to every rank of the host (hier::hostAllGather).
 //   From kInPlaceMinBytes, when every buffer of the host's ranks is in their shareable memory
 //   (arena/in_place.h: torch's allocate_tensor, Communicator::allocateShared), phases 1 and 3
 //   read the peers' buffers directly (block r reduced from the L inputs into the own output;
@@ -132,27 +132,6 @@ uint64_t hier::crossAllReduce(Exec& exec, const HostGroups& groups, const Collec
   }
   cross.waitAll();
   return msgBase + reserved;
-}
-
-void hier::hostAllGather(Exec& local, size_t count, size_t es, unsigned char* out) {
-  const int ranksHere = local.size();
-  const int me = local.rank();
-  const size_t piece = arena::SlotStep::chunkBytes(local, es, 2) / es;
-  const patterns::Range mine = patterns::ringChunk(count, ranksHere, me);
-  const size_t longest = patterns::ringChunk(count, ranksHere, 0).count;
-  for (size_t at = 0; at < longest; at += piece) {
-    arena::SlotStep step(local);
-    step.acquire();
-    std::memcpy(step.mine(), out + (mine.begin + at) * es, pieceOf(mine, at, piece) * es);
-    step.publish(1);
-    for (int i = 1; i < ranksHere; ++i) {
-      const int q = (me + i) % ranksHere;
-      step.await(q, 1);
-      const patterns::Range block = patterns::ringChunk(count, ranksHere, q);
-      std::memcpy(out + (block.begin + at) * es, step.slotOf(q), pieceOf(block, at, piece) * es);
-    }
-    step.release();
-  }
 }
 
 void allReduceHierDirect(Exec& exec, const CollectiveArgs& args) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The arena phases of the hierarchical all_gather, reduce_scatter and broadcast
-// (hierarchical_collectives.cc), hier_split's last phase and the whole hier_leader all_reduce, on
+// (hierarchical_all_gather.cc, hierarchical_reduce_scatter.cc, hierarchical_broadcast.cc),
+// hier_split's last phase and the whole hier_leader all_reduce (hierarchical_all_reduce.cc), on
 // tensors in the ranks' shareable memory (arena/in_place.h: torch's allocate_tensor,
 // Communicator::allocateShared): the host's ranks read each other's buffers directly instead of
 // copying through the arena's slots. From kInPlaceMinBytes (the call's largest buffer) each first

@@ -35,7 +35,7 @@ constexpr int kPassDepth = 4;
 
 // Where the n blocks of a pass live: either one buffer split by patterns::ringChunk (list ==
 // nullptr) or one pointer per block, each of count elements, or of sizes[b] elements (count is
-// then the largest; hosts of different sizes: hierarchical_leader.cc).
+// then the largest; hosts of different sizes: hier::HostBlocks, hierarchical.h).
 struct BlockLayout {
   char* base = nullptr;
   void* const* list = nullptr;

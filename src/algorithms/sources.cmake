@@ -9,12 +9,16 @@ smddp_layer(smddp_algorithms
   algorithms/reduce_scatter_ring.cc
   algorithms/all_reduce_recursive_doubling.cc
   algorithms/all_reduce_ring.cc
-  algorithms/hierarchical_all_reduce.cc
-  algorithms/hierarchical_collectives.cc
+  algorithms/hierarchical_host_steps.cc
   algorithms/hierarchical_in_place.cc
-  algorithms/hierarchical_leader.cc
+  algorithms/hierarchical_all_reduce.cc
+  algorithms/hierarchical_all_gather.cc
+  algorithms/hierarchical_reduce_scatter.cc
+  algorithms/hierarchical_broadcast.cc
+  algorithms/hierarchical_barrier.cc
+  algorithms/hierarchical_reduce.cc
+  algorithms/hierarchical_gather_scatter.cc
   algorithms/hierarchical_all_to_all.cc
-  algorithms/hierarchical_rooted.cc
   algorithms/broadcast_binomial.cc
   algorithms/broadcast_chain.cc
   algorithms/reduce_binomial.cc

@@ -4,9 +4,10 @@
 // message: across nodes net_alpha plus the CPU time of the messages the node sends at once
 // (stepAlpha), within one node the provider's shared memory (arena_alpha a step, the copy rate);
 // the arena forms follow arena/collectives.cc, arena/reduce_scatter.cc, arena/reduce.cc,
-// arena/gather_scatter.cc and arena/pooled.cc; the hierarchical ones hierarchical_collectives.cc,
-// hierarchical_leader.cc and hierarchical_rooted.cc (a network phase among the H hosts, the
-// arena within each).
+// arena/gather_scatter.cc and arena/pooled.cc; the hierarchical ones hierarchical_all_gather.cc,
+// hierarchical_reduce_scatter.cc, hierarchical_broadcast.cc, hierarchical_barrier.cc,
+// hierarchical_reduce.cc and hierarchical_gather_scatter.cc (a network phase among the H hosts,
+// the arena within each).
 #include "model/forms.h"
 
 namespace smddp::model::forms {
