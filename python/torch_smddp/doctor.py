@@ -109,7 +109,6 @@ class RankView:
         self.called = self.completed = None  # counts: seqs 0..called-1 were posted
         self.calls = {}  # seq -> call text (without the algorithm)
         self.beacon_from = None  # the peer whose beacon of this rank was used
-        self.heartbeat_seen = set()
 
     def who(self):
         return f"rank {self.rank}" + (f" ({self.host})" if self.host else "")
@@ -169,7 +168,6 @@ def views(dumps):
             b = pd.beacons.get(r)
             if b is None:
                 continue
-            v.heartbeat_seen.add(b["heartbeat"])
             if best is None or b["heartbeat"] > best[1]["heartbeat"]:
                 best = (p, b)
         if best is not None:

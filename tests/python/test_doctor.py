@@ -157,7 +157,8 @@ def test_parser_reads_every_field(tmp_path):
                             "last_call": AG}
 
 
-# Real hangs: the engine writes the dumps (4 s group timeout), the doctor reads them.
+# Real hangs: the engine writes the dumps (4 s group timeout), the doctor reads them. A TCPStore:
+# a FileStore's lock could be held by the SIGSTOPped rank's beacon thread.
 @pytest.mark.parametrize("scenario,culprit,needle", [
     ("skip", 1, "it did not call all_reduce #"),
     ("mismatch", 2, "rank 2 ({host}) called all_gather #"),
@@ -168,7 +169,7 @@ def test_real_hang_is_explained(tmp_path, monkeypatch, scenario, culprit, needle
     monkeypatch.setenv("SMDDP_DUMP_ON_TIMEOUT", prefix)
     monkeypatch.setenv("SMDDP_BEACON_MS", "200")
     monkeypatch.setenv("SMDDP_HEARTBEAT_TIMEOUT_MS", "1500")
-    harness.run(workers_doctor.hang, 3, init="file", timeout=90,
+    harness.run(workers_doctor.hang, 3, init="tcp", timeout=90,
                 args=(scenario, culprit, prefix))
     dumps = sorted(os.listdir(tmp_path))
     r = subprocess.run([sys.executable, "-m", "torch_smddp.doctor", str(tmp_path), "--prefix",
