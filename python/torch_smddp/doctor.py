@@ -212,8 +212,9 @@ def doing(v):
         return f"{v.who()}: {e.state} in {call}{ran}"
     if v.called is None:
         return f"{v.who()}: no dump and no beacon (never started, or beacons off)"
-    last = f"last called #{v.called - 1} {v.calls.get(v.called - 1, '')}".rstrip() \
-        if v.called else "called nothing yet"
+    if not v.called:
+        return f"{v.who()}: no dump; its beacon (read by rank {v.beacon_from}): called nothing yet"
+    last = f"last called #{v.called - 1} {v.calls.get(v.called - 1, '')}".rstrip()
     state = "waiting in it" if v.completed < v.called else "completed it"
     return f"{v.who()}: no dump; its beacon (read by rank {v.beacon_from}): {last}, {state}"
 
@@ -234,16 +235,21 @@ def diagnose(dumps):
         v = vs.get(r)
         if v is None or v.dump is not None:
             continue
-        if v.called is None:
-            where = ""
-        elif v.called and v.completed < v.called:
+        if not v.called:
+            where = " before its first collective" if v.called == 0 else ""
+        elif v.completed < v.called:
             where = f" inside {_kind(v.calls.get(v.called - 1) or _call_at(vs, v.called - 1))} " \
                     f"#{v.called - 1}"
         else:
             nxt = _call_at(vs, v.called)
-            where = (f" after {_kind(v.calls.get(v.called - 1) or _call_at(vs, v.called - 1))} "
-                     f"#{v.called - 1}," if v.called else "") + \
-                (f" before {_kind(nxt)} #{v.called}" if nxt else "")
+            where = f" after {_kind(v.calls.get(v.called - 1) or _call_at(vs, v.called - 1))} " \
+                    f"#{v.called - 1}" + (f", before {_kind(nxt)} #{v.called}" if nxt else "")
+        front = max((u.called for u in vs.values() if u.called is not None), default=0)
+        waiting = sorted(u.rank for u in vs.values() if u.called == front and u.rank != r)
+        said = v.called is not None and v.completed == v.called and v.called == front - 1
+        if v.called is not None and v.called < front and waiting and not said:
+            where += f" (by its last beacon), while {_names(vs, waiting)} wait in " \
+                     f"{_kind(_call_at(vs, front - 1))} #{front - 1}"
         findings.append(f"{v.who()} stopped or died{where}: no dump, and "
                         f"{_names(vs, gone[r])} found it gone")
         culprits.add(r)

@@ -117,6 +117,19 @@ def test_stopped_rank_is_named_with_where_it_stopped(tmp_path):
     assert "is at #2" not in r.stdout  # said once, as the dead rank, not again as behind
 
 
+def test_stopped_rank_with_a_stale_beacon(tmp_path):
+    # its beacon was last published after #0: the doctor says so, and where the others wait
+    ok = [(AR, "done")] * 3
+    err = "smddp rank 0: all_reduce #3: rank 1 (host1) is gone: its progress beacon has not moved"
+    texts = {r: dump(r, 3, ok + [(AR, "failed")], err,
+                     {p: (7, 4 if p != 1 else 1, 4 if p != 1 else 1, AR) for p in range(3)})
+             for r in (0, 2)}
+    r = run_doctor(write(tmp_path, texts))
+    assert r.returncode == 1, r
+    assert ("rank 1 (host1) stopped or died after all_reduce #0, before all_reduce #1 (by its last "
+            "beacon), while ranks 0,2 wait in all_reduce #3") in r.stdout
+
+
 def test_stopped_inside_a_collective(tmp_path):
     ok = [(AR, "done")] * 3
     err = "smddp rank 0: all_reduce #3: rank 1 (host1) is gone: its process no longer exists"

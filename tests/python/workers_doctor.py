@@ -51,6 +51,7 @@ def hang(rank, world, init_method, scenario, culprit, dump_prefix):
     elif rank == culprit and scenario == "stop":
         with open(f"{dump_prefix}.pid", "w") as f:
             f.write(str(os.getpid()))
+        time.sleep(1.0)  # five beacon periods: its beacon tells the all_reduces it made
         os.kill(os.getpid(), signal.SIGSTOP)
     elif rank == culprit and scenario == "mismatch":
         out = [torch.zeros(16) for _ in range(world)]
