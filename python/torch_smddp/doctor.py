@@ -35,7 +35,8 @@ class DumpError(Exception):
 
 class Entry:
     def __init__(self, seq, call, algorithm, state, ran_ms):
-        self.seq, self.call, self.algorithm, self.state, self.ran_ms = seq, call, algorithm, state, ran_ms
+        self.seq, self.call, self.algorithm = seq, call, algorithm
+        self.state, self.ran_ms = state, ran_ms
         self.error = ""
 
     @property
@@ -64,7 +65,8 @@ class Dump:
             raise DumpError(f"{path}: not an smddp flight-recorder dump (no header line)")
         self.rank, self.world, self.host, self.pid = int(m[1]), int(m[2]), m[3], int(m[4])
         self.hosts[self.rank] = self.host
-        self.error = lines[1][len("error: "):] if len(lines) > 1 and lines[1].startswith("error: ") else ""
+        has_error = len(lines) > 1 and lines[1].startswith("error: ")
+        self.error = lines[1][len("error: "):] if has_error else ""
         section = None
         for line in lines[2:]:
             if line.startswith("-- progress beacons"):

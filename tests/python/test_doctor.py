@@ -84,7 +84,8 @@ def test_skipped_collective_names_the_rank_behind(tmp_path):
 
 def test_mismatch_names_the_odd_rank(tmp_path):
     ok = [(AR, "done")] * 3
-    err = "smddp rank 0: collective mismatch at #3: rank 0 called all_reduce but rank 2 called all_gather"
+    err = ("smddp rank 0: collective mismatch at #3: rank 0 called all_reduce but rank 2 called "
+           "all_gather")
     texts = {r: dump(r, 3, ok + [(AG if r == 2 else AR, "failed")], err, {}) for r in range(3)}
     r = run_doctor(write(tmp_path, texts))
     assert r.returncode == 1, r
