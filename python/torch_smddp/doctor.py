@@ -181,8 +181,32 @@ def views(dumps):
 
 
 def _ranks(rs):
-    rs = sorted(rs)
-    return ("rank " if len(rs) == 1 else "ranks ") + ",".join(str(r) for r in rs)
+    """'rank 3', 'ranks 0,1', 'ranks 0,2-5'."""
+    rs, runs = sorted(rs), []
+    for r in rs:
+        if runs and r == runs[-1][1] + 1:
+            runs[-1][1] = r
+        else:
+            runs.append([r, r])
+    text = ",".join(str(a) if a == b else f"{a},{b}" if b == a + 1 else f"{a}-{b}"
+                    for a, b in runs)
+    return ("rank " if len(rs) == 1 else "ranks ") + text
+
+
+def _grouped(vs):
+    """One line per rank, or, for ranks that did the same thing, one line per group (a large job
+    stays on one screen; the time each rank waited is left out of a group's line)."""
+    groups = defaultdict(list)
+    for v in vs.values():
+        text = doing(v)
+        groups[re.sub(r" after [\d.]+ s$", "", text[len(v.who()):])].append((v, text))
+    lines = []
+    for rest, members in sorted(groups.items(), key=lambda kv: kv[1][0][0].rank):
+        if len(members) == 1:
+            lines.append("  " + members[0][1])
+        else:
+            lines.append("  " + _ranks(v.rank for v, _ in members) + rest)
+    return lines
 
 
 def _names(vs, rs):
@@ -225,7 +249,7 @@ def diagnose(dumps):
     """(lines, culprits): what each rank did, then the findings; culprits is a set of ranks."""
     vs = views(dumps)
     lines = [f"smddp doctor: {len(dumps)} dump(s) of {len(vs)} ranks"]
-    lines += ["  " + doing(v) for v in vs.values()]
+    lines += _grouped(vs) if len(vs) > 8 else ["  " + doing(v) for v in vs.values()]
     findings, culprits = [], set()
 
     # 1. Ranks that wrote no dump and that a peer declared gone: stopped or died.

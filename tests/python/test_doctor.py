@@ -141,6 +141,20 @@ def test_stopped_inside_a_collective(tmp_path):
     assert "rank 1 (host1) stopped or died inside all_reduce #3" in r.stdout
 
 
+def test_a_large_job_stays_on_one_screen(tmp_path):
+    # 64 ranks, rank 17 skipped #3: the ranks that did the same thing share a line
+    ok = [(AR, "done")] * 3
+    beacons = {p: (40, 4 if p != 17 else 3, 3, AR) for p in range(64)}
+    texts = {r: dump(r, 64, ok + [(AR, "failed")], "smddp: timed out", beacons)
+             for r in range(64) if r != 17}
+    r = run_doctor(write(tmp_path, texts))
+    assert r.returncode == 1, r
+    assert "  ranks 0-16,18-63: failed in all_reduce #3 (float32, 16, sum)\n" in r.stdout
+    assert "rank 17 (host17) is at #2, ranks 0-16,18-63 at #3: it did not call all_reduce #3" \
+        in r.stdout
+    assert len(r.stdout.splitlines()) <= 12
+
+
 def test_nothing_wrong_exits_zero(tmp_path):
     ok = [(AR, "done")] * 4
     texts = {r: dump(r, 2, ok, "smddp rank 0: all_reduce #3: timed out", {0: (5, 4, 4, AR),
