@@ -78,7 +78,7 @@ def check_wheel(wheel):
         names = z.namelist()
         entry_points = next(z.read(n).decode() for n in names if n.endswith("entry_points.txt"))
     assert any(re.fullmatch(r"torch_smddp/_C\..*\.so", n) for n in names), names
-    for module in ("torch_smddp/launch.py", "torch_smddp/roles.py",
+    for module in ("torch_smddp/launch.py", "torch_smddp/roles.py", "torch_smddp/doctor.py",
                    "smdistributed/dataparallel/torch/torch_smddp.py",
                    "smdistributed/dataparallel/torch/distributed.py",
                    "smdistributed/dataparallel/torch/parallel/distributed.py"):
