@@ -159,7 +159,9 @@ run_tests() {
   step "C++ tests (ctest: unit, loopback, mp)"
   (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 600)
   step "fuzz tier: every decoder another process can feed, 20 s each, and the planted-bug check"
-  bash scripts/fuzz.sh && bash scripts/fuzz.sh --planted
+  # Two commands, not an && list: set -e ignores a failure on the left of &&.
+  bash scripts/fuzz.sh
+  bash scripts/fuzz.sh --planted
   step "the GPU validation script's CPU side (tests/gpu/run_gpu.sh, DRY_RUN=1: the fake device)"
   DRY_RUN=1 BUILD_DIR="$BUILD_DIR" OUT="$BUILD_DIR/gpu-dry-run" bash tests/gpu/run_gpu.sh
   # On min(JOBS, 4) pytest-xdist workers, a test file per worker at a time; then the tests that
