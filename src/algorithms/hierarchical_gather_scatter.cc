@@ -20,11 +20,7 @@
 #include "algorithms/hierarchical.h"
 
 namespace smddp::algo {
-namespace {
-
 using hier::Rooted;
-
-}  // namespace
 
 void gatherHier(Exec& exec, const CollectiveArgs& args) {
   Rooted r(exec, args);

@@ -20,11 +20,7 @@
 #include "reduce/reducer.h"
 
 namespace smddp::algo {
-namespace {
-
 using hier::Rooted;
-
-}  // namespace
 
 void reduceHier(Exec& exec, const CollectiveArgs& args) {
   Rooted r(exec, args);
