@@ -18,6 +18,7 @@
 #include "smddp/error.h"
 #include "smddp/request.h"
 #include "smddp/store.h"
+#include "smddp/straggler.h"
 #include "smddp/types.h"
 #include "smddp/window.h"
 
@@ -112,6 +113,10 @@ class Communicator {
   // "foreign_messages_dropped" (messages from senders outside the group that its endpoints
   // received and dropped: another job, or anything else on the network, sending to them).
   std::map<std::string, uint64_t> memoryStats() const;
+  // Which ranks arrive late at this communicator's collectives (smddp/straggler.h): measured
+  // by rank 0 through the beacons, a copy on the others (one beacon period behind). enabled is
+  // false without a store, beacons (SMDDP_BEACON_MS=0) or detection (SMDDP_STRAGGLER_MS=0).
+  StragglerReport stragglerReport() const;
 
   // One-sided communication (smddp/window.h). Collective: every rank calls it in the same order
   // with its own memory (data may be null when bytes is 0; sizes may differ). The memory must

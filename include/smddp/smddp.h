@@ -6,6 +6,7 @@
 #include "smddp/error.h"
 #include "smddp/request.h"
 #include "smddp/store.h"
+#include "smddp/straggler.h"
 #include "smddp/types.h"
 #include "smddp/version.h"
 #include "smddp/window.h"

@@ -47,6 +47,7 @@ class ProcessGroupSmddp : public compat::BackendBase {
   std::string provider() const { return enter().comm().provider(); }
   int64_t spinUs() const { return enter().comm().spinUs(); }
   std::map<std::string, uint64_t> memoryStats() const { return enter().comm().memoryStats(); }
+  StragglerReport stragglerReport() const { return enter().comm().stragglerReport(); }
   std::map<std::string, uint64_t> deviceIpcCalls() const {
     return enter().comm().deviceIpcCalls();
   }

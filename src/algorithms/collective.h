@@ -70,6 +70,9 @@ struct CollectiveArgs : Call {
 // Identity of one collective for messages: "all_reduce #17 (float32 x 1024 = 4 KiB, sum)".
 struct CollectiveDesc : Call {
   uint64_t seq = 0;
+  // Its index among the communicator's collectives, point-to-point calls not counted: the same
+  // on every rank (watch/straggler_samples.h).
+  uint64_t watchIndex = 0;
   const char* algorithm = nullptr;  // the registry's static name; nullptr when run locally
   // shapeHash() of this collective, set when it is posted; the arena algorithms compare it across
   // ranks (always), and the tags carry a 12-bit fold of it (watch/signature.h).

@@ -51,10 +51,10 @@ constexpr ConfigRange kWorldSizeRange{-1, kMaxRanks};
   X(provider, "SMDDP_PROVIDER", String, "auto", kNotNumeric,                                       \
     "libfabric provider: efa, shm, net (RDM over TCP, libfabric 1.17+), tcp (tcp;ofi_rxm) or "     \
     "auto. auto takes FI_PROVIDER when set, else efa when present, else shm when every rank is "   \
-    "on one host, else net when present, else tcp.")                                              \
+    "on one host, else net when present, else tcp.")                                               \
   X(fabricAddr, "SMDDP_FABRIC_ADDR", String, "", kNotNumeric,                                      \
-    "Local IP address the tcp and net providers bind to. Default: 127.0.0.1 when every rank is "  \
-    "on one host, else libfabric's choice (FI_TCP_IFACE).")                                       \
+    "Local IP address the tcp and net providers bind to. Default: 127.0.0.1 when every rank is "   \
+    "on one host, else libfabric's choice (FI_TCP_IFACE).")                                        \
   X(algorithms, "SMDDP_ALGO", String, "", kNotNumeric,                                             \
     "Algorithm override per collective, e.g. allreduce:ring;broadcast:chain;allgather:bruck. "     \
     "Names are listed by SMDDP_DEBUG=INFO; an unknown or unusable name is an error.")              \
@@ -106,13 +106,18 @@ constexpr ConfigRange kWorldSizeRange{-1, kMaxRanks};
     "1: a hash of each collective's signature goes into the message tags, so ranks that called "   \
     "different collectives never exchange data, and the beacons name both sides (kMismatch). "     \
     "0: off.")                                                                                     \
+  X(stragglerMs, "SMDDP_STRAGGLER_MS", Int, 2, ConfigRange(0, kMaxDurationMs),                     \
+    "Straggler detection (rides on the beacons): a rank that arrives last at the group's "         \
+    "collectives, later than the median rank by more than this many milliseconds and through "     \
+    "its own time, in most of a window of them, is named in a WARN line and in the straggler "     \
+    "report. 0 turns it off.")                                                                     \
   X(device, "SMDDP_DEVICE", String, "auto", kNotNumeric,                                           \
     "The device layer for CUDA buffers: auto (CUDA when this build has it and a GPU is "           \
     "visible), cuda, fake (a GPU simulated on the host: its memory is not host-accessible and "    \
     "its streams run on threads; a test mode) or none (CUDA buffers are refused).")                \
   X(fakeDeviceUuid, "SMDDP_FAKE_DEVICE_UUID", String, "", kNotNumeric,                             \
-    "Fake device only: the identity its devices report; processes given the same value share "    \
-    "their devices, as ranks sharing a GPU do. Default: devices of its own per process.")         \
+    "Fake device only: the identity its devices report; processes given the same value share "     \
+    "their devices, as ranks sharing a GPU do. Default: devices of its own per process.")          \
   X(gpuPlane, "SMDDP_GPU_PLANE", String, "auto", kNotNumeric,                                      \
     "Which data plane runs a group's collectives on CUDA tensors: auto (NCCL when every rank "     \
     "holds a GPU of its own and loaded NCCL; smddp's own plane otherwise), nccl (NCCL; an error "  \
@@ -128,26 +133,26 @@ constexpr ConfigRange kWorldSizeRange{-1, kMaxRanks};
   X(deviceIpc, "SMDDP_DEVICE_IPC", Int, int64_t{0}, kSwitch,                                       \
     "1: every equal-block collective on CUDA memory among ranks of one host runs on the devices, " \
     "each reading its peers' device scratch through CUDA IPC (not yet validated on a GPU). 0: "    \
-    "staged through host memory like every other call.")                                          \
+    "staged through host memory like every other call.")                                           \
   X(fiHmem, "SMDDP_FI_HMEM", Int, 1, kSwitch,                                                      \
     "1: when the provider offers FI_HMEM and can do GPUDirect (efa), endpoints ask for it and "    \
     "send/recv of CUDA memory to another host go to the provider directly (unvalidated: no "       \
-    "such provider was available to test). 0: CUDA memory is always staged through host memory.") \
+    "such provider was available to test). 0: CUDA memory is always staged through host memory.")  \
   X(stagingBytes, "SMDDP_STAGING_BYTES", Bytes, 4194304, ConfigRange(4096, kMaxBufferBytes),       \
     "CUDA buffers without GPUDirect go through pinned host memory in pipeline segments of this "   \
     "size (all_reduce, broadcast, reduce): segment k's copies overlap segment k-1's exchange.")    \
   X(dumpOnTimeout, "SMDDP_DUMP_ON_TIMEOUT", String, "", kNotNumeric,                               \
     "When set to a path, a collective that fails by timeout, peer failure or mismatch writes "     \
-    "the flight recorder (last 256 collectives) and the peers' beacons to <path>.<rank>.")      \
+    "the flight recorder (last 256 collectives) and the peers' beacons to <path>.<rank>.")         \
   X(costModel, "SMDDP_COST_MODEL", String, "", kNotNumeric,                                        \
     "Parameters of the cost model behind time estimates (torch's _time_estimator): a JSON file "   \
     "of bench/model calibrate (the network's latency, rate and efficiency, the arena's costs), "   \
-    "over the priors and this machine's copy and reduction rates measured at first use.")       \
+    "over the priors and this machine's copy and reduction rates measured at first use.")          \
   X(jobSecret, "SMDDP_JOB_SECRET", String, "", kNotNumeric,                                        \
     "A secret shared by every process of the job (16 to 4096 bytes, e.g. openssl rand -hex 32). "  \
     "When set, every connection to smddp's TCP store proves it by HMAC-SHA256 challenge-response " \
     "and everything smddp publishes in a torch store is signed with it: a process without it "     \
-    "can neither read, write nor join the job's state (docs/SECURITY.md). Never logged.")           \
+    "can neither read, write nor join the job's state (docs/SECURITY.md). Never logged.")          \
   X(jobSecretFile, "SMDDP_JOB_SECRET_FILE", String, "", kNotNumeric,                               \
     "A file holding the job secret (mode 0600 or stricter; one trailing newline ignored), for "    \
     "secrets mounted from a Kubernetes Secret. SMDDP_JOB_SECRET wins when both are set.")
@@ -168,6 +173,7 @@ struct Config {
   int64_t rank;
   int64_t worldSize;
   int64_t beaconMs;
+  int64_t stragglerMs;
   int64_t heartbeatTimeoutMs;
   int64_t checkMismatch;
   std::string dumpOnTimeout;

@@ -152,6 +152,7 @@ std::shared_ptr<void> Communicator::allocateShared(size_t bytes) {
 }
 
 std::map<std::string, uint64_t> Communicator::memoryStats() const { return impl_->memoryStats(); }
+StragglerReport Communicator::stragglerReport() const { return impl_->watch().stragglerReport(); }
 
 std::shared_ptr<void> Communicator::allocateDevice(size_t bytes, int device) {
   return impl_->allocateDevice(bytes, device);

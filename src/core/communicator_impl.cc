@@ -116,7 +116,7 @@ void CommunicatorImpl::describe(const algo::CollectiveArgs& args, algo::Collecti
   d.signature = lastShape_.signature;
   d.seq = nextSeq_++;
   d.timeout = std::chrono::milliseconds(timeoutMs_.load(std::memory_order_relaxed));
-  watch_->posted(d.seq, lastShape_.call, coarseNow());
+  d.watchIndex = watch_->posted(d.seq, lastShape_.call, coarseNow());
   // A repeat of the last call's shape repeats its algorithm, which was logged then if ever. The
   // sequence number is taken: a failure to log must not lose the request.
   if (fresh && algorithm != nullptr) {

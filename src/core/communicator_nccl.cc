@@ -115,7 +115,7 @@ void CommunicatorImpl::describeNccl(algo::CollectiveDesc& d) {
   d.signature = settings_.watch.checkMismatch ? foldSignature(d.shape) : 0;
   d.seq = nextSeq_++;
   d.timeout = std::chrono::milliseconds(timeoutMs_.load(std::memory_order_relaxed));
-  watch_->posted(d.seq, Signature(d.call(), kAlgorithm), coarseNow());
+  d.watchIndex = watch_->posted(d.seq, Signature(d.call(), kAlgorithm), coarseNow());
 }
 
 std::function<void(std::exception_ptr)> CommunicatorImpl::ncclCompletion(

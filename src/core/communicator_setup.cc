@@ -42,6 +42,7 @@ Settings resolveSettings(const Options& options, const Config& config) {
   s.watch.beaconPeriod = std::chrono::milliseconds(config.beaconMs);
   s.watch.heartbeatTimeout = std::chrono::milliseconds(config.heartbeatTimeoutMs);
   s.watch.checkMismatch = config.checkMismatch != 0;
+  s.watch.stragglerThreshold = std::chrono::milliseconds(config.stragglerMs);
   s.watch.dumpPath = config.dumpOnTimeout;
   if (s.timeout.count() <= 0) {
     throw Error(ErrorCode::kInvalidArgument, "smddp: the timeout must be positive");

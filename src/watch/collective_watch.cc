@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <fstream>
 
@@ -29,7 +30,15 @@ CollectiveWatch::CollectiveWatch(std::shared_ptr<Store> store, const std::string
     hosts.push_back(p.host);
     addresses.push_back(p.ip);
   }
+  if (settings.stragglerThreshold.count() > 0) {
+    samples_ = std::make_unique<StragglerSamples>();
+    straggler_ = std::make_unique<StragglerExchange>(
+        store, prefix, rank, hosts, *samples_, settings.stragglerThreshold,
+        std::clamp(settings.beaconPeriod, std::chrono::milliseconds(50),
+                   std::chrono::milliseconds(1000)));
+  }
   BeaconSettings bs;
+  bs.straggler = straggler_.get();
   bs.period = settings.beaconPeriod;
   bs.heartbeatTimeout = settings.heartbeatTimeout;
   bs.checkMismatch = settings.checkMismatch;
@@ -37,10 +46,23 @@ CollectiveWatch::CollectiveWatch(std::shared_ptr<Store> store, const std::string
                                              std::move(addresses), recorder_, bs);
 }
 
-void CollectiveWatch::posted(uint64_t seq, const Signature& call,
-                             std::chrono::steady_clock::time_point now) {
+namespace {
+int64_t preciseNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+uint64_t CollectiveWatch::posted(uint64_t seq, const Signature& call,
+                                 std::chrono::steady_clock::time_point now) {
   recorder_.posted(seq, call, now);
   if (beacon_) beacon_->noteCalled(seq);
+  return samples_ ? samples_->arrived(call.kind, preciseNs()) : 0;
+}
+
+StragglerReport CollectiveWatch::stragglerReport() const {
+  return straggler_ && beacon_ ? straggler_->report() : StragglerReport{};
 }
 
 void CollectiveWatch::started(const algo::CollectiveDesc& desc,
@@ -51,6 +73,7 @@ void CollectiveWatch::started(const algo::CollectiveDesc& desc,
 
 void CollectiveWatch::finished(const algo::CollectiveDesc& desc, const Error* error) {
   recorder_.ended(desc.seq, error != nullptr ? error->what() : nullptr, coarseNow());
+  if (samples_) samples_->ended(desc.watchIndex, preciseNs(), error != nullptr);
   if (beacon_) beacon_->noteCompleted(desc.seq);
   if (error == nullptr) return;
   const ErrorCode code = error->code();

@@ -2,10 +2,12 @@
 // CollectiveWatch: everything a communicator does to never hang silently, behind four calls from
 // CommunicatorImpl: posted / started / finished, and monitor() for Exec. It owns the flight
 // recorder (last 256 collectives), the progress beacon (liveness, failure propagation, mismatch
-// naming; only with a store and SMDDP_BEACON_MS > 0) and the failure dump (SMDDP_DUMP_ON_TIMEOUT).
+// naming; only with a store and SMDDP_BEACON_MS > 0), the straggler detector that rides on the
+// beacon (SMDDP_STRAGGLER_MS > 0) and the failure dump (SMDDP_DUMP_ON_TIMEOUT).
 // Invariant: the per-collective cost is three lock-free recorder writes (a few relaxed stores
 // each), two atomic stores and one coarse clock read (end time); post and start times come from
-// the caller. Nothing allocates per collective.
+// the caller; with straggler detection, two precise clock reads and two sample writes (a few
+// relaxed stores). Nothing allocates per collective.
 #pragma once
 
 #include <chrono>
@@ -21,6 +23,8 @@
 #include "transport/transport.h"
 #include "watch/flight_recorder.h"
 #include "watch/progress_beacon.h"
+#include "watch/straggler_exchange.h"
+#include "watch/straggler_samples.h"
 
 namespace smddp::watch {
 
@@ -29,6 +33,7 @@ struct WatchSettings {
   std::chrono::milliseconds heartbeatTimeout{30000};  // SMDDP_HEARTBEAT_TIMEOUT_MS
   bool checkMismatch = true;                        // SMDDP_CHECK_MISMATCH
   std::string dumpPath;                             // SMDDP_DUMP_ON_TIMEOUT
+  std::chrono::milliseconds stragglerThreshold{2};  // SMDDP_STRAGGLER_MS; 0: no detection
 };
 
 class CollectiveWatch {
@@ -38,8 +43,9 @@ class CollectiveWatch {
                   const std::vector<transport::PeerInfo>& peers, const WatchSettings& settings);
 
   // Caller's thread, in sequence order: records the call at `now`.
-  // `call` is the posted collective's Signature, which the poster keeps per shape.
-  void posted(uint64_t seq, const Signature& call, std::chrono::steady_clock::time_point now);
+  // `call` is the posted collective's Signature, which the poster keeps per shape. Returns the
+  // collective's index among this communicator's collectives (CollectiveDesc::watchIndex).
+  uint64_t posted(uint64_t seq, const Signature& call, std::chrono::steady_clock::time_point now);
   // Engine: the collective starts at `now`. Throws a failure already learnt from the peers.
   void started(const algo::CollectiveDesc& desc, std::chrono::steady_clock::time_point now);
   // Engine: the collective ended (error == nullptr: success). A failure this rank found itself
@@ -48,6 +54,8 @@ class CollectiveWatch {
 
   const algo::ExecMonitor* monitor() const { return beacon_.get(); }
   const FlightRecorder& recorder() const { return recorder_; }
+  // The straggler detector's report (smddp/straggler.h); enabled == false when it is off.
+  StragglerReport stragglerReport() const;
   // The dump's text (header, peers' beacons, recorder).
   std::string dumpText(const std::string& error) const;
   // Writes dumpText to <dumpPath>.<rank>; returns that path, or "" when it could not.
@@ -60,7 +68,9 @@ class CollectiveWatch {
   WatchSettings settings_;
   std::chrono::steady_clock::time_point origin_;
   FlightRecorder recorder_;
-  std::unique_ptr<ProgressBeacon> beacon_;  // after recorder_: it reads it until joined
+  std::unique_ptr<StragglerSamples> samples_;     // null: no straggler detection
+  std::unique_ptr<StragglerExchange> straggler_;  // reads samples_ on the beacon's thread
+  std::unique_ptr<ProgressBeacon> beacon_;        // after the above: it reads them until joined
   bool dumped_ = false;                     // engine thread only
 };
 

@@ -12,6 +12,7 @@
 #include "common/logging.h"
 #include "smddp/helper_thread.h"
 #include "watch/liveness_probe.h"
+#include "watch/straggler_exchange.h"
 
 namespace smddp::watch {
 namespace {
@@ -75,10 +76,10 @@ void ProgressBeacon::threadMain() {
     // Each step on its own: a store call that fails (or times out) must not skip the liveness
     // check of the peers, which is what notices a hung rank.
     drainLivenessPort();  // what probed this process
-    for (void (ProgressBeacon::*step)() : {&ProgressBeacon::flushAnnouncement,
-                                           &ProgressBeacon::publish,
-                                           &ProgressBeacon::checkRemoteFailure,
-                                           &ProgressBeacon::checkPeers}) {
+    for (void (ProgressBeacon::*step)() :
+         {&ProgressBeacon::flushAnnouncement, &ProgressBeacon::publish,
+          &ProgressBeacon::checkRemoteFailure, &ProgressBeacon::checkPeers,
+          &ProgressBeacon::stepStraggler}) {
       try {
         (this->*step)();
       } catch (const std::exception& e) {
@@ -87,7 +88,7 @@ void ProgressBeacon::threadMain() {
     }
     roundsDone_.fetch_add(1, std::memory_order_acq_rel);
     lock.lock();
-    wake_.wait_for(lock, settings_.period, [&] { return stop_ || announceRequested_.load(); });
+    waitForNextRound(lock);
   }
   lock.unlock();
   // A failure raised just before the communicator was destroyed (the process is exiting with it)
@@ -111,6 +112,29 @@ void ProgressBeacon::publish() {
     if (auto e = recorder_.find(seq)) me.recent.emplace_back(seq, signatureWithAlgorithm(e->sig));
   }
   store_->set(key("progress/" + std::to_string(rank_)), me.encode());
+}
+
+// The straggler exchange also steps between rounds (kStragglerSteps per period): its request
+// and answers each wait for the other side's next step, so this keeps naming a straggler within
+// about a period of its window. A failure or stop cuts the wait short.
+void ProgressBeacon::waitForNextRound(std::unique_lock<std::mutex>& lock) {
+  const auto woken = [&] { return stop_ || announceRequested_.load(); };
+  const int steps = settings_.straggler != nullptr ? kStragglerSteps : 1;
+  for (int i = 1; i < steps; ++i) {
+    if (wake_.wait_for(lock, settings_.period / steps, woken)) return;
+    lock.unlock();
+    try {
+      stepStraggler();
+    } catch (const std::exception& e) {
+      SMDDP_WARN(rank_, "progress beacon: " << e.what());
+    }
+    lock.lock();
+  }
+  wake_.wait_for(lock, settings_.period / steps, woken);
+}
+
+void ProgressBeacon::stepStraggler() {
+  if (settings_.straggler != nullptr && !failed()) settings_.straggler->step();
 }
 
 void ProgressBeacon::checkRemoteFailure() {

@@ -35,10 +35,15 @@
 
 namespace smddp::watch {
 
+class StragglerExchange;
+
 struct BeaconSettings {
   std::chrono::milliseconds period{500};
   std::chrono::milliseconds heartbeatTimeout{30000};
   bool checkMismatch = true;
+  // Stepped once per round after the beacon's own work (null: no straggler detection); it must
+  // outlive the beacon.
+  StragglerExchange* straggler = nullptr;
 };
 
 // One rank's beacon as published in the store.
@@ -88,6 +93,9 @@ class ProgressBeacon : public algo::ExecMonitor {
   void publish();
   void checkRemoteFailure();
   void checkPeers();
+  void stepStraggler();
+  void waitForNextRound(std::unique_lock<std::mutex>& lock);  // wakeMutex_ held
+  static constexpr int kStragglerSteps = 4;
   // One round's liveness probes (they run on this thread): a few at most, and none more to an
   // address that did not answer (a host cut off answers nothing, for all of its ranks).
   struct ProbeRound {
