@@ -141,6 +141,12 @@ constexpr ConfigRange kWorldSizeRange{-1, kMaxRanks};
   X(stagingBytes, "SMDDP_STAGING_BYTES", Bytes, 4194304, ConfigRange(4096, kMaxBufferBytes),       \
     "CUDA buffers without GPUDirect go through pinned host memory in pipeline segments of this "   \
     "size (all_reduce, broadcast, reduce): segment k's copies overlap segment k-1's exchange.")    \
+  X(trace, "SMDDP_TRACE", String, "", kNotNumeric,                                                 \
+    "Path prefix: every communicator records its last SMDDP_TRACE_CALLS collectives with precise " \
+    "times and writes them when it closes, as a Chrome / Perfetto trace, to "                      \
+    "<prefix>.<communicator>.<rank>.json.")                                                        \
+  X(traceCalls, "SMDDP_TRACE_CALLS", Int, 10000, ConfigRange(1, 1000000),                          \
+    "How many of its latest collectives a communicator keeps for SMDDP_TRACE.")                    \
   X(dumpOnTimeout, "SMDDP_DUMP_ON_TIMEOUT", String, "", kNotNumeric,                               \
     "When set to a path, a collective that fails by timeout, peer failure or mismatch writes "     \
     "the flight recorder (last 256 collectives) and the peers' beacons to <path>.<rank>.")         \
@@ -177,6 +183,8 @@ struct Config {
   int64_t heartbeatTimeoutMs;
   int64_t checkMismatch;
   std::string dumpOnTimeout;
+  std::string trace;
+  int64_t traceCalls;
   std::string device;
   std::string fakeDeviceUuid;
   std::string gpuPlane;

@@ -44,6 +44,8 @@ Settings resolveSettings(const Options& options, const Config& config) {
   s.watch.checkMismatch = config.checkMismatch != 0;
   s.watch.stragglerThreshold = std::chrono::milliseconds(config.stragglerMs);
   s.watch.dumpPath = config.dumpOnTimeout;
+  s.watch.tracePath = config.trace;
+  s.watch.traceCalls = static_cast<size_t>(config.traceCalls);
   if (s.timeout.count() <= 0) {
     throw Error(ErrorCode::kInvalidArgument, "smddp: the timeout must be positive");
   }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <ctime>
 #include <fstream>
 
@@ -22,7 +23,9 @@ CollectiveWatch::CollectiveWatch(std::shared_ptr<Store> store, const std::string
       size_(static_cast<int>(peers.size())),
       host_(static_cast<size_t>(rank) < peers.size() ? peers[static_cast<size_t>(rank)].host : ""),
       settings_(settings),
-      origin_(std::chrono::steady_clock::now()) {
+      origin_(std::chrono::steady_clock::now()),
+      prefix_(prefix) {
+  if (!settings.tracePath.empty()) trace_ = std::make_unique<TraceRecorder>(settings.traceCalls);
   if (store == nullptr || settings.beaconPeriod.count() <= 0 || peers.size() < 2) return;
   std::vector<std::string> hosts;
   std::vector<std::string> addresses;
@@ -54,11 +57,28 @@ int64_t preciseNs() {
 }
 }  // namespace
 
+CollectiveWatch::~CollectiveWatch() {
+  if (!trace_) return;
+  std::string name;
+  for (char c : prefix_.empty() ? std::string("smddp") : prefix_) {
+    name += std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' ? c : '_';
+  }
+  const std::string path = settings_.tracePath + "." + name + "." + std::to_string(rank_) + ".json";
+  if (trace_->write(path, {rank_, size_, host_, prefix_})) {
+    SMDDP_INFO(rank_, "trace written to " << path);
+  } else {
+    SMDDP_WARN(rank_, "cannot write the trace to " << path);
+  }
+}
+
 uint64_t CollectiveWatch::posted(uint64_t seq, const Signature& call,
                                  std::chrono::steady_clock::time_point now) {
   recorder_.posted(seq, call, now);
   if (beacon_) beacon_->noteCalled(seq);
-  return samples_ ? samples_->arrived(call.kind, preciseNs()) : 0;
+  if (!samples_ && !trace_) return 0;
+  const int64_t t = preciseNs();
+  if (trace_) trace_->posted(seq, call, t);
+  return samples_ ? samples_->arrived(call.kind, t) : 0;
 }
 
 StragglerReport CollectiveWatch::stragglerReport() const {
@@ -68,12 +88,17 @@ StragglerReport CollectiveWatch::stragglerReport() const {
 void CollectiveWatch::started(const algo::CollectiveDesc& desc,
                               std::chrono::steady_clock::time_point now) {
   recorder_.started(desc.seq, now);
+  if (trace_) trace_->started(desc.seq, preciseNs());
   if (beacon_ && beacon_->failed()) beacon_->raise(desc);
 }
 
 void CollectiveWatch::finished(const algo::CollectiveDesc& desc, const Error* error) {
   recorder_.ended(desc.seq, error != nullptr ? error->what() : nullptr, coarseNow());
-  if (samples_) samples_->ended(desc.watchIndex, preciseNs(), error != nullptr);
+  if (samples_ || trace_) {
+    const int64_t t = preciseNs();
+    if (samples_) samples_->ended(desc.watchIndex, t, error != nullptr);
+    if (trace_) trace_->ended(desc.seq, t, error != nullptr);
+  }
   if (beacon_) beacon_->noteCompleted(desc.seq);
   if (error == nullptr) return;
   const ErrorCode code = error->code();

@@ -3,7 +3,8 @@
 // CommunicatorImpl: posted / started / finished, and monitor() for Exec. It owns the flight
 // recorder (last 256 collectives), the progress beacon (liveness, failure propagation, mismatch
 // naming; only with a store and SMDDP_BEACON_MS > 0), the straggler detector that rides on the
-// beacon (SMDDP_STRAGGLER_MS > 0) and the failure dump (SMDDP_DUMP_ON_TIMEOUT).
+// beacon (SMDDP_STRAGGLER_MS > 0), the failure dump (SMDDP_DUMP_ON_TIMEOUT) and the trace
+// (SMDDP_TRACE).
 // Invariant: the per-collective cost is three lock-free recorder writes (a few relaxed stores
 // each), two atomic stores and one coarse clock read (end time); post and start times come from
 // the caller; with straggler detection, two precise clock reads and two sample writes (a few
@@ -25,6 +26,7 @@
 #include "watch/progress_beacon.h"
 #include "watch/straggler_exchange.h"
 #include "watch/straggler_samples.h"
+#include "watch/trace_recorder.h"
 
 namespace smddp::watch {
 
@@ -34,6 +36,8 @@ struct WatchSettings {
   bool checkMismatch = true;                        // SMDDP_CHECK_MISMATCH
   std::string dumpPath;                             // SMDDP_DUMP_ON_TIMEOUT
   std::chrono::milliseconds stragglerThreshold{2};  // SMDDP_STRAGGLER_MS; 0: no detection
+  std::string tracePath;                            // SMDDP_TRACE; "": no trace
+  size_t traceCalls = 10000;                        // SMDDP_TRACE_CALLS
 };
 
 class CollectiveWatch {
@@ -41,6 +45,8 @@ class CollectiveWatch {
   // store may be null: then only the recorder and the dump work (no beacon).
   CollectiveWatch(std::shared_ptr<Store> store, const std::string& prefix, int rank,
                   const std::vector<transport::PeerInfo>& peers, const WatchSettings& settings);
+  // Writes the trace (SMDDP_TRACE) to <tracePath>.<communicator>.<rank>.json.
+  ~CollectiveWatch();
 
   // Caller's thread, in sequence order: records the call at `now`.
   // `call` is the posted collective's Signature, which the poster keeps per shape. Returns the
@@ -68,6 +74,8 @@ class CollectiveWatch {
   WatchSettings settings_;
   std::chrono::steady_clock::time_point origin_;
   FlightRecorder recorder_;
+  std::string prefix_;
+  std::unique_ptr<TraceRecorder> trace_;          // null: no SMDDP_TRACE
   std::unique_ptr<StragglerSamples> samples_;     // null: no straggler detection
   std::unique_ptr<StragglerExchange> straggler_;  // reads samples_ on the beacon's thread
   std::unique_ptr<ProgressBeacon> beacon_;        // after the above: it reads them until joined

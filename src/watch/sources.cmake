@@ -11,6 +11,7 @@ smddp_layer(smddp_watch
   watch/signature.cc
   watch/straggler_analysis.cc
   watch/straggler_exchange.cc
-  watch/straggler_samples.cc)
+  watch/straggler_samples.cc
+  watch/trace_recorder.cc)
 target_link_libraries(smddp_watch PUBLIC smddp_algorithms smddp_transport smddp_store
   smddp_common)
