@@ -4,14 +4,18 @@ writes DIR/PREFIX.<rank>) and says, in a few lines, what each rank was doing at 
 rank died or stopped, which ranks are behind (in which collective and sequence number) and which
 called a different collective or different arguments.
 
-    python -m torch_smddp.doctor DIR [--prefix NAME]
+    python -m torch_smddp.doctor DIR [--prefix NAME] [--torch-trace OUT]
     python python/torch_smddp/doctor.py DIR          (no torch needed: this file alone)
+
+--torch-trace OUT also writes the dumps as torch's flight-recorder traces (doctor_torch.py), for
+python -m torch.distributed.flight_recorder.fr_trace OUT.
 
 Exit status: 1 when it names a culprit, 0 when it finds nothing wrong, 2 when the input cannot be
 read (no dump, or a file that is not one).
-Invariant: standard library only, and nothing imported from the package, so it runs on a laptop
-holding the dumps without torch or the extension. A rank that wrote no dump (SIGSTOPped, killed,
-or waiting elsewhere) is seen through its peers' beacons of it, read when they dumped.
+Invariant: standard library only, and nothing imported from the package but doctor_torch.py (the
+same), so it runs on a laptop holding the dumps without torch or the extension. A rank that wrote
+no dump (SIGSTOPped, killed, or waiting elsewhere) is seen through its peers' beacons of it, read
+when they dumped.
 """
 import argparse
 import os
@@ -34,9 +38,10 @@ class DumpError(Exception):
 
 
 class Entry:
-    def __init__(self, seq, call, algorithm, state, ran_ms):
+    def __init__(self, seq, call, algorithm, state, ran_ms, posted_ms=None, started_ms=None):
         self.seq, self.call, self.algorithm = seq, call, algorithm
         self.state, self.ran_ms = state, ran_ms
+        self.posted_ms, self.started_ms = posted_ms, started_ms  # ms: since creation, after post
         self.error = ""
 
     @property
@@ -81,8 +86,9 @@ class Dump:
                     continue
                 e = _ENTRY.match(line)
                 if e:
-                    ran = float(e[7]) if e[7] else None
-                    self.entries.append(Entry(int(e[1]), e[2], e[3], e[4], ran))
+                    ran, started = (float(x) if x else None for x in (e[7], e[6]))
+                    self.entries.append(Entry(int(e[1]), e[2], e[3], e[4], ran, float(e[5]),
+                                              started))
 
     def _beacon(self, line):
         b = _BEACON.match(line)
@@ -343,6 +349,9 @@ def main(argv=None):
     ap.add_argument("directory", help="the folder of the dumps (SMDDP_DUMP_ON_TIMEOUT=DIR/NAME)")
     ap.add_argument("--prefix", default=None,
                     help="read only DIR/NAME.<rank> (default: every file that is a dump)")
+    ap.add_argument("--torch-trace", metavar="OUT", default=None,
+                    help="also write the dumps as torch flight-recorder traces "
+                         "(OUT/smddp_trace_rank_<rank>)")
     args = ap.parse_args(argv)
     try:
         dumps = load(args.directory, args.prefix)
@@ -350,6 +359,21 @@ def main(argv=None):
     except DumpError as e:
         print(f"smddp doctor: {e}", file=sys.stderr)
         return 2
+    if args.torch_trace:
+        try:
+            from . import doctor_torch
+        except ImportError:  # run as a file, or imported from its folder: no package
+            import doctor_torch
+        try:
+            doctor_torch.write(dumps, args.torch_trace)
+        except OSError as e:
+            print(f"smddp doctor: {args.torch_trace}: {e.strerror}", file=sys.stderr)
+            return 2
+        partial = len(dumps) < max(d.world for d in dumps.values())
+        print(f"smddp doctor: wrote the traces of {_ranks(dumps)} to {args.torch_trace}: "
+              f"python -m torch.distributed.flight_recorder.fr_trace {args.torch_trace} --prefix "
+              f"{doctor_torch.PREFIX}" + (" --allow-incomplete-ranks" if partial else ""),
+              file=sys.stderr)
     print("\n".join(lines))
     return 1 if culprits else 0
 

@@ -3,10 +3,14 @@
 (src/watch/collective_watch.cc, flight_recorder.cc, peer_progress.cc) and over real dumps of three
 hangs made by the engine: a rank that skips a collective, one that calls all_gather where the others
 call all_reduce, and one SIGSTOPped. Each explanation names the culprit rank and the collective, and
-the doctor exits 1; nothing wrong found exits 0; unreadable input exits 2.
+the doctor exits 1; nothing wrong found exits 0; unreadable input exits 2. Its export
+(--torch-trace) is read by torch's own flight-recorder analyzer (torch.distributed.flight_recorder),
+which must find the same culprit.
 Invariant: every subprocess and every spawned job is bounded (timeout=).
 """
+import logging
 import os
+import pickle
 import subprocess
 import sys
 
@@ -173,6 +177,83 @@ def test_unreadable_input_exits_two(tmp_path):
     assert r.returncode == 2 and "not an smddp flight-recorder dump" in r.stderr, r
 
 
+def analyze(directory, caplog):
+    """torch's analyzer over an exported folder, in-process: (loaded dumps by rank, database, log).
+    The ranks are handed to it in rank order: it matches every rank against the first one."""
+    from torch.distributed.flight_recorder.components.builder import build_db
+    from torch.distributed.flight_recorder.components.config_manager import JobConfig
+    from torch.distributed.flight_recorder.components.loader import read_dir
+
+    args = JobConfig().parse_args([directory])  # the file prefix is inferred, as users run it
+    details, version = read_dir(args)
+    details = dict(sorted(details.items(), key=lambda kv: kv[1]["rank"]))
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="Flight Recorder"):
+        db = build_db(details, args, version)
+    print(caplog.text)
+    return {d["rank"]: d for d in details.values()}, db, caplog.text
+
+
+def test_torch_analyzer_reads_a_mismatch(tmp_path, caplog):
+    ok = [(AR, "done")] * 3
+    err = "smddp rank 0: collective mismatch at #3: rank 0 called all_reduce but rank 2 called " \
+          "all_gather"
+    texts = {r: dump(r, 3, ok + [(AG if r == 2 else AR, "failed")], err, {}) for r in range(3)}
+    out = str(tmp_path / "torch")
+    r = run_doctor(write(tmp_path, texts), "--torch-trace", out)
+    assert r.returncode == 1 and "culprit: rank 2" in r.stdout, r  # the explanation, still
+    assert sorted(os.listdir(out)) == [f"smddp_trace_rank_{i}" for i in range(3)]
+    assert "fr_trace " + out + " --prefix smddp_trace_rank_\n" in r.stderr, r.stderr
+    ranks, db, log = analyze(out, caplog)
+    assert sorted(ranks) == [0, 1, 2] and {d["version"] for d in ranks.values()} == {"2.10"}
+    last = ranks[2]["entries"][-1]
+    assert (last["profiling_name"], last["collective_seq_id"], last["state"]) == (
+        "nccl:all_gather", 3, "started")
+    assert (last["input_sizes"], last["output_sizes"], last["input_dtypes"]) == (
+        [[16]], [[48]], ["Float"])
+    assert [(c.collective_seq_id, c.collective_name, c.pass_check) for c in db.collectives[:3]] \
+        == [(s, "nccl:all_reduce", True) for s in range(3)]
+    bad = db.collectives[3]
+    assert (bad.collective_seq_id, bad.pass_check, sorted(bad.mismatch_collectives)) == (3, False,
+                                                                                        [2])
+    odd = bad.mismatch_collectives[2]
+    assert odd.collective_name == "nccl:all_gather"
+    assert odd.type_of_mismatch.state.name == "COLLECTIVE_TYPE_MISMATCH"
+    assert "Collective sequence number: 3 has errors" in log
+    assert "Culprit rank 2; Error type: COLLECTIVE_TYPE_MISMATCH" in log
+
+
+def test_torch_analyzer_reads_a_skipped_collective(tmp_path, caplog):
+    # rank 1 completed #2 and never called #3 (it dumped later, on its own timeout)
+    ok = [(AR, "done")] * 3
+    err = "smddp rank 0: all_reduce #3 (float32 x 16 = 64 B, sum, ring): timed out after 4000 ms"
+    beacons = {p: (40, 4 if p != 1 else 3, 3, AR) for p in range(3)}
+    texts = {r: dump(r, 3, ok + ([] if r == 1 else [(AR, "failed")]), err, beacons)
+             for r in range(3)}
+    out = str(tmp_path / "torch")
+    r = run_doctor(write(tmp_path, texts), "--torch-trace", out)
+    assert r.returncode == 1 and "culprit: rank 1" in r.stdout, r
+    ranks, db, log = analyze(out, caplog)
+    assert [len(ranks[i]["entries"]) for i in range(3)] == [4, 3, 4]
+    with open(os.path.join(out, "smddp_trace_rank_0"), "rb") as f:
+        status = pickle.load(f)["pg_status"]  # torch's own file has it; its loader skips it
+    assert status == {"0": {"last_enqueued_collective": 3, "last_started_collective": 3,
+                            "last_completed_collective": 2}}
+    assert ranks[0]["entries"][3]["timeout_ms"] == 4000
+    assert [c.pass_check for c in db.collectives[:3]] == [True] * 3
+    skipped = db.collectives[3]
+    assert (skipped.collective_seq_id, skipped.collective_state, skipped.missing_ranks) == (
+        3, "started", {1})
+    assert "Not all ranks joining collective, sequence number: 3" in log
+    assert "missing ranks: {1}" in log
+
+    # as the engine writes it: the rank that skipped wrote no dump; the analyzer must be told
+    os.remove(tmp_path / "hang.1")
+    r = run_doctor(str(tmp_path), "--prefix", "hang", "--torch-trace", str(tmp_path / "two"))
+    assert sorted(os.listdir(tmp_path / "two")) == ["smddp_trace_rank_0", "smddp_trace_rank_2"]
+    assert r.stderr.rstrip().endswith("--allow-incomplete-ranks"), r.stderr
+
+
 def test_parser_reads_every_field(tmp_path):
     text = dump(0, 2, [(AR, "done"), (AG, "failed")], "boom", {1: (3, 2, 1, AG)})
     (tmp_path / "x.0").write_text(text)
@@ -181,6 +262,7 @@ def test_parser_reads_every_field(tmp_path):
     assert [(e.seq, e.kind, e.algorithm, e.state) for e in d.entries] == [
         (0, "all_reduce", "ring", "done"), (1, "all_gather", "ring", "failed")]
     assert d.entries[1].error == "boom" and d.entries[1].ran_ms == pytest.approx(4000.2)
+    assert (d.entries[1].posted_ms, d.entries[1].started_ms) == (10.0, pytest.approx(0.1))
     assert d.beacons[1] == {"heartbeat": 3, "called": 2, "completed": 1, "last_seq": 1,
                             "last_call": AG}
 
@@ -208,3 +290,15 @@ def test_real_hang_is_explained(tmp_path, monkeypatch, scenario, culprit, needle
     assert needle.format(host=host) in r.stdout, r.stdout
     assert f"culprit: rank {culprit}\n" in r.stdout, r.stdout
     assert len(r.stdout.splitlines()) <= 12, r.stdout
+    if scenario == "mismatch":
+        # torch's analyzer, as a user runs it, over the export of the engine's dumps
+        out = str(tmp_path / "torch")
+        assert run_doctor(str(tmp_path), "--prefix", "hang", "--torch-trace", out).returncode == 1
+        seq = doctor.load(str(tmp_path), "hang")[culprit].last().seq
+        fr = subprocess.run([sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace",
+                             out, "--prefix", "smddp_trace_rank_"], capture_output=True,
+                            text=True, timeout=120)
+        print(fr.stdout, fr.stderr)
+        assert fr.returncode == 0, fr.stderr
+        assert f"Collective sequence number: {seq} has errors" in fr.stderr
+        assert "COLLECTIVE_TYPE_MISMATCH" in fr.stderr and "'all_gather'" in fr.stderr
