@@ -8,6 +8,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <string>
 
 namespace smddp {
 
@@ -46,6 +47,13 @@ class Request {
   // The per-communicator sequence number of this collective (send and recv: of this
   // communicator's point-to-point operations).
   uint64_t sequence() const;
+  // The call as errors and beacons name it: "all_reduce(float32, 1024, sum)".
+  std::string call() const;
+  // The algorithm that runs it ("ring", "arena_direct", "nccl", ...); nullptr when it runs
+  // locally (one rank, nothing to move) or is a send or recv.
+  const char* algorithm() const;
+  // Bytes of one rank's block (the whole buffer for all_reduce and broadcast; 0 for all_to_allv).
+  size_t bytes() const;
   // The sender of a completed recv (Communicator::kAnySource says which rank sent); -1 for
   // anything else.
   int source() const;

@@ -13,6 +13,7 @@
 
 #include "coalesced_work.h"
 #include "device_streams.h"
+#include "profiler_marks.h"
 #include "smddp/error.h"
 #include "store_adapter.h"
 #include "without_gil.h"
@@ -126,6 +127,7 @@ c10::intrusive_ptr<::c10d::Work> ProcessGroupSmddp::finish(
     if (t.defined() && t.is_cuda()) device = t.get_device();
   }
   staging.settleMirrors();
+  markForProfiler(requests.data(), requests.size(), device);
   if (device >= 0 || fakeDeviceMode()) {
     const std::vector<Request> posted(requests.begin(), requests.end());
     if (device >= 0) {

@@ -44,6 +44,9 @@ bool Request::completed() const { return state_->done(); }
 std::exception_ptr Request::error() const { return state_->error(); }
 
 uint64_t Request::sequence() const { return state_->desc.seq; }
+std::string Request::call() const { return callText(state_->desc.call()); }
+const char* Request::algorithm() const { return state_->desc.algorithm; }
+size_t Request::bytes() const { return state_->desc.bytes(); }
 
 bool Request::test() {
   if (!state_->done()) return false;

@@ -93,3 +93,7 @@ def test_the_timeline_names_whom_the_others_waited_for(traces, tmp_path):
     with open(png, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     assert png.stat().st_size > 10000
+
+
+def test_the_profiler_shows_each_collective_with_size_algorithm_and_plane():
+    harness.run(workers_trace.profiled, 3, init="file", timeout=120)

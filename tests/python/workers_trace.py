@@ -27,3 +27,31 @@ def traced(rank, world, init_method, slow, calls):
         assert all(torch.equal(p, torch.full((4,), float(r))) for r, p in enumerate(parts))
     finally:
         dist.destroy_process_group()
+
+
+def profiled(rank, world, init_method):
+    """Under torch.profiler, each collective carries an smddp mark with its size, algorithm and
+    plane; returns nothing, asserts."""
+    import re
+
+    from torch.profiler import ProfilerActivity, profile
+
+    dist.init_process_group("smddp", init_method=init_method, rank=rank, world_size=world)
+    try:
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            t = torch.ones(64)
+            dist.all_reduce(t)
+            b = torch.zeros(2048, dtype=torch.bfloat16)
+            dist.broadcast(b, src=0)
+            out = torch.empty(4 * world)
+            dist.all_gather_into_tensor(out, torch.ones(4))
+        names = [e.name for e in prof.events() if e.name.startswith("smddp:")]
+        wanted = [r"smddp:all_reduce\(float32, 64, sum\) 256 B \[\w+\] host",
+                  r"smddp:broadcast\(bfloat16, 2048, root=0\) 4 KiB \[\w+\] host",
+                  r"smddp:all_gather\(float32, 4\) 16 B \[\w+\] host"]
+        for w in wanted:
+            assert sum(1 for n in names if re.fullmatch(w, n)) == 1, (w, names)
+        assert len(names) == 3, names
+        assert torch.equal(t, torch.full((64,), float(world)))
+    finally:
+        dist.destroy_process_group()
