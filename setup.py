@@ -9,7 +9,7 @@ so the module's ABI tag and torch match what will import it. Env: SMDDP_BUILD_JO
 SMDDP_BUILD_TYPE (default Release), CMAKE_ARGS (extra -D options).
 
 Versions: the engine's (CMakeLists.txt's project VERSION) for the sdist; a wheel adds the torch
-it was built for as a local label (0.4.0+torch2.15.0.cu132), because its extension only loads
+it was built for as a local label (0.5.0+torch2.15.0.cu132), because its extension only loads
 with that torch.
 """
 import os

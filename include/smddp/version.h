@@ -4,7 +4,7 @@
 #pragma once
 
 #define SMDDP_VERSION_MAJOR 0
-#define SMDDP_VERSION_MINOR 4
+#define SMDDP_VERSION_MINOR 5
 #define SMDDP_VERSION_PATCH 0
 
 namespace smddp {

@@ -44,6 +44,10 @@ void reduceScatterHierLeader(Exec& exec, const CollectiveArgs& args);  // small 
 
 // reduce
 void reduceBinomial(Exec& exec, const CollectiveArgs& args);  // any size
+// Rank-order reductions for SMDDP_DETERMINISTIC (fixed_order.cc), any size.
+void allReduceFixedOrder(Exec& exec, const CollectiveArgs& args);
+void reduceScatterFixedOrder(Exec& exec, const CollectiveArgs& args);
+void reduceFixedOrder(Exec& exec, const CollectiveArgs& args);
 void reduceHier(Exec& exec, const CollectiveArgs& args);  // across hosts (hierarchical_reduce.cc)
 
 // gather, scatter (gather_scatter_linear.cc)

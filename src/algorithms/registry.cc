@@ -151,4 +151,27 @@ AlgorithmOverrides parseAlgorithmOverrides(const std::string& spec) {
   return overrides;
 }
 
+const Algorithm& deterministicAlgorithm(CollectiveKind kind, size_t bytes,
+                                        const Topology& topology) {
+  // These reduce every element as ((x0 op x1) op x2) ... (arena/slot_step.h: reduceSlots, and
+  // arena_split's own loop), as fixed_order does.
+  static const char* const kRankOrdered[] = {"arena_direct", "arena_split", "arena"};
+  const Algorithm& usual = selectAlgorithm(kind, bytes, topology, AlgorithmOverrides{});
+  for (const char* name : kRankOrdered) {
+    if (std::strcmp(usual.name, name) == 0) return usual;
+  }
+  // pooled: its form for tensors outside the shareable memory (the order of its in-place form
+  // is its own).
+  if (std::strcmp(usual.name, "pooled") == 0) {
+    const char* fallback = kind == CollectiveKind::kAllReduce ? "arena_split" : "arena";
+    if (const Algorithm* a = findAlgorithm(kind, fallback)) return *a;
+  }
+  const Algorithm* fixed = findAlgorithm(kind, "fixed_order");
+  if (fixed == nullptr) {
+    throw Error(ErrorCode::kInternal,
+                std::string("smddp: no fixed_order algorithm for ") + toString(kind));
+  }
+  return *fixed;
+}
+
 }  // namespace smddp::algo

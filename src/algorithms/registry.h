@@ -93,6 +93,12 @@ constexpr size_t kInPlaceMinBytes = 1024 * 1024;
 const Algorithm& selectAlgorithm(CollectiveKind kind, size_t bytes, const Topology& topology,
                                  const AlgorithmOverrides& overrides);
 
+// SMDDP_DETERMINISTIC: the algorithm of a reduction (all_reduce, reduce_scatter, reduce) whose bits
+// depend on the inputs and the number of ranks alone: the selector's own choice (SMDDP_ALGO
+// aside) when it reduces in rank order (the arena's one-host forms), else fixed_order.
+const Algorithm& deterministicAlgorithm(CollectiveKind kind, size_t bytes,
+                                        const Topology& topology);
+
 // The cross-host all_reduce of the hierarchical algorithms: a ring when a rank's part is larger
 // than this for `hosts` hosts, recursive doubling otherwise. 64 KiB with 2 hosts, scaled by the
 // ring's step count over recursive doubling's (2 (H - 1) against log2 H, plus 2 when H is not a

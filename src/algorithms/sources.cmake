@@ -24,6 +24,7 @@ smddp_layer(smddp_algorithms
   algorithms/reduce_binomial.cc
   algorithms/gather_scatter_linear.cc
   algorithms/all_to_all_pairwise.cc
+  algorithms/fixed_order.cc
   algorithms/all_gather_bruck.cc
   algorithms/all_gather_ring.cc
   algorithms/barrier_dissemination.cc

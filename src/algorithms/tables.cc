@@ -52,6 +52,10 @@ const AlgorithmEntry kAllReduce[] = {
      "every input and writes it into every output, no copies (else arena_split)",
      arena::allReducePooled,
      {.arena = kSlots}},
+    {"fixed_order",
+     "rank b reduces block b of every input in rank order, then all-gather: the same bits on any "
+     "layout (SMDDP_DETERMINISTIC), 2(n-1)/n x bytes per rank",
+     allReduceFixedOrder},
 };
 
 // broadcast
@@ -142,6 +146,10 @@ const AlgorithmEntry kReduceScatter[] = {
      "shared memory, one host: all copy their input in, each reduces its block of all n",
      arena::reduceScatter,
      {.arena = kSlots}},
+    {"fixed_order",
+     "rank b gathers block b of every input and reduces it in rank order: the same bits on any "
+     "layout (SMDDP_DETERMINISTIC)",
+     reduceScatterFixedOrder},
 };
 
 // reduce
@@ -157,6 +165,10 @@ const AlgorithmEntry kReduce[] = {
      "shared memory, one host: all copy their input in, the root reduces the n slots",
      arena::reduce,
      {.arena = kSlots}},
+    {"fixed_order",
+     "rank b reduces block b of every input in rank order and sends it to the root: the same "
+     "bits on any layout (SMDDP_DETERMINISTIC)",
+     reduceFixedOrder},
 };
 
 // gather

@@ -100,6 +100,8 @@ void CommunicatorImpl::describe(const algo::CollectiveArgs& args, algo::Collecti
       c.algorithm = nullptr;
     } else if (args.scope != algo::Scope::kAll) {  // a host step of a CUDA call across hosts
       c.algorithm = &algo::scopedAlgorithm(d.kind, args.scope);
+    } else if (settings_.deterministic && d.reduces()) {
+      c.algorithm = &algo::deterministicAlgorithm(d.kind, args.bytes(), topology_);
     } else {
       c.algorithm = &algo::selectAlgorithm(d.kind, args.bytes(), topology_, settings_.overrides);
     }

@@ -66,6 +66,7 @@ struct Settings {
   bool deviceIpc = false;            // within a host, CUDA collectives through CUDA IPC
   int64_t spinUs = -1;  // -1: automatic (see spinForHost)
   algo::AlgorithmOverrides overrides;
+  bool deterministic = false;  // SMDDP_DETERMINISTIC: reductions in rank order (registry.h)
   WatchSettings watch;  // beacon, heartbeat, mismatch check, dump (collective_watch.h)
 };
 Settings resolveSettings(const Options& options, const Config& config);

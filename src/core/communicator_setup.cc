@@ -39,6 +39,7 @@ Settings resolveSettings(const Options& options, const Config& config) {
   s.deviceIpc = options.deviceIpc.value_or(config.deviceIpc != 0);
   s.spinUs = config.spinUs;
   s.overrides = algo::parseAlgorithmOverrides(options.algorithms.value_or(config.algorithms));
+  s.deterministic = config.deterministic != 0;
   s.watch.beaconPeriod = std::chrono::milliseconds(config.beaconMs);
   s.watch.heartbeatTimeout = std::chrono::milliseconds(config.heartbeatTimeoutMs);
   s.watch.checkMismatch = config.checkMismatch != 0;

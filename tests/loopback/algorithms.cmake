@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Loopback tier of the algorithms layer: every algorithm run directly (no core) with one thread per
 # rank over the in-process transport. Sharded so each executable stays well under a minute.
-foreach(shard all_reduce_rd all_reduce_ring reduce_scatter reduce gather_scatter all_to_all
+foreach(shard all_reduce_rd all_reduce_ring all_reduce_fixed reduce_scatter reduce gather_scatter all_to_all
               broadcast all_gather
               sequence arena hierarchical hier_collectives hier_rooted uneven_hosts
               arena_eager)

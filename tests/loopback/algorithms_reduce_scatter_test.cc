@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// reduce_scatter algorithms (ring, arena) over the loopback transport and a heap arena of 4 KiB
-// slots: per-rank counts {1, 13, 5n+1, 1037} (count < n, odd, not divisible by n, several
+// reduce_scatter algorithms (ring, arena, fixed_order) over the loopback transport and a heap arena
+// of 4 KiB slots: per-rank counts {1, 13, 5n+1, 1037} (count < n, odd, not divisible by n, several
 // segments with 64 B segments and several arena uses) x dtypes x ops x in place (the output is
 // this rank's block of the input) / out of place, for n = 2..16. Inputs are those of the
 // all_reduce matrix at the global index q * count + i, so the expected value of this rank's
@@ -22,7 +22,7 @@ TEST_P(ReduceScatter, Matrix) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, ReduceScatter,
-                         ::testing::Combine(::testing::Values("ring", "arena"),
+                         ::testing::Combine(::testing::Values("ring", "arena", "fixed_order"),
                                             ::testing::Values(2, 3, 4, 5, 7, 8, 16)));
 
 }  // namespace

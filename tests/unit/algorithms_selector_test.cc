@@ -372,7 +372,34 @@ TEST(Registry, EachCollectivesTableIsOneRun) {
   for (const Algorithm& a : algorithmsOf(K::kAllReduce)) names += std::string(a.name) + " ";
   EXPECT_EQ(names,
             "recursive_doubling ring hier_direct hier_leader hier_split arena_direct arena_split "
-            "pooled ");
+            "pooled fixed_order ");
+}
+
+// SMDDP_DETERMINISTIC: the rank-order forms of one host's arena where the selector takes the
+// arena (pooled's one-host fallback, arena_split, for large buffers), fixed_order everywhere
+// else; never an algorithm that reduces in another order.
+TEST(Deterministic, RankOrderFormsOnly) {
+  Topology one;
+  one.ranks = 4;
+  one.arena = true;
+  one.pool = true;
+  EXPECT_STREQ(deterministicAlgorithm(K::kAllReduce, 64, one).name, "arena_direct");
+  EXPECT_STREQ(deterministicAlgorithm(K::kAllReduce, 256 << 10, one).name, "arena_split");
+  EXPECT_STREQ(deterministicAlgorithm(K::kAllReduce, 64 << 20, one).name, "arena_split");
+  EXPECT_STREQ(deterministicAlgorithm(K::kReduceScatter, 64 << 20, one).name, "arena");
+  EXPECT_STREQ(deterministicAlgorithm(K::kReduce, 64, one).name, "arena");
+  Topology flat;
+  flat.ranks = 4;
+  Topology hosts = one;
+  hosts.hosts = 2;
+  hosts.hostArenas = true;
+  for (const Topology& t : {flat, hosts}) {
+    for (K k : {K::kAllReduce, K::kReduceScatter, K::kReduce}) {
+      for (size_t bytes : {size_t{4}, size_t{1} << 20, size_t{64} << 20}) {
+        EXPECT_STREQ(deterministicAlgorithm(k, bytes, t).name, "fixed_order") << toString(k);
+      }
+    }
+  }
 }
 
 // The cross-host all_reduce goes from recursive doubling to the ring at 64 KiB per rank with 2

@@ -12,8 +12,9 @@
 //   cache-line hand-off per peer, no message, no matching.
 // arena_split (large messages), per chunk, with the chunk cut into n element-aligned slices:
 //   1. copy the input chunk, except slice r, into this rank's slot; publish phase 1.
-//   2. reduce slice r of the own input with slice r of every peer's slot into the own slot
-//      (slice r of it is read by no one before phase 2); AVG divides; publish phase 2.
+//   2. reduce slice r of every rank's input, in rank order (the own from the input, the peers'
+//      from their slots), into the own slot (slice r of it is read by no one before phase 2);
+//      AVG divides; publish phase 2.
 //   3. wait for every rank's phase 2; copy every slice from its owner's slot into the output;
 //      release.
 //   Cost per rank: copy in ((n-1)/n bytes), reduce ((n-1) slices), copy out (bytes): from memory
@@ -67,12 +68,17 @@ void allReduceSplit(Exec& exec, const CollectiveArgs& args) {
                 (count - first - mineCount) * es);
     step.publish(1);
     step.awaitAll(1);
+    // In rank order, as arena_direct and fixed_order: the same bits (SMDDP_DETERMINISTIC).
     unsigned char* acc = step.mine() + first * es;
-    const unsigned char* partial = in + off + first * es;
-    for (int i = 1; i < n && mineCount > 0; ++i) {
-      const int q = (rank + i) % n;
-      reduce::reduce(args.dtype, args.op, acc, partial, step.slotOf(q) + first * es, mineCount);
-      partial = acc;
+    const auto sliceOf = [&](int q) -> const unsigned char* {
+      return q == rank ? in + off + first * es : step.slotOf(q) + first * es;
+    };
+    if (mineCount > 0 && n == 1) std::memcpy(acc, sliceOf(0), mineCount * es);
+    if (mineCount > 0 && n > 1) {
+      reduce::reduce(args.dtype, args.op, acc, sliceOf(0), sliceOf(1), mineCount);
+    }
+    for (int q = 2; q < n && mineCount > 0; ++q) {
+      reduce::reduce(args.dtype, args.op, acc, acc, sliceOf(q), mineCount);
     }
     if (args.op == ReduceOp::kAvg && mineCount > 0) {
       reduce::finishAverage(args.dtype, acc, mineCount, n);
