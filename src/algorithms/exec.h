@@ -61,6 +61,8 @@ struct ExecSettings {
   const ExecMonitor* monitor = nullptr;     // peers' progress and failures; may be null
   const ExecAttachment* attachment = nullptr;  // shared memory of this host's ranks, or null
   const HostGroups* hosts = nullptr;  // a communicator over several hosts with host arenas
+  // SMDDP_DETERMINISTIC: algorithms that can reduce in rank order do (arena_split).
+  bool rankOrder = false;
 };
 
 // A communicator that spans hosts, each with the same number of ranks (>= 2) and an arena of its
@@ -114,6 +116,7 @@ class Exec {
   const CollectiveDesc& desc() const { return desc_; }
   // The host groups of a communicator over several hosts, or null.
   const HostGroups* hosts() const { return settings_.hosts; }
+  bool rankOrder() const { return settings_.rankOrder; }
 
   // msg: the message's index within this collective, unique per (sender, receiver) pair and at
   // most tag::kMaxMsg. The receiver must use the same index. bytes may be 0.

@@ -154,7 +154,7 @@ AlgorithmOverrides parseAlgorithmOverrides(const std::string& spec) {
 const Algorithm& deterministicAlgorithm(CollectiveKind kind, size_t bytes,
                                         const Topology& topology) {
   // These reduce every element as ((x0 op x1) op x2) ... (arena/slot_step.h: reduceSlots, and
-  // arena_split's own loop), as fixed_order does.
+  // arena_split's own loop under ExecSettings::rankOrder), as fixed_order does.
   static const char* const kRankOrdered[] = {"arena_direct", "arena_split", "arena"};
   const Algorithm& usual = selectAlgorithm(kind, bytes, topology, AlgorithmOverrides{});
   for (const char* name : kRankOrdered) {

@@ -140,6 +140,7 @@ void CommunicatorImpl::wireExecutor(std::unique_ptr<transport::Transport> p2pTra
                                     algo::patterns::HostLayout layout) {
   exec_.timeout = settings_.timeout;
   exec_.segmentBytes = settings_.segmentBytes;
+  exec_.rankOrder = settings_.deterministic;
   exec_.waiting = waiting_.get();
   if (p2pTransport) {
     p2p_ = std::make_unique<PointToPoint>(std::move(p2pTransport), *waiting_,

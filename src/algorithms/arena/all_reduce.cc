@@ -12,9 +12,9 @@
 //   cache-line hand-off per peer, no message, no matching.
 // arena_split (large messages), per chunk, with the chunk cut into n element-aligned slices:
 //   1. copy the input chunk, except slice r, into this rank's slot; publish phase 1.
-//   2. reduce slice r of every rank's input, in rank order (the own from the input, the peers'
-//      from their slots), into the own slot (slice r of it is read by no one before phase 2);
-//      AVG divides; publish phase 2.
+//   2. reduce slice r of every rank's input (the own from the input, the peers' from their
+//      slots), from rank r on (SMDDP_DETERMINISTIC: in rank order), into the own slot (slice r
+//      of it is read by no one before phase 2); AVG divides; publish phase 2.
 //   3. wait for every rank's phase 2; copy every slice from its owner's slot into the output;
 //      release.
 //   Cost per rank: copy in ((n-1)/n bytes), reduce ((n-1) slices), copy out (bytes): from memory
@@ -68,17 +68,22 @@ void allReduceSplit(Exec& exec, const CollectiveArgs& args) {
                 (count - first - mineCount) * es);
     step.publish(1);
     step.awaitAll(1);
-    // In rank order, as arena_direct and fixed_order: the same bits (SMDDP_DETERMINISTIC).
+    // Each rank starts at its own input and goes on with the next ranks', so the ranks read
+    // different peers' slots at a time (measured 1.1-1.3x faster at 256 KiB-4 MiB, 4 ranks, than
+    // all reading slot 0 first). SMDDP_DETERMINISTIC: in rank order, as arena_direct and
+    // fixed_order (the same bits).
     unsigned char* acc = step.mine() + first * es;
     const auto sliceOf = [&](int q) -> const unsigned char* {
       return q == rank ? in + off + first * es : step.slotOf(q) + first * es;
     };
+    const int start = exec.rankOrder() ? 0 : rank;
     if (mineCount > 0 && n == 1) std::memcpy(acc, sliceOf(0), mineCount * es);
     if (mineCount > 0 && n > 1) {
-      reduce::reduce(args.dtype, args.op, acc, sliceOf(0), sliceOf(1), mineCount);
+      reduce::reduce(args.dtype, args.op, acc, sliceOf(start), sliceOf((start + 1) % n),
+                     mineCount);
     }
-    for (int q = 2; q < n && mineCount > 0; ++q) {
-      reduce::reduce(args.dtype, args.op, acc, acc, sliceOf(q), mineCount);
+    for (int i = 2; i < n && mineCount > 0; ++i) {
+      reduce::reduce(args.dtype, args.op, acc, acc, sliceOf((start + i) % n), mineCount);
     }
     if (args.op == ReduceOp::kAvg && mineCount > 0) {
       reduce::finishAverage(args.dtype, acc, mineCount, n);
