@@ -114,12 +114,15 @@ void ProgressBeacon::publish() {
   store_->set(key("progress/" + std::to_string(rank_)), me.encode());
 }
 
-// The straggler exchange also steps between rounds (kStragglerSteps per period): its request
-// and answers each wait for the other side's next step, so this keeps naming a straggler within
-// about a period of its window. A failure or stop cuts the wait short.
+// The straggler detector (rank 0's exchange) also steps between rounds (kStragglerSteps per
+// period): the other ranks answer once per round, and rank 0 then reads the answers within a
+// quarter period instead of a whole one, so a straggler is named about a period after its window.
+// The others poll once a round: the store's load grows by one counter read per rank and period.
+// A failure or stop cuts the wait short.
 void ProgressBeacon::waitForNextRound(std::unique_lock<std::mutex>& lock) {
   const auto woken = [&] { return stop_ || announceRequested_.load(); };
-  const int steps = settings_.straggler != nullptr ? kStragglerSteps : 1;
+  const int steps =
+      settings_.straggler != nullptr && settings_.straggler->detects() ? kStragglerSteps : 1;
   for (int i = 1; i < steps; ++i) {
     if (wake_.wait_for(lock, settings_.period / steps, woken)) return;
     lock.unlock();

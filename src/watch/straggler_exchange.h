@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // StragglerExchange: how the ranks' samples (straggler_samples.h) reach the detector, rank 0 of
 // the communicator, which judges them (straggler_analysis.h), warns, and hands its report back.
-// It runs on the progress beacon's thread, one step() per beacon period. Store keys under the
+// It runs on the progress beacon's thread, one step() per beacon period (rank 0: four). Store keys
+// under the
 // beacon's prefix:
 //   straggler/request     "<id> <first> <count>\n<report>": rank 0 asks for the samples of
 //                         collectives [first - 1, first + count) and publishes its report
@@ -41,7 +42,8 @@ class StragglerExchange {
   StragglerExchange(std::shared_ptr<Store> store, std::string prefix, int rank,
                     std::vector<std::string> hosts, const StragglerSamples& samples,
                     std::chrono::nanoseconds threshold, std::chrono::milliseconds readTimeout);
-  void step();                     // the beacon thread, once per period
+  void step();  // the beacon thread, once per period (rank 0: also between)
+  bool detects() const { return rank_ == 0; }
   StragglerReport report() const;  // any thread
 
  private:
