@@ -110,10 +110,9 @@ PYBIND11_MODULE(_C, m) {
            "not: a dict with op, sequence, duration_ms (None unless known), ok, error and key "
            "(the Work's completion key). It runs on the group's completion thread (or a thread "
            "inside wait()) and must not call collectives of this group.")
-      .def(
-          "remove_completion_listener",
-          [](ProcessGroupSmddp& pg, int64_t id) { pg.hooks().removeListener(id); },
-          py::arg("listener_id"))
+      .def("remove_completion_listener",
+           [](ProcessGroupSmddp& pg, int64_t id) { pg.hooks().removeListener(id); },
+           py::arg("listener_id"))
       .def_property_readonly("provider", &ProcessGroupSmddp::provider,
                              "libfabric provider in use (e.g. 'shm', 'tcp;ofi_rxm')")
       .def_property_readonly("communicator_name", &ProcessGroupSmddp::name)
@@ -123,22 +122,20 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("device_ipc_calls", &ProcessGroupSmddp::deviceIpcCalls,
                              "CUDA calls run on the devices through CUDA IPC so far, by "
                              "collective name")
-      .def_property_readonly(
-          "data_plane",
-          [](const ProcessGroupSmddp& pg) {
-            py::gil_scoped_release unlocked;  // may read the store
-            return pg.dataPlane();
-          },
-          "the plane of this group's CUDA tensors: 'nccl' (NCCL, each rank "
-          "on a device of its own) or 'smddp' (staged, CUDA IPC in a host); "
-          "SMDDP_GPU_PLANE forces one")
-      .def_property_readonly(
-          "data_plane_reason",
-          [](const ProcessGroupSmddp& pg) {
-            py::gil_scoped_release unlocked;
-            return pg.dataPlaneReason();
-          },
-          "why data_plane is what it is, in words")
+      .def_property_readonly("data_plane",
+                             [](const ProcessGroupSmddp& pg) {
+                               py::gil_scoped_release unlocked;  // may read the store
+                               return pg.dataPlane();
+                             },
+                             "the plane of this group's CUDA tensors: 'nccl' (NCCL, each rank "
+                             "on a device of its own) or 'smddp' (staged, CUDA IPC in a host); "
+                             "SMDDP_GPU_PLANE forces one")
+      .def_property_readonly("data_plane_reason",
+                             [](const ProcessGroupSmddp& pg) {
+                               py::gil_scoped_release unlocked;
+                               return pg.dataPlaneReason();
+                             },
+                             "why data_plane is what it is, in words")
       .def_property_readonly("nccl_formed_by", &ProcessGroupSmddp::ncclFormedBy,
                              "how the group's NCCL communicator was made: "
                              "'ncclCommInitRankConfig', 'ncclCommShrink', or '' while none")
@@ -163,8 +160,9 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly(
           "timeout_seconds",
           [](const ProcessGroupSmddp& pg) { return pg.timeout().count() / 1000.0; })
-      .def("_time_calls", &smddp::torch_shim::timeCalls, py::call_guard<py::gil_scoped_release>(),
-           py::arg("collective"), py::arg("input"), py::arg("outputs"), py::arg("calls"),
+      .def("_time_calls", &smddp::torch_shim::timeCalls,
+           py::call_guard<py::gil_scoped_release>(), py::arg("collective"), py::arg("input"),
+           py::arg("outputs"), py::arg("calls"),
            "Diagnostic (bench/limits/torch_layers.py): runs `calls` synchronous collectives "
            "from C++ with no Python between them; returns microseconds per call. Every rank "
            "must call it alike.")

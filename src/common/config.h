@@ -108,10 +108,9 @@ constexpr ConfigRange kWorldSizeRange{-1, kMaxRanks};
     "0: off.")                                                                                     \
   X(deterministic, "SMDDP_DETERMINISTIC", Int, int64_t{0}, kSwitch,                                \
     "1: all_reduce, reduce_scatter and reduce of host buffers reduce every element in rank "       \
-    "order, "                                                                                      \
-    "so their bits depend on the inputs and the number of ranks alone, whatever SMDDP_ALGO, the "  \
-    "arena, the chunking or the hosts (algorithm fixed_order, or the arena's rank-order forms on " \
-    "one host). 0: the fastest order.")                                                            \
+    "order, so their bits depend on the inputs and the number of ranks alone, whatever "           \
+    "SMDDP_ALGO, the arena, the chunking or the hosts (algorithm fixed_order, or the arena's "     \
+    "rank-order forms on one host). 0: the fastest order.")                                        \
   X(stragglerMs, "SMDDP_STRAGGLER_MS", Int, 2, ConfigRange(0, kMaxDurationMs),                     \
     "Straggler detection (rides on the beacons): a rank that arrives last at the group's "         \
     "collectives, later than the median rank by more than this many milliseconds and through "     \

@@ -153,8 +153,7 @@ void StragglerExchange::detect() {
     requestId_ = 0;
     return;
   }
-  first_ = std::max(nextFirst_, done - std::min<uint64_t>(done, kMaxWindow));
-  first_ = std::max<uint64_t>(first_, 1);
+  first_ = std::max(nextFirst_, done > kMaxWindow ? done - kMaxWindow : 0);  // nextFirst_ >= 1
   count_ = done - first_;
   requestId_ = ++rounds_;
   StragglerReport published = tally_.report(kPublishedRanks);

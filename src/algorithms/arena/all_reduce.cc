@@ -76,9 +76,8 @@ void allReduceSplit(Exec& exec, const CollectiveArgs& args) {
     const auto sliceOf = [&](int q) -> const unsigned char* {
       return q == rank ? in + off + first * es : step.slotOf(q) + first * es;
     };
-    const int start = exec.rankOrder() ? 0 : rank;
-    if (mineCount > 0 && n == 1) std::memcpy(acc, sliceOf(0), mineCount * es);
-    if (mineCount > 0 && n > 1) {
+    const int start = exec.rankOrder() ? 0 : rank;  // n >= 2: one rank runs locally
+    if (mineCount > 0) {
       reduce::reduce(args.dtype, args.op, acc, sliceOf(start), sliceOf((start + 1) % n),
                      mineCount);
     }
